@@ -1,0 +1,112 @@
+"""The ``tierbench`` command.
+
+    tierbench datasets list                       presets, their shapes, and whether they are cached
+    tierbench datasets generate NAME [NAME ...]   build cache entries (synthetic, or a real ogbn-* with --ogb-root)
+    tierbench datasets info NAME [NAME ...]       statistics from the manifests; --out DIR writes a table and a figure
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import pandas as pd
+
+from .datasets import PRESETS, DatasetFileError, entry_path, prepare_dataset
+from .datasets.cache import MANIFEST, read_manifest
+from .datasets.build import regenerate_hint
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    raise AssertionError("unreachable")
+
+
+def _cmd_list(args) -> int:
+    rows = []
+    for p in PRESETS.values():
+        rows.append(
+            {
+                "name": p.name,
+                "imitates": p.imitates,
+                "generator": p.generator,
+                "nodes": p.num_nodes,
+                "avg degree (drawn)": p.avg_degree,
+                "symmetric": p.symmetric,
+                "D": p.feature_dim,
+                "C": p.num_classes,
+                "labelled": f"{p.num_labeled / p.num_nodes:.1%}",
+                "size (est.)": _human_bytes(p.estimated_bytes()),
+                "cached": (entry_path(p.name) / MANIFEST).exists(),
+            }
+        )
+    print(pd.DataFrame(rows).to_string(index=False))
+    print("\nReal OGB datasets: tierbench datasets generate ogbn-NAME --ogb-root DIR (never downloads).")
+    return 0
+
+
+def _cmd_generate(args) -> int:
+    for name in args.names:
+        entry = prepare_dataset(name, ogb_root=args.ogb_root, force=args.force, progress=not args.quiet)
+        print(f"{name}: {entry}")
+    return 0
+
+
+def _cmd_info(args) -> int:
+    from .datasets.summary import summarize, write_summary
+
+    manifests = {}
+    for name in args.names:
+        entry = entry_path(name, args.ogb_root)
+        manifests[name] = read_manifest(entry, regenerate_hint(name, args.ogb_root))
+        manifests[name]["path"] = str(entry)
+    table = summarize(manifests)
+    print(table.to_string())
+    if args.out:
+        for path in write_summary(manifests, args.out, ogb_root=args.ogb_root):
+            print(f"wrote {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tierbench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what is being done")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    datasets = sub.add_parser("datasets", help="list, generate and inspect datasets")
+    dsub = datasets.add_subparsers(dest="action", required=True)
+    dsub.add_parser("list", help="the synthetic presets").set_defaults(func=_cmd_list)
+
+    def with_names(p):
+        p.add_argument("names", nargs="+", metavar="NAME", help="a preset name, or ogbn-* with --ogb-root")
+        p.add_argument("--ogb-root", help="directory holding real OGB datasets (as ogb lays them out)")
+        return p
+
+    gen = with_names(dsub.add_parser("generate", help="build cache entries"))
+    gen.add_argument("--force", action="store_true", help="rebuild even when a complete entry exists")
+    gen.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    gen.set_defaults(func=_cmd_generate)
+
+    info = with_names(dsub.add_parser("info", help="statistics of cached datasets"))
+    info.add_argument("--out", help="write summary.md, summary.csv and degree-ccdf.png into this directory")
+    info.set_defaults(func=_cmd_info)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except (DatasetFileError, KeyError, ValueError) as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"tierbench: error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

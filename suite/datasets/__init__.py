@@ -1,0 +1,13 @@
+"""Datasets: synthetic presets and real OGB node-property datasets, prepared into a checked cache.
+
+>>> from suite.datasets import load_dataset
+>>> ds = load_dataset("tiny")          # generated on first use, then read from the cache
+>>> ds.graph, ds.features.shape, ds.splits["train"]
+"""
+
+from .build import entry_path, load_dataset, prepare_dataset
+from .dataset import Dataset
+from .errors import DatasetFileError
+from .presets import PRESETS, Preset, get_preset
+
+__all__ = ["Dataset", "DatasetFileError", "PRESETS", "Preset", "entry_path", "get_preset", "load_dataset", "prepare_dataset"]

@@ -1,0 +1,5 @@
+"""The error every dataset reader raises for a file it cannot trust."""
+
+
+class DatasetFileError(RuntimeError):
+    """A dataset file is missing, truncated or corrupt; the message names it and says how to rebuild it."""

@@ -1,0 +1,228 @@
+"""OGB's node-property-prediction layout, written by us and read by ``ogb`` itself.
+
+Synthetic datasets are written exactly as OGB ships its binary datasets
+(ogbn-papers100M is one)::
+
+    <dir>/RELEASE_v1.txt
+    <dir>/raw/data.npz            edge_index (2, E) int64, num_nodes_list, num_edges_list, node_feat (N, D) float32
+    <dir>/raw/node-label.npz      node_label (N, 1): int64, or float32 with NaN for unlabelled nodes
+    <dir>/split/<split>/{train,valid,test}.csv.gz
+
+and every dataset, synthetic or a real ``ogbn-*`` a user already has, is read
+back through ``ogb.nodeproppred.NodePropPredDataset`` with an explicit
+``meta_dict``.  Three traps of that loader are handled here:
+
+* **Version prompt.** ogb asks on stdin whether to delete the dataset when
+  ``RELEASE_v<version>.txt`` is missing.  We write the file for synthetic
+  datasets and refuse, with a message, to open a real one that lacks it.
+* **Downloads.** ogb downloads when the raw files are missing.  We check that
+  raw or processed files exist first and never let it try.
+* **``torch.load`` with ``weights_only``.** ogb caches what it read in
+  ``processed/data_processed`` with ``torch.save`` and loads it with a plain
+  ``torch.load``; on torch >= 2.6 that defaults to ``weights_only=True``,
+  which rejects the file.  ogb's module is made to call ``safe_torch_load``
+  instead (see ``safe_load``), never ``weights_only=False``: a processed
+  file may come from someone else.
+* **Start-up version check.** ``import ogb`` starts a thread that asks PyPI
+  whether ogb is outdated (and importing ``outdated`` starts another).  We
+  import ogb so that neither starts.
+
+Synthetic datasets drop ogb's ``processed/`` pickle once converted (tierbench
+keeps its own copy in ``.npy`` files); real datasets are never modified.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import logging
+import os
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..atomic import atomic_path
+from .errors import DatasetFileError
+from .safe_load import safe_torch_load
+
+log = logging.getLogger(__name__)
+
+OGB_VERSION = 1
+SPLIT_NAME = "random"
+
+
+# ----------------------------------------------------------------- importing
+def import_ogb_node_dataset():
+    """``NodePropPredDataset``, imported without ogb's network version check.
+
+    ``ogb.version`` runs its check only when ``from outdated import
+    check_outdated`` succeeds (and importing ``outdated`` starts a check of
+    its own), so ogb is imported while ``outdated`` cannot be imported;
+    any ``outdated`` module already loaded is put back afterwards.
+    """
+    if "ogb.nodeproppred" not in sys.modules:
+        previous = sys.modules.get("outdated")
+        sys.modules["outdated"] = None  # makes `import outdated` raise ImportError
+        try:
+            import ogb.nodeproppred  # noqa: F401
+        finally:
+            if previous is None:
+                del sys.modules["outdated"]
+            else:
+                sys.modules["outdated"] = previous
+    return sys.modules["ogb.nodeproppred"].NodePropPredDataset
+
+
+@contextlib.contextmanager
+def _ogb_loads_safely():
+    """Make ogb's dataset module call ``safe_torch_load`` wherever it calls ``torch.load``."""
+    module = sys.modules["ogb.nodeproppred.dataset"]
+    real = module.torch
+    module.torch = types.SimpleNamespace(load=safe_torch_load, save=torch.save)
+    try:
+        yield
+    finally:
+        module.torch = real
+
+
+# ------------------------------------------------------------------- writing
+def synthetic_meta_dict(dir_path, name: str, num_classes: int) -> dict:
+    """The ``meta_dict`` ogb needs for a binary single-graph node dataset."""
+    return {
+        "dir_path": str(dir_path),
+        "version": OGB_VERSION,
+        "download_name": name,
+        "url": "",  # never used: raw files always exist before ogb is called
+        "num tasks": 1,
+        "task type": "multiclass classification",
+        "eval metric": "acc",
+        "num classes": num_classes,
+        "is hetero": "False",
+        "binary": "True",
+        "add_inverse_edge": "False",  # ogb refuses it for binary files; symmetric graphs store both directions
+        "additional node files": "None",
+        "additional edge files": "None",
+        "split": SPLIT_NAME,
+    }
+
+
+def _label_column(labels: np.ndarray) -> np.ndarray:
+    if (labels >= 0).all():
+        return labels.astype(np.int64).reshape(-1, 1)
+    column = labels.astype(np.float32).reshape(-1, 1)
+    column[labels < 0] = np.nan
+    return column
+
+
+def _save_npz(path: Path, **arrays) -> None:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+
+
+def write_node_dataset(dir_path, edge_index, features, labels, splits) -> list[Path]:
+    """Write one graph in OGB's binary node-property layout; returns the files written.
+
+    ``labels`` holds -1 for nodes without a label; they are stored as NaN, as
+    in ogbn-papers100M, unless every node is labelled.
+    """
+    dir_path = Path(dir_path)
+    raw = dir_path / "raw"
+    num_nodes = len(labels)
+    files = [raw / "data.npz", raw / "node-label.npz"]
+    _save_npz(
+        files[0],
+        edge_index=edge_index,
+        num_nodes_list=np.array([num_nodes], dtype=np.int64),
+        num_edges_list=np.array([edge_index.shape[1]], dtype=np.int64),
+        node_feat=features,
+    )
+    _save_npz(files[1], node_label=_label_column(labels))
+    for split, ids in splits.items():
+        if len(ids) == 0:
+            raise ValueError(f"the {split} split is empty; ogb cannot read an empty split file")
+        path = dir_path / "split" / SPLIT_NAME / f"{split}.csv.gz"
+        text = "\n".join(map(str, np.asarray(ids, dtype=np.int64).tolist())) + "\n"
+        with atomic_path(path) as tmp, open(tmp, "wb") as raw_file:
+            # no name and no time stamp in the gzip header: the same ids give the same bytes
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw_file, mtime=0) as gz:
+                gz.write(text.encode())
+        files.append(path)
+    release = dir_path / f"RELEASE_v{OGB_VERSION}.txt"
+    with atomic_path(release) as tmp:
+        tmp.write_text("written by tierbench in OGB's node-property layout\n")
+    files.append(release)
+    return files
+
+
+# ------------------------------------------------------------------- reading
+def real_meta_dict(name: str, root) -> dict:
+    """ogb's own meta information for a real ``ogbn-*`` dataset stored under ``root``."""
+    import_ogb_node_dataset()  # the first import of ogb must skip its network check
+    package_dir = Path(sys.modules["ogb.nodeproppred"].__file__).parent
+    master = pd.read_csv(package_dir / "master.csv", index_col=0, keep_default_na=False)
+    if name not in master:
+        raise KeyError(f"{name!r} is not an OGB node-property dataset; known: {', '.join(master.keys())}")
+    meta = dict(master[name])
+    meta["dir_path"] = str(Path(root) / "_".join(name.split("-")))
+    return meta
+
+
+def check_readable_without_download(meta: dict, regenerate_hint: str) -> None:
+    """Raise unless ogb can open ``meta['dir_path']`` without prompting or downloading."""
+    root = Path(meta["dir_path"])
+    if not root.is_dir():
+        raise DatasetFileError(f"no dataset directory {root}. {regenerate_hint}")
+    release = root / f"RELEASE_v{meta['version']}.txt"
+    if not release.exists():
+        raise DatasetFileError(
+            f"{release} is missing, so ogb would ask whether to delete the dataset. If this copy is "
+            f"current, create the file (touch it); otherwise replace the dataset. {regenerate_hint}"
+        )
+    raw = root / "raw"
+    needed = raw / ("data.npz" if meta["binary"] == "True" else "edge.csv.gz")
+    if not needed.exists() and not (root / "processed" / "data_processed").exists():
+        raise DatasetFileError(
+            f"neither {needed} nor {root / 'processed' / 'data_processed'} exists, so ogb would try "
+            f"to download the dataset; tierbench never downloads. {regenerate_hint}"
+        )
+
+
+def read_node_dataset(meta: dict, regenerate_hint: str):
+    """Read through ``NodePropPredDataset``; returns ``(graph_dict, labels, split_dict)`` as ogb gives them."""
+    check_readable_without_download(meta, regenerate_hint)
+    NodePropPredDataset = import_ogb_node_dataset()  # noqa: N806 (a class)
+    (Path(meta["dir_path"]) / "processed").mkdir(exist_ok=True)  # ogb saves its cache there
+    chatter = io.StringIO()
+    try:
+        with (
+            _ogb_loads_safely(),
+            contextlib.redirect_stdout(chatter),
+            contextlib.redirect_stderr(chatter),
+        ):
+            dataset = NodePropPredDataset(name=meta["download_name"], meta_dict=meta)
+            split = dataset.get_idx_split()
+    except Exception as err:  # ogb raises whatever numpy, zipfile, pandas or pickle raised
+        raise DatasetFileError(
+            f"ogb could not read the dataset in {meta['dir_path']}: {type(err).__name__}: {str(err).rstrip('.')}. "
+            f"A truncated or corrupt file there is the usual cause. {regenerate_hint}"
+        ) from err
+    finally:
+        if chatter.getvalue().strip():
+            log.debug("ogb: %s", chatter.getvalue().strip())
+    graph, labels = dataset[0]
+    return graph, labels, split
+
+
+def drop_processed_cache(meta: dict) -> None:
+    """Remove ogb's ``processed/`` pickle of a dataset tierbench wrote itself."""
+    processed = Path(meta["dir_path"]) / "processed"
+    for path in processed.glob("*"):
+        path.unlink()
+    with contextlib.suppress(FileNotFoundError):
+        os.rmdir(processed)

@@ -1,0 +1,38 @@
+import socket
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch):
+    """Nothing in tierbench may reach the network: fail any test whose code tries."""
+
+    def refuse(self, address, *args, **kwargs):
+        raise AssertionError(f"tierbench tried to connect to {address}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("tierbench-cache")
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(cache_dir, monkeypatch):
+    monkeypatch.setenv("TIERBENCH_DATA", str(cache_dir))
+    return cache_dir
+
+
+@pytest.fixture(scope="session")
+def tiny(cache_dir):
+    """The ``tiny`` preset, prepared once per session."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TIERBENCH_DATA", str(cache_dir))
+    try:
+        from suite.datasets import load_dataset
+
+        yield load_dataset("tiny", progress=False)
+    finally:
+        mp.undo()

@@ -1,0 +1,126 @@
+"""OGB layout both ways: written by tierbench, read by ogb's own NodePropPredDataset."""
+
+import dataclasses
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from suite.datasets import PRESETS, DatasetFileError
+from suite.datasets import ogb_format
+from suite.datasets.build import convert_ogb, generate_arrays, labels_from_ogb
+
+HINT = "Rebuild it with the test's own command."
+
+
+def write_and_read(tmp_path, preset):
+    graph, features, labels, splits = generate_arrays(preset)
+    ogb_dir = tmp_path / "ogb_dataset"
+    ogb_format.write_node_dataset(ogb_dir, graph.to_edge_index(), features, labels, splits)
+    meta = ogb_format.synthetic_meta_dict(ogb_dir, "tierbench-test", preset.num_classes)
+    return (graph, features, labels, splits), meta
+
+
+@pytest.mark.parametrize(
+    "preset",
+    [
+        PRESETS["tiny-rmat"],
+        # papers-like: most nodes unlabelled, stored as NaN by us and by ogbn-papers100M
+        dataclasses.replace(PRESETS["tiny"], symmetric=False, train_fraction=0.05, valid_fraction=0.01, test_fraction=0.02),
+    ],
+    ids=["rmat-all-labelled", "dcsbm-mostly-unlabelled"],
+)
+def test_round_trip_through_ogbs_loader_gives_identical_arrays(tmp_path, preset):
+    (graph, features, labels, splits), meta = write_and_read(tmp_path, preset)
+    for attempt in ("raw files", "ogb's processed pickle"):  # the second read takes ogb's torch.load path
+        graph_dict, ogb_labels, split = ogb_format.read_node_dataset(meta, HINT)
+        g2, f2, l2, s2 = convert_ogb(graph_dict, ogb_labels, split, "test")
+        assert torch.equal(g2.indptr, graph.indptr), attempt
+        assert torch.equal(g2.indices, graph.indices), attempt
+        np.testing.assert_array_equal(f2, features)
+        np.testing.assert_array_equal(l2, labels)
+        for k in ("train", "valid", "test"):
+            np.testing.assert_array_equal(s2[k], splits[k])
+    assert (tmp_path / "ogb_dataset" / "processed" / "data_processed").exists()
+    unlabelled = labels < 0
+    raw = np.load(tmp_path / "ogb_dataset" / "raw" / "node-label.npz")["node_label"]
+    if unlabelled.any():
+        assert raw.dtype == np.float32 and np.isnan(raw[unlabelled, 0]).all()
+        assert not np.isnan(raw[~unlabelled, 0]).any()
+    else:
+        assert raw.dtype == np.int64
+
+
+def test_labels_from_ogb_handles_int_and_nan_columns():
+    assert labels_from_ogb(np.array([[3], [1]])).tolist() == [3, 1]
+    assert labels_from_ogb(np.array([[2.0], [np.nan], [0.0]], dtype=np.float32)).tolist() == [2, -1, 0]
+    with pytest.raises(ValueError, match="single-task"):
+        labels_from_ogb(np.zeros((3, 2)))
+
+
+def test_missing_release_file_is_an_error_not_a_prompt(tmp_path, monkeypatch):
+    _, meta = write_and_read(tmp_path, PRESETS["tiny"])
+    (tmp_path / "ogb_dataset" / "RELEASE_v1.txt").unlink()
+    monkeypatch.setattr("builtins.input", lambda *a: pytest.fail("ogb prompted on stdin"))
+    with pytest.raises(DatasetFileError, match="RELEASE_v1.txt is missing"):
+        ogb_format.read_node_dataset(meta, HINT)
+
+
+def test_missing_raw_files_is_an_error_not_a_download(tmp_path):
+    _, meta = write_and_read(tmp_path, PRESETS["tiny"])
+    (tmp_path / "ogb_dataset" / "raw" / "data.npz").unlink()
+    with pytest.raises(DatasetFileError, match="would try to download"):
+        ogb_format.read_node_dataset(meta, HINT)
+
+
+def test_truncated_raw_file_names_the_dataset_and_the_fix(tmp_path):
+    _, meta = write_and_read(tmp_path, PRESETS["tiny"])
+    data = tmp_path / "ogb_dataset" / "raw" / "data.npz"
+    data.write_bytes(data.read_bytes()[:1000])
+    with pytest.raises(DatasetFileError, match=r"ogb could not read the dataset in .*ogb_dataset.*Rebuild it"):
+        ogb_format.read_node_dataset(meta, HINT)
+
+
+class _Exploit:
+    def __reduce__(self):
+        return (print, ("arbitrary code ran",))
+
+
+def test_a_processed_pickle_with_code_in_it_is_refused(tmp_path, capsys):
+    _, meta = write_and_read(tmp_path, PRESETS["tiny"])
+    processed = tmp_path / "ogb_dataset" / "processed"
+    processed.mkdir(exist_ok=True)
+    torch.save({"graph": _Exploit(), "labels": None}, processed / "data_processed", pickle_protocol=pickle.HIGHEST_PROTOCOL)
+    with pytest.raises(DatasetFileError, match="ogb could not read"):
+        ogb_format.read_node_dataset(meta, HINT)
+    assert "arbitrary code ran" not in capsys.readouterr().out
+
+
+def test_real_meta_dict_comes_from_ogbs_master_table(tmp_path):
+    meta = ogb_format.real_meta_dict("ogbn-arxiv", tmp_path)
+    assert meta["dir_path"] == str(tmp_path / "ogbn_arxiv")
+    assert int(meta["num classes"]) == 40 and meta["binary"] == "False"
+    with pytest.raises(KeyError, match="not an OGB node-property dataset"):
+        ogb_format.real_meta_dict("ogbn-nope", tmp_path)
+    with pytest.raises(DatasetFileError, match="tierbench never downloads|no dataset directory"):
+        ogb_format.read_node_dataset(meta, HINT)
+
+
+def test_importing_ogb_through_tierbench_starts_no_version_check():
+    code = (
+        "import socket, threading, time\n"
+        "calls = []\n"
+        "socket.socket.connect = lambda self, addr, *a: calls.append(addr)\n"
+        "socket.getaddrinfo = lambda *a, **k: calls.append(a) or []\n"
+        "from suite.datasets.ogb_format import import_ogb_node_dataset\n"
+        "import_ogb_node_dataset()\n"
+        "time.sleep(0.5)\n"
+        "names = [t.name for t in threading.enumerate() if t is not threading.main_thread()]\n"
+        "print(calls, names)\n"
+        "assert not calls and not names, (calls, names)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
