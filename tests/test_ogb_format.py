@@ -124,3 +124,49 @@ def test_importing_ogb_through_tierbench_starts_no_version_check():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def write_mini_ogbn_products(root, n=60, e=200, d=5, seed=0):
+    """A miniature of a real OGB download: CSV layout, one direction per edge (add_inverse_edge)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    base = root / "ogbn_products"
+    raw = base / "raw"
+    raw.mkdir(parents=True)
+    edges = rng.integers(0, n, (e, 2))
+    features = rng.standard_normal((n, d)).astype(np.float32)
+    labels = rng.integers(0, 47, (n, 1))
+    for name, frame in {
+        "edge": edges,
+        "num-node-list": [[n]],
+        "num-edge-list": [[e]],
+        "node-feat": features,
+        "node-label": labels,
+    }.items():
+        pd.DataFrame(frame).to_csv(raw / f"{name}.csv.gz", header=False, index=False, compression="gzip")
+    order = rng.permutation(n)
+    split_dir = base / "split" / "sales_ranking"
+    split_dir.mkdir(parents=True)
+    for name, ids in (("train", order[:10]), ("valid", order[10:15]), ("test", order[15:])):
+        pd.DataFrame(ids).to_csv(split_dir / f"{name}.csv.gz", header=False, index=False, compression="gzip")
+    (base / "RELEASE_v1.txt").write_text("")
+    return edges, features, labels[:, 0], order
+
+
+def test_a_real_ogb_download_is_converted_through_ogbs_csv_reader(tmp_path):
+    from suite.datasets import load_dataset
+
+    edges, features, labels, order = write_mini_ogbn_products(tmp_path)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    ds = load_dataset("ogbn-products", ogb_root=tmp_path, progress=False)
+    assert ds.num_classes == 47 and ds.manifest["source"] == {"kind": "ogb", "dir": str((tmp_path / "ogbn_products").resolve())}
+    # ogb adds the inverse of every edge for ogbn-products; sampling lists hold both directions
+    expected = sorted(map(tuple, np.concatenate([edges, edges[:, ::-1]]).tolist()))
+    ei = ds.graph.to_edge_index()
+    assert sorted(zip(ei[0].tolist(), ei[1].tolist())) == expected
+    np.testing.assert_array_equal(ds.features.numpy(), features)
+    np.testing.assert_array_equal(ds.labels.numpy(), labels)
+    np.testing.assert_array_equal(ds.splits["train"].numpy(), order[:10])
+    after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert set(before) <= set(after)  # tierbench removed nothing from the user's copy

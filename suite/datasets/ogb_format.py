@@ -28,7 +28,8 @@ back through ``ogb.nodeproppred.NodePropPredDataset`` with an explicit
   import ogb so that neither starts.
 
 Synthetic datasets drop ogb's ``processed/`` pickle once converted (tierbench
-keeps its own copy in ``.npy`` files); real datasets are never modified.
+keeps its own copy in ``.npy`` files).  Nothing is removed from a real
+dataset; ogb adds its ``processed/`` cache there, as on any first read.
 """
 
 from __future__ import annotations
