@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from suite.datasets import PRESETS
 from suite.datasets.dcsbm import dcsbm_edges
 from suite.datasets.node_data import random_splits, synthesize_features, visible_labels
 from suite.datasets.rmat import GRAPH500, rmat_communities, rmat_edges, shuffle_ids
@@ -117,7 +118,8 @@ def test_features_are_learnable_and_neighbours_help():
     n = 20_000
     src, dst, classes = dcsbm(n=n, e=10 * n, homophily=0.7, exponent=2.5)
     graph = CSRGraph.from_edges(src, dst, n).coalesce()
-    x = synthesize_features(graph, classes, dim=32, signal=0.25, neighbor_signal=0.5, seed=1)
+    preset = PRESETS["tiny"]
+    x = synthesize_features(graph, classes, dim=32, signal=preset.signal, neighbor_signal=preset.neighbor_signal, seed=1)
     assert x.dtype == np.float32 and x.shape == (n, 32)
     rng = np.random.default_rng(0)
     order = rng.permutation(n)
@@ -131,7 +133,7 @@ def test_features_are_learnable_and_neighbours_help():
     agg = np.where(deg > 0, sums / np.maximum(deg, 1), 0)
     both = nearest_centroid_accuracy(np.hstack([x, agg]), classes, train, test)
     assert own > majority + 0.1, (own, majority)
-    assert both > own + 0.05, (both, own)
+    assert both > own + 0.1, (both, own)
 
 
 def test_features_are_deterministic():

@@ -182,7 +182,7 @@ def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: 
             num_classes = preset.num_classes
             source = {"kind": "synthetic", "preset": preset.params(), "ogb_dir": str(ogb_dir.relative_to(partial))}
         with steps.step("reading through ogb"):
-            graph_dict, ogb_labels, split = ogb_format.read_node_dataset(meta, hint)
+            graph_dict, ogb_labels, split = ogb_format.read_node_dataset(meta, hint, cache_processed=real)
         with steps.step("converting to CSR"):
             graph, features, labels, splits = convert_ogb(graph_dict, ogb_labels, split, name)
             del graph_dict, ogb_labels
@@ -190,7 +190,6 @@ def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: 
             written = save_arrays(partial, graph, features, labels, splits)
         with steps.step("checksums"):
             if not real:
-                ogb_format.drop_processed_cache(meta)
                 written += sorted(p for p in (partial / "ogb").rglob("*") if p.is_file())
             files = cache.describe_files(partial, written, progress)
             cache.write_manifest(partial, _manifest(name, source, graph, features, labels, splits, num_classes, files))

@@ -9,8 +9,9 @@ file sizes), so changing a preset never silently reuses old data.
 An entry is complete exactly when its ``manifest.json`` exists: entries are
 built in a hidden ``.partial`` directory and renamed into place, and the
 manifest (generating parameters, statistics, and the size and SHA-256 of
-every file) is written last.  Loading checks sizes always and checksums by
-default, and a mismatch names the file and the command that rebuilds it.
+every file) is written last.  Loading checks the size of every file and, by
+default, the checksum of every array it loads; a mismatch names the file and
+the command that rebuilds it.
 """
 
 from __future__ import annotations

@@ -27,9 +27,10 @@ back through ``ogb.nodeproppred.NodePropPredDataset`` with an explicit
   whether ogb is outdated (and importing ``outdated`` starts another).  We
   import ogb so that neither starts.
 
-Synthetic datasets drop ogb's ``processed/`` pickle once converted (tierbench
-keeps its own copy in ``.npy`` files).  Nothing is removed from a real
-dataset; ogb adds its ``processed/`` cache there, as on any first read.
+For synthetic datasets ogb is kept from writing its ``processed/`` pickle
+(tierbench keeps its own copy in ``.npy`` files; for papers-l the pickle
+would be 17 GB more).  Nothing is removed from a real dataset; ogb adds its
+``processed/`` cache there, as on any first read.
 """
 
 from __future__ import annotations
@@ -79,12 +80,16 @@ def import_ogb_node_dataset():
     return sys.modules["ogb.nodeproppred"].NodePropPredDataset
 
 
+def _skip_save(*args, **kwargs):
+    pass
+
+
 @contextlib.contextmanager
-def _ogb_loads_safely():
-    """Make ogb's dataset module call ``safe_torch_load`` wherever it calls ``torch.load``."""
+def _ogb_torch(cache_processed: bool):
+    """Make ogb's dataset module load with ``safe_torch_load``, and save its cache only if asked."""
     module = sys.modules["ogb.nodeproppred.dataset"]
     real = module.torch
-    module.torch = types.SimpleNamespace(load=safe_torch_load, save=torch.save)
+    module.torch = types.SimpleNamespace(load=safe_torch_load, save=torch.save if cache_processed else _skip_save)
     try:
         yield
     finally:
@@ -194,15 +199,20 @@ def check_readable_without_download(meta: dict, regenerate_hint: str) -> None:
         )
 
 
-def read_node_dataset(meta: dict, regenerate_hint: str):
-    """Read through ``NodePropPredDataset``; returns ``(graph_dict, labels, split_dict)`` as ogb gives them."""
+def read_node_dataset(meta: dict, regenerate_hint: str, cache_processed: bool = True):
+    """Read through ``NodePropPredDataset``; returns ``(graph_dict, labels, split_dict)`` as ogb gives them.
+
+    ``cache_processed=False`` stops ogb from writing its ``processed/`` pickle
+    (a second copy of the whole dataset), for data tierbench caches itself.
+    """
     check_readable_without_download(meta, regenerate_hint)
     NodePropPredDataset = import_ogb_node_dataset()  # noqa: N806 (a class)
-    (Path(meta["dir_path"]) / "processed").mkdir(exist_ok=True)  # ogb saves its cache there
+    if cache_processed:
+        (Path(meta["dir_path"]) / "processed").mkdir(exist_ok=True)  # ogb saves its cache there
     chatter = io.StringIO()
     try:
         with (
-            _ogb_loads_safely(),
+            _ogb_torch(cache_processed),
             contextlib.redirect_stdout(chatter),
             contextlib.redirect_stderr(chatter),
         ):
@@ -218,12 +228,3 @@ def read_node_dataset(meta: dict, regenerate_hint: str):
             log.debug("ogb: %s", chatter.getvalue().strip())
     graph, labels = dataset[0]
     return graph, labels, split
-
-
-def drop_processed_cache(meta: dict) -> None:
-    """Remove ogb's ``processed/`` pickle of a dataset tierbench wrote itself."""
-    processed = Path(meta["dir_path"]) / "processed"
-    for path in processed.glob("*"):
-        path.unlink()
-    with contextlib.suppress(FileNotFoundError):
-        os.rmdir(processed)

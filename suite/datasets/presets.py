@@ -53,8 +53,11 @@ class Preset:
     degree_exponent: float = 2.5  # dcsbm: exponent of the power-law propensities
     homophily: float = 0.7  # dcsbm: chance an edge stays inside its class
     class_skew: float = 0.8  # class sizes proportional to (k + 1) ** -class_skew
-    signal: float = 0.25  # weight of a node's own class centroid in its features
-    neighbor_signal: float = 0.5  # weight of the mean centroid of its neighbours' classes
+    # features: own-class weight and neighbours' mean-class weight against unit noise; with these,
+    # nearest-centroid accuracy on papers-like data is ~0.30 from a node's own features and ~0.54
+    # with the mean of its neighbours' features added (majority class: 0.10)
+    signal: float = 0.1
+    neighbor_signal: float = 0.2
     seed: int = 0
 
     def __post_init__(self):
