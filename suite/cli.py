@@ -19,11 +19,12 @@ from .datasets.build import regenerate_hint
 
 
 def _human_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if n < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+    units = ("B", "KB", "MB", "GB", "TB")
+    k = 0
+    while n >= 1000 and k < len(units) - 1:
         n /= 1000
-    raise AssertionError("unreachable")
+        k += 1
+    return f"{n:.1f} {units[k]}"
 
 
 def _cmd_list(args) -> int:

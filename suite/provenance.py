@@ -19,13 +19,13 @@ _REPO = Path(__file__).resolve().parent.parent
 
 
 def git_revision() -> str:
-    """The commit the code was run from, with ``-dirty`` when it had uncommitted changes."""
+    """The commit the code was run from, with ``-dirty`` when its code had uncommitted changes."""
     try:
         rev = subprocess.run(
             ["git", "-C", str(_REPO), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(_REPO), "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(  # outputs in results/ do not make the code that wrote them dirty
+            ["git", "-C", str(_REPO), "status", "--porcelain", "--untracked-files=no", "--", ".", ":!results"],
             capture_output=True, text=True, check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):

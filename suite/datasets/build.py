@@ -99,8 +99,9 @@ def generate_graph(preset: Preset):
         )
     if preset.symmetric:
         src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
-    graph = CSRGraph.from_edges(src, dst, n).coalesce(drop_self_loops=True)
-    return graph, classes
+    graph = CSRGraph.from_edges(src, dst, n)
+    del src, dst  # the edge list is the largest array alive here
+    return graph.coalesce(drop_self_loops=True), classes
 
 
 def generate_arrays(preset: Preset):

@@ -39,7 +39,6 @@ import contextlib
 import gzip
 import io
 import logging
-import os
 import sys
 import types
 from pathlib import Path

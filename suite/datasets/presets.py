@@ -105,36 +105,26 @@ def _papers(name: str, num_nodes: int) -> Preset:
     )
 
 
+_TINY = Preset(
+    name="tiny",
+    imitates="ogbn-products (CI size)",
+    generator="dcsbm",
+    num_nodes=4096,
+    avg_degree=12.0,
+    symmetric=True,
+    feature_dim=32,
+    num_classes=8,
+    train_fraction=0.3,
+    valid_fraction=0.1,
+    test_fraction=0.6,
+    homophily=0.8,
+)
+
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
-        Preset(
-            name="tiny",
-            imitates="ogbn-products (CI size)",
-            generator="dcsbm",
-            num_nodes=4096,
-            avg_degree=12.0,
-            symmetric=True,
-            feature_dim=32,
-            num_classes=8,
-            train_fraction=0.3,
-            valid_fraction=0.1,
-            test_fraction=0.6,
-            homophily=0.8,
-        ),
-        Preset(
-            name="tiny-rmat",
-            imitates="Graph500 (CI size)",
-            generator="rmat",
-            num_nodes=4096,
-            avg_degree=16.0,
-            symmetric=True,
-            feature_dim=32,
-            num_classes=8,
-            train_fraction=0.3,
-            valid_fraction=0.1,
-            test_fraction=0.6,
-        ),
+        _TINY,
+        dataclasses.replace(_TINY, name="tiny-rmat", imitates="Graph500 (CI size)", generator="rmat", avg_degree=16.0),
         Preset(
             name="products-s",
             imitates="ogbn-products",
