@@ -81,9 +81,12 @@ def test_empty_graphs_are_legal():
     ],
 )
 def test_validate_names_the_first_bad_position(indptr, indices, message):
-    g = CSRGraph(torch.tensor(indptr, dtype=torch.int64), torch.tensor(indices, dtype=torch.int32))
+    indptr, indices = torch.tensor(indptr, dtype=torch.int64), torch.tensor(indices, dtype=torch.int32)
     with pytest.raises(ValueError, match=message):
-        g.validate()
+        CSRGraph(indptr, indices)
+    unchecked = CSRGraph(indptr, indices, validate=False)
+    with pytest.raises(ValueError, match=message):
+        unchecked.validate()
 
 
 def test_bad_construction_inputs_are_refused_with_a_reason():

@@ -18,22 +18,19 @@ labels are converted in place of a copy of one column.  For ogbn-papers100M
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import hashlib
-import shutil
 import zlib
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from tiering.graph import CSRGraph
 
+from ..progress import Steps
 from . import cache, ogb_format
-from .dataset import Dataset, load_entry, save_arrays
+from .dataset import Dataset, dataset_arrays, load_entry, save_arrays
 from .dcsbm import dcsbm_edges
-from .errors import DatasetFileError
 from .node_data import NO_LABEL, random_splits, synthesize_features, visible_labels
 from .presets import Preset, get_preset
 from .rmat import rmat_communities, rmat_edges, shuffle_ids
@@ -64,23 +61,6 @@ def entry_path(name: str, ogb_root=None) -> Path:
 def _sub_seed(seed: int, purpose: str) -> int:
     """Independent seeds for the independent random parts of one dataset."""
     return int(np.random.SeedSequence([seed, zlib.crc32(purpose.encode())]).generate_state(1, np.uint64)[0])
-
-
-class _Steps:
-    """One progress bar over the named steps of a long job."""
-
-    def __init__(self, title: str, count: int, progress: bool):
-        self.bar = tqdm(total=count, desc=title, disable=not progress, unit="step")
-
-    @contextlib.contextmanager
-    def step(self, what: str):
-        self.bar.set_postfix_str(what)
-        yield
-        self.bar.update(1)
-
-    def close(self):
-        self.bar.set_postfix_str("done")
-        self.bar.close()
 
 
 # ----------------------------------------------------------------- synthetic
@@ -164,7 +144,7 @@ def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: 
         return entry
     hint = regenerate_hint(name, ogb_root)
     real = is_real_ogb(name)
-    steps = _Steps(name, 4 if real else 6, progress)
+    steps = Steps(name, 4 if real else 6, progress)
     partial = cache.partial_dir(entry)
     try:
         if real:
@@ -188,7 +168,7 @@ def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: 
             graph, features, labels, splits = convert_ogb(graph_dict, ogb_labels, split, name)
             del graph_dict, ogb_labels
         with steps.step("writing arrays"):
-            written = save_arrays(partial, graph, features, labels, splits)
+            written = save_arrays(partial, **dataset_arrays(graph, features, labels, splits))
         with steps.step("checksums"):
             if not real:
                 written += sorted(p for p in (partial / "ogb").rglob("*") if p.is_file())
@@ -197,8 +177,7 @@ def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: 
         cache.publish(partial, entry)
     finally:
         steps.close()
-        if partial.exists():  # the build failed: leave no half-built entry behind
-            shutil.rmtree(partial, ignore_errors=True)
+        cache.discard(partial)
     return entry
 
 
@@ -209,10 +188,5 @@ def load_dataset(name: str, *, ogb_root=None, verify: bool = True, progress: boo
     always checked); a mismatch raises ``DatasetFileError`` naming the file.
     """
     entry = prepare_dataset(name, ogb_root=ogb_root, progress=progress)
-    dataset = load_entry(entry, regenerate_hint(name, ogb_root), verify=verify, progress=progress)
-    try:
-        dataset.graph.validate()
-    except ValueError as err:
-        raise DatasetFileError(f"{entry / 'indices.npy'}: {err}. {regenerate_hint(name, ogb_root)}") from None
-    return dataset
+    return load_entry(entry, regenerate_hint(name, ogb_root), verify=verify, progress=progress)
 

@@ -110,3 +110,8 @@ def publish(partial: Path, entry: Path) -> None:
     os.replace(partial, entry)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def discard(partial: Path) -> None:
+    """Remove what is left of a build that did not reach ``publish`` (nothing if it did)."""
+    shutil.rmtree(partial, ignore_errors=True)

@@ -7,6 +7,11 @@ in on demand, and the later tiers (pinned host memory, GPU) read from it::
     indptr.npy  int64 (N + 1)      indices.npy  int32/int64 (E)
     features.npy  float32 (N, D)   labels.npy  int64 (N), -1 = no label
     train.npy / valid.npy / test.npy  int64 node ids
+
+A reordered entry (``suite.datasets.reordered``) also holds the renumbering
+and the scores it came from, in the new order::
+
+    old_to_new.npy / new_to_old.npy  int64 (N)      scores.npy  float64 (N), descending
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from .cache import read_manifest, verify_files
 from .errors import DatasetFileError
 
 SPLITS = ("train", "valid", "test")
+ARRAYS = ("indptr", "indices", "features", "labels", *SPLITS)
+PERMUTATION_ARRAYS = ("old_to_new", "new_to_old", "scores")
 _MEMORY_MAPPED = ("indices", "features")
 
 
@@ -39,6 +46,10 @@ class Dataset:
     num_classes: int
     manifest: dict = dataclasses.field(default_factory=dict)
     path: Path | None = None
+    # set on reordered datasets: node v here is node new_to_old[v] of the dataset it came from
+    old_to_new: torch.Tensor | None = None
+    new_to_old: torch.Tensor | None = None
+    scores: torch.Tensor | None = None  # the scores that ordered it, in the new order
 
     @property
     def num_nodes(self) -> int:
@@ -56,19 +67,22 @@ class Dataset:
         )
 
 
-def array_files(entry: Path) -> dict[str, Path]:
-    names = ("indptr", "indices", "features", "labels", *SPLITS)
-    return {name: entry / f"{name}.npy" for name in names}
+def array_file(entry: Path, name: str) -> Path:
+    return entry / f"{name}.npy"
 
 
-def save_arrays(entry: Path, graph: CSRGraph, features, labels, splits) -> list[Path]:
-    """Write the arrays of a dataset into ``entry``; returns the files written."""
-    files = array_files(entry)
-    arrays = {"indptr": graph.indptr, "indices": graph.indices, "features": features, "labels": labels, **splits}
-    for name, path in files.items():
-        value = arrays[name]
-        atomic.save_npy(path, value.numpy() if isinstance(value, torch.Tensor) else value)
-    return list(files.values())
+def save_arrays(entry: Path, **arrays) -> list[Path]:
+    """Write each named array (tensor or numpy) to ``entry/<name>.npy``; returns the files written."""
+    paths = []
+    for name, value in arrays.items():
+        paths.append(array_file(entry, name))
+        atomic.save_npy(paths[-1], value.numpy() if isinstance(value, torch.Tensor) else value)
+    return paths
+
+
+def dataset_arrays(graph: CSRGraph, features, labels, splits) -> dict:
+    """The arrays ``save_arrays`` writes for a dataset, by file name."""
+    return {"indptr": graph.indptr, "indices": graph.indices, "features": features, "labels": labels, **splits}
 
 
 def _load_npy(path: Path, mmap: bool, hint: str) -> torch.Tensor:
@@ -88,11 +102,15 @@ def load_entry(entry: Path, hint: str, verify: bool = True, progress: bool = Tru
     """
     manifest = read_manifest(entry, hint)
     verify_files(entry, manifest, hint, checksums=False)
+    names = ARRAYS + tuple(n for n in PERMUTATION_ARRAYS if f"{n}.npy" in manifest["files"])
     if verify:
-        loaded = {name: manifest["files"][name] for name in (p.name for p in array_files(entry).values())}
+        loaded = {f"{name}.npy": manifest["files"][f"{name}.npy"] for name in names}
         verify_files(entry, {"files": loaded}, hint, checksums=True, progress=progress)
-    arrays = {name: _load_npy(path, name in _MEMORY_MAPPED, hint) for name, path in array_files(entry).items()}
-    graph = CSRGraph(arrays["indptr"], arrays["indices"])
+    arrays = {name: _load_npy(array_file(entry, name), name in _MEMORY_MAPPED, hint) for name in names}
+    try:
+        graph = CSRGraph(arrays["indptr"], arrays["indices"])
+    except (ValueError, TypeError) as err:
+        raise DatasetFileError(f"{entry / 'indices.npy'}: {err}. {hint}") from None
     return Dataset(
         name=manifest["name"],
         graph=graph,
@@ -102,4 +120,5 @@ def load_entry(entry: Path, hint: str, verify: bool = True, progress: bool = Tru
         num_classes=int(manifest["num_classes"]),
         manifest=manifest,
         path=entry,
+        **{name: arrays[name] for name in PERMUTATION_ARRAYS if name in arrays},
     )

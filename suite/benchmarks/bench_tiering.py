@@ -1,0 +1,121 @@
+"""Scorers and reordering (seeds/000 §3.1-3.2) against SciPy peers timed in the same run.
+
+``track_time_ratio_vs_scipy`` is ours / SciPy (below 1: we are faster);
+``track_ns_per_edge`` is the cost per list entry (per entry and iteration for
+reverse PageRank).  The graph is papers-like (``papers-s`` shape, scaled),
+generated once per run by ``setup_cache`` and shared through .npy files.
+"""
+
+import dataclasses
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from suite.datasets import PRESETS
+from suite.datasets.build import generate_graph
+from suite.peers import adjacency, scipy_permute, scipy_reverse_pagerank
+from tiering.graph import CSRGraph
+from tiering.reorder import order_by_score, reorder_graph
+from tiering.scores import degree, reverse_pagerank, weighted_reverse_pagerank
+
+SIZES = [1 << 16, 1 << 18]
+
+
+def best_of(fn, repeat=3):
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def make_graphs():
+    root = Path(tempfile.mkdtemp(prefix="tierbench-asv-"))
+    for n in SIZES:
+        graph, _ = generate_graph(dataclasses.replace(PRESETS["papers-s"], num_nodes=n))
+        np.save(root / f"indptr-{n}.npy", graph.indptr.numpy())
+        np.save(root / f"indices-{n}.npy", graph.indices.numpy())
+    return str(root)
+
+
+def load_graph(root, n):
+    return CSRGraph(torch.from_numpy(np.load(f"{root}/indptr-{n}.npy")), torch.from_numpy(np.load(f"{root}/indices-{n}.npy")))
+
+
+class Reorder:
+    params = SIZES
+    param_names = ["num_nodes"]
+    timeout = 300
+
+    def setup_cache(self):
+        return make_graphs()
+
+    def setup(self, root, n):
+        self.graph = load_graph(root, n)
+        self.scores = degree(self.graph)
+        self.new_to_old, _ = order_by_score(self.scores)
+        self.matrix = adjacency(self.graph)
+        reorder_graph(self.graph, self.scores)  # compile
+
+    def ours(self):
+        reorder_graph(self.graph, self.scores)
+
+    def peer(self):
+        scipy_permute(self.matrix, self.new_to_old)
+
+    def time_reorder_graph(self, root, n):
+        self.ours()
+
+    def time_scipy_permutation(self, root, n):
+        self.peer()
+
+    def track_time_ratio_vs_scipy(self, root, n):
+        return best_of(self.ours) / best_of(self.peer)
+
+    track_time_ratio_vs_scipy.unit = "ratio"
+
+    def track_ns_per_edge(self, root, n):
+        return 1e9 * best_of(self.ours) / self.graph.num_edges
+
+    track_ns_per_edge.unit = "ns/edge"
+
+
+class Scorers:
+    params = SIZES
+    param_names = ["num_nodes"]
+    timeout = 300
+
+    def setup_cache(self):
+        return make_graphs()
+
+    def setup(self, root, n):
+        self.graph = load_graph(root, n)
+        self.train = torch.arange(0, n, 97)
+        weighted_reverse_pagerank(self.graph, self.train)  # compile
+
+    def time_degree(self, root, n):
+        degree(self.graph)
+
+    def time_weighted_reverse_pagerank(self, root, n):
+        weighted_reverse_pagerank(self.graph, self.train)
+
+    def time_reverse_pagerank(self, root, n):
+        reverse_pagerank(self.graph)
+
+    def time_scipy_reverse_pagerank(self, root, n):
+        scipy_reverse_pagerank(self.graph)
+
+    def track_rpr_time_ratio_vs_scipy(self, root, n):
+        return best_of(lambda: reverse_pagerank(self.graph)) / best_of(lambda: scipy_reverse_pagerank(self.graph))
+
+    track_rpr_time_ratio_vs_scipy.unit = "ratio"
+
+    def track_rpr_ns_per_edge_iteration(self, root, n):
+        _, iterations = scipy_reverse_pagerank(self.graph)
+        return 1e9 * best_of(lambda: reverse_pagerank(self.graph)) / (self.graph.num_edges * iterations)
+
+    track_rpr_ns_per_edge_iteration.unit = "ns/(edge*iteration)"

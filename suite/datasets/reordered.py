@@ -1,0 +1,145 @@
+"""Reordered datasets: a prepared dataset renumbered by a scorer, cached beside it (seeds/000 §3).
+
+``prepare_reordered("papers-s", "wrpr")`` loads the base dataset (checking
+its checksums), scores its nodes, reorders the graph, permutes features and
+labels, renames the splits, and writes the result as a cache entry of its
+own with ``old_to_new``, ``new_to_old`` and the scores.  The entry's key
+hashes the base dataset's content checksums, the scorer and its parameters,
+so a changed dataset or parameter makes a new entry, and an existing one is
+reused.  Features are permuted straight into the new memory-mapped file, a
+chunk of rows at a time, so tables larger than RAM can be reordered.
+
+The weighted scorer takes the training split as its labelled set: training
+minibatches start there (seeds/000 §3.1).
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from tiering.reorder import map_ids, permute_rows, reorder_graph
+from tiering.scores import SCORERS
+
+from . import cache
+from ..progress import Steps
+from .build import prepare_dataset, regenerate_hint
+from .dataset import Dataset, array_file, dataset_arrays, load_entry, save_arrays
+from .stats import graph_stats, top_share
+
+DEFAULT_PARAMS = {
+    "degree": {},
+    "rpr": {"damping": 0.85, "tol": 1e-10, "max_iter": 1000},
+    "wrpr": {"damping": 0.85, "iterations": 5},
+}
+
+
+def scorer_params(scorer: str, **overrides) -> dict:
+    """The scorer's parameters: its defaults with ``overrides`` (None values ignored) applied."""
+    if scorer not in DEFAULT_PARAMS:
+        raise KeyError(f"unknown scorer {scorer!r}; choose one of {', '.join(DEFAULT_PARAMS)}")
+    params = dict(DEFAULT_PARAMS[scorer])
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        if key not in params:
+            raise ValueError(f"scorer {scorer} has no parameter {key!r}; it takes {sorted(params) or 'none'}")
+        params[key] = type(params[key])(value)
+    return params
+
+
+def score_nodes(dataset: Dataset, scorer: str, params: dict) -> torch.Tensor:
+    """Scores of ``dataset``'s nodes; ``wrpr`` weights the training split."""
+    if scorer == "wrpr":
+        return SCORERS[scorer](dataset.graph, dataset.splits["train"], **params)
+    return SCORERS[scorer](dataset.graph, **params)
+
+
+def _content_key(base: Dataset, scorer: str, params: dict) -> str:
+    files = {name: record["sha256"] for name, record in sorted(base.manifest["files"].items()) if name.endswith(".npy")}
+    blob = json.dumps({"base": files, "scorer": scorer, "params": params}, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]
+
+
+def reordered_hint(name: str, scorer: str, ogb_root=None) -> str:
+    root = f" --ogb-root {ogb_root}" if ogb_root is not None else ""
+    return f"Rebuild it with `tierbench prepare --dataset {name} --scorer {scorer}{root} --force`."
+
+
+def prepare_reordered(
+    name: str, scorer: str, params: dict | None = None, *, ogb_root=None, force: bool = False, progress: bool = True
+) -> Path:
+    """Make sure the reordered entry exists (build it if not, or if ``force``); returns its directory."""
+    params = scorer_params(scorer, **(params or {}))
+    base_entry = prepare_dataset(name, ogb_root=ogb_root, progress=progress)
+    base = load_entry(base_entry, regenerate_hint(name, ogb_root), verify=True, progress=progress)
+    entry = cache.cache_root() / f"{name}.{scorer}-{_content_key(base, scorer, params)}"
+    if (entry / cache.MANIFEST).exists() and not force:
+        return entry
+    steps = Steps(f"{name} by {scorer}", 5, progress)
+    partial = cache.partial_dir(entry)
+    try:
+        with steps.step(f"scoring ({scorer})"):
+            start = time.perf_counter()
+            scores = score_nodes(base, scorer, params)
+            score_seconds = time.perf_counter() - start
+        with steps.step("reordering the graph"):
+            start = time.perf_counter()
+            graph, old_to_new, new_to_old = reorder_graph(base.graph, scores)
+            reorder_seconds = time.perf_counter() - start
+        with steps.step("permuting features"):
+            features = np.lib.format.open_memmap(
+                array_file(partial, "features"), mode="w+", dtype=np.float32, shape=tuple(base.features.shape)
+            )
+            permute_rows(base.features, new_to_old, out=features, progress=progress)
+            features.flush()
+        with steps.step("writing arrays"):
+            labels = permute_rows(base.labels, new_to_old)
+            splits = {k: map_ids(v, old_to_new) for k, v in base.splits.items()}
+            arrays = dataset_arrays(graph, features, labels, splits)
+            del arrays["features"]  # already written in place
+            written = save_arrays(partial, **arrays, old_to_new=old_to_new, new_to_old=new_to_old, scores=scores[new_to_old])
+            written.append(array_file(partial, "features"))
+        with steps.step("checksums"):
+            manifest = {
+                "name": name,
+                "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "source": {
+                    "kind": "reordered",
+                    "base_entry": base_entry.name,
+                    "base_source": base.manifest["source"],
+                    "scorer": scorer,
+                    "params": params,
+                    "score_seconds": score_seconds,
+                    "reorder_seconds": reorder_seconds,
+                },
+                "num_nodes": graph.num_nodes,
+                "num_edges": graph.num_edges,
+                "index_dtype": base.manifest["index_dtype"],
+                "feature_dim": base.feature_dim,
+                "num_classes": base.num_classes,
+                "split_sizes": {k: len(v) for k, v in splits.items()},
+                "stats": graph_stats(graph, labels.numpy(), splits),
+                "score_mass_top10": top_share(scores.numpy(), 0.10),
+                "score_mass_top25": top_share(scores.numpy(), 0.25),
+                "files": cache.describe_files(partial, written, progress),
+            }
+            cache.write_manifest(partial, manifest)
+        del features
+        cache.publish(partial, entry)
+    finally:
+        steps.close()
+        cache.discard(partial)
+    return entry
+
+
+def load_reordered(name: str, scorer: str, params: dict | None = None, *, ogb_root=None, verify=True, progress=True) -> Dataset:
+    """The dataset renumbered by ``scorer``, preparing it first when it is not cached."""
+    entry = prepare_reordered(name, scorer, params, ogb_root=ogb_root, progress=progress)
+    return load_entry(entry, reordered_hint(name, scorer, ogb_root), verify=verify, progress=progress)
