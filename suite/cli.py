@@ -5,6 +5,8 @@
     tierbench datasets info NAME [NAME ...]       statistics from the manifests; --out DIR writes a table and a figure
     tierbench prepare --dataset NAME --scorer S   score, reorder and cache a dataset (S: degree, rpr, wrpr)
     tierbench scorers --dataset NAME --out DIR    score concentration and scoring/reordering speed tables
+    tierbench train --dataset NAME --epochs K     GraphSAGE training, timed per stage, with validation accuracy
+    tierbench profile --dataset NAME --figure 7|9 measured feature reuse by scorer (paper Figures 7 and 9)
 """
 
 from __future__ import annotations
@@ -104,6 +106,68 @@ def _cmd_scorers(args) -> int:
     return 0
 
 
+def _fanouts(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"fanouts are comma-separated integers such as 12,12,12, got {text!r}") from None
+
+
+def _cmd_train(args) -> int:
+    import torch
+
+    from baselines.in_memory import InMemoryLoader
+
+    from .datasets import load_dataset
+    from .datasets.reordered import load_reordered
+    from .train import Trainer, default_fanouts, majority_accuracy
+    from .train_report import write_training_report
+
+    if args.scorer:
+        dataset = load_reordered(args.dataset, args.scorer, ogb_root=args.ogb_root, progress=not args.quiet)
+    else:
+        dataset = load_dataset(args.dataset, ogb_root=args.ogb_root, progress=not args.quiet)
+    source = dataset.manifest["source"]
+    imitates = (source.get("base_source") or source).get("preset", {}).get("imitates", dataset.name)
+    fanouts = args.fanout or default_fanouts(imitates)
+    device = torch.device(args.device)
+    loader = InMemoryLoader(dataset.features, device)
+    trainer = Trainer(
+        dataset, loader, fanouts, batch_size=args.batch_size, hidden=args.hidden, dropout=args.dropout,
+        lr=args.lr, seed=args.seed,
+    )
+    majority = majority_accuracy(dataset)
+    print(f"{dataset}\nfanouts {fanouts}, batch {args.batch_size}, device {device}; majority-class valid accuracy {majority:.3f}")
+    results = []
+    for epoch in range(args.epochs):
+        results.append(trainer.train_epoch(epoch, progress=not args.quiet))
+        r = results[-1]
+        print(
+            f"epoch {r.epoch}: loss {r.loss:.3f}  valid acc {r.valid_accuracy:.3f}  "
+            f"sample {r.sample_s:.2f}s gather {r.gather_s:.2f}s train {r.train_s:.2f}s  epoch {r.epoch_s:.2f}s"
+        )
+    if args.out:
+        settings = {"dataset": args.dataset, "scorer": args.scorer or "none", "fanouts": ",".join(map(str, fanouts)),
+                    "batch_size": args.batch_size, "loader": "in-memory", "majority_valid_accuracy": majority}
+        for path in write_training_report(results, settings, args.out, device):
+            print(f"wrote {path}")
+    return 0
+
+
+def _cmd_profile(args) -> int:
+    from .profile import profile_figure
+
+    out = args.out or f"results/profile/{args.dataset}"
+    paths = profile_figure(
+        args.dataset, args.figure, out, fanouts=args.fanout, epochs=args.epochs, batch_size=args.batch_size,
+        seed=args.seed, ogb_root=args.ogb_root, progress=not args.quiet,
+    )
+    print(paths[0].read_text())
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tierbench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="log what is being done")
@@ -145,6 +209,34 @@ def build_parser() -> argparse.ArgumentParser:
     scorers.add_argument("--ogb-root")
     scorers.add_argument("-q", "--quiet", action="store_true")
     scorers.set_defaults(func=_cmd_scorers)
+
+    train = sub.add_parser("train", help="train GraphSAGE and time sampling, gathering and training")
+    train.add_argument("--dataset", required=True)
+    train.add_argument("--epochs", type=int, default=3)
+    train.add_argument("--scorer", choices=["degree", "rpr", "wrpr"], help="train on the dataset reordered by this scorer")
+    train.add_argument("--fanout", type=_fanouts, help="neighbours per layer from the seeds out, e.g. 12,12,12")
+    train.add_argument("--batch-size", type=int, default=1024)
+    train.add_argument("--hidden", type=int, default=256)
+    train.add_argument("--dropout", type=float, default=0.5)
+    train.add_argument("--lr", type=float, default=3e-3)
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    train.add_argument("--ogb-root")
+    train.add_argument("--out", help="write train-<dataset>.md and .csv into this directory")
+    train.add_argument("-q", "--quiet", action="store_true")
+    train.set_defaults(func=_cmd_train)
+
+    profile = sub.add_parser("profile", help="measure feature reuse under sampling (paper Figures 7 and 9)")
+    profile.add_argument("--dataset", required=True)
+    profile.add_argument("--figure", type=int, required=True, choices=[7, 9])
+    profile.add_argument("--fanout", type=_fanouts, help="figure 7 only: fanouts (default: the dataset's training fanouts)")
+    profile.add_argument("--epochs", type=int, default=1, help="epochs of sampling to count over")
+    profile.add_argument("--batch-size", type=int, help="seeds per minibatch (default: 1024 scaled to the imitated dataset's size)")
+    profile.add_argument("--seed", type=int, default=0)
+    profile.add_argument("--ogb-root")
+    profile.add_argument("--out", help="output directory (default results/profile/<dataset>)")
+    profile.add_argument("-q", "--quiet", action="store_true")
+    profile.set_defaults(func=_cmd_profile)
     return parser
 
 

@@ -213,6 +213,18 @@ class CSRGraph:
     def nbytes(self) -> int:
         return self.indptr.numel() * 8 + self.indices.numel() * self.indices.element_size()
 
+    @property
+    def device(self) -> torch.device:
+        return self.indptr.device
+
+    def to(self, device) -> "CSRGraph":
+        """The same graph with its tensors on ``device`` (e.g. for the torch sampler on a GPU).
+
+        The numba-backed methods (``appearances``, ``transpose``, ``coalesce``,
+        construction) work on CPU graphs only.
+        """
+        return CSRGraph(self.indptr.to(device), self.indices.to(device), validate=False)
+
     def degrees(self) -> torch.Tensor:
         """Length of every neighbour list (int64, length N)."""
         return self.indptr[1:] - self.indptr[:-1]
@@ -235,7 +247,7 @@ class CSRGraph:
 
         Run by the constructor; call it again after changing the tensors in place.
         """
-        indptr = self.indptr.numpy()
+        indptr = self.indptr.cpu().numpy()
         if indptr[0] != 0:
             raise ValueError(f"indptr[0] must be 0, got {indptr[0]}")
         p = _first_decrease(indptr)
@@ -248,7 +260,7 @@ class CSRGraph:
             raise ValueError(
                 f"indptr[-1] = {indptr[-1]} but indices has {self.num_edges} entries"
             )
-        indices = self.indices.numpy()
+        indices = self.indices.cpu().numpy()
         p = _first_out_of_range(indices, self.num_nodes)
         if p >= 0:
             owner = int(np.searchsorted(indptr, p, side="right")) - 1

@@ -8,7 +8,6 @@ machine can be read against another.
 
 import dataclasses
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,14 +19,7 @@ from suite.datasets.dcsbm import dcsbm_edges
 from suite.datasets.rmat import rmat_edges
 from tiering.graph import CSRGraph
 
-
-def best_of(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+from .common import best_of
 
 
 class EdgeGeneration:

@@ -6,44 +6,13 @@ reverse PageRank).  The graph is papers-like (``papers-s`` shape, scaled),
 generated once per run by ``setup_cache`` and shared through .npy files.
 """
 
-import dataclasses
-import tempfile
-import time
-from pathlib import Path
-
-import numpy as np
 import torch
 
-from suite.datasets import PRESETS
-from suite.datasets.build import generate_graph
 from suite.peers import adjacency, scipy_permute, scipy_reverse_pagerank
-from tiering.graph import CSRGraph
 from tiering.reorder import order_by_score, reorder_graph
 from tiering.scores import degree, reverse_pagerank, weighted_reverse_pagerank
 
-SIZES = [1 << 16, 1 << 18]
-
-
-def best_of(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def make_graphs():
-    root = Path(tempfile.mkdtemp(prefix="tierbench-asv-"))
-    for n in SIZES:
-        graph, _ = generate_graph(dataclasses.replace(PRESETS["papers-s"], num_nodes=n))
-        np.save(root / f"indptr-{n}.npy", graph.indptr.numpy())
-        np.save(root / f"indices-{n}.npy", graph.indices.numpy())
-    return str(root)
-
-
-def load_graph(root, n):
-    return CSRGraph(torch.from_numpy(np.load(f"{root}/indptr-{n}.npy")), torch.from_numpy(np.load(f"{root}/indices-{n}.npy")))
+from .common import SIZES, best_of, load_graph, make_graphs
 
 
 class Reorder:

@@ -34,6 +34,9 @@ import json
 
 GENERATORS = ("dcsbm", "rmat")
 
+REAL_NUM_NODES = {"ogbn-papers100M": 111_059_956, "ogbn-products": 2_449_029}
+"""Node counts of the OGB datasets the presets imitate (OGB's dataset pages)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Preset:

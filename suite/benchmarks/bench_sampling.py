@@ -1,0 +1,75 @@
+"""Throughput of neighbour sampling (seeds/000 §2.2) on a papers-like graph.
+
+``track_sampled_edges_per_second`` is the raw rate of ``sample_neighbors``
+(one hop, fanout 12, over 100k frontier nodes) on 1 and 2 numba threads;
+``track_time_ratio_vs_torch`` compares it with the vectorised torch version
+of the same algorithm on the CPU in the same run (below 1: numba is faster).
+``NeighborSampler`` is timed for a whole three-layer minibatch, relabelling
+included.  Note that asv reads every number as lower-is-better; for the
+edges/s track a drop is the regression.
+"""
+
+import numba
+import torch
+
+from tiering.sampling import NeighborSampler, sample_neighbors
+
+from .common import best_of, load_graph, make_graphs
+
+NODES = 1 << 18
+
+
+class OneHop:
+    params = [1, 2]
+    param_names = ["threads"]
+    timeout = 300
+
+    def setup_cache(self):
+        return make_graphs()
+
+    def setup(self, root, threads):
+        if threads > numba.config.NUMBA_NUM_THREADS:
+            raise NotImplementedError(f"only {numba.config.NUMBA_NUM_THREADS} numba threads here")
+        numba.set_num_threads(threads)
+        self.graph = load_graph(root, NODES)
+        self.frontier = torch.randint(0, NODES, (100_000,), generator=torch.Generator().manual_seed(0))
+        self.generator = torch.Generator().manual_seed(1)
+        counts, _ = sample_neighbors(self.graph, self.frontier, 12, self.generator)  # compile
+        self.edges = int(counts.sum())
+
+    def ours(self):
+        sample_neighbors(self.graph, self.frontier, 12, self.generator)
+
+    def peer(self):
+        sample_neighbors(self.graph, self.frontier, 12, self.generator, backend="torch")
+
+    def time_sample_neighbors(self, root, threads):
+        self.ours()
+
+    def track_sampled_edges_per_second(self, root, threads):
+        return self.edges / best_of(self.ours)
+
+    track_sampled_edges_per_second.unit = "edges/s"
+
+    def track_time_ratio_vs_torch(self, root, threads):
+        return best_of(self.ours) / best_of(self.peer)
+
+    track_time_ratio_vs_torch.unit = "ratio"
+
+
+class Minibatch:
+    params = [[(12, 12, 12), (15, 10, 5), (25, 15)]]
+    param_names = ["fanouts"]
+    timeout = 300
+
+    def setup_cache(self):
+        return make_graphs()
+
+    def setup(self, root, fanouts):
+        graph = load_graph(root, NODES)
+        self.sampler = NeighborSampler(graph, fanouts)
+        self.seeds = torch.randperm(NODES, generator=torch.Generator().manual_seed(0))[:1024]
+        self.sampler.sample(self.seeds)
+
+    def time_sample_minibatch(self, root, fanouts):
+        self.sampler.sample(self.seeds)

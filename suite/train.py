@@ -1,0 +1,190 @@
+"""GraphSAGE minibatch training through the feature-loader interface (seeds/000 §2, §5).
+
+The model is GraphSAGE (Hamilton et al., NeurIPS 2017) built from PyG's
+``SAGEConv`` with mean aggregation: hidden width 256, ReLU and dropout
+between layers, as in seeds/000 and seeds/001; Adam and cross-entropy on the
+training nodes; minibatches of 1024 seeds by default.
+
+An epoch runs three stages per minibatch and times each one, synchronising
+the GPU before reading the clock when training on CUDA:
+
+* **sample**: ``NeighborSampler`` draws the blocks for the batch's seeds;
+* **gather**: ``loader.gather(input_nodes)`` brings their features to the
+  training device, through whichever loader is being measured;
+* **train**: forward, loss, backward and the optimizer step.
+
+Randomness is fixed by one seed: model initialisation and dropout by
+``torch.manual_seed``, the order of seeds and the sampling of each epoch by
+generators seeded from (seed, epoch), so two runs with the same seed see the
+same minibatches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn import SAGEConv
+from tqdm.auto import tqdm
+
+from tiering.feature_loader import FeatureLoader
+from tiering.sampling import MiniBatch, NeighborSampler
+
+DEFAULT_FANOUTS = {"ogbn-papers100M": (12, 12, 12), "ogbn-products": (15, 10, 5)}
+"""Fanouts of the papers' runs: (12,12,12) for papers100M (seeds/000 §5.1); (15,10,5) is PyG's products example."""
+
+
+def default_fanouts(imitates: str) -> tuple[int, ...]:
+    return DEFAULT_FANOUTS.get(imitates, (10, 10))
+
+
+class GraphSAGE(torch.nn.Module):
+    def __init__(self, in_dim: int, num_classes: int, num_layers: int, hidden: int = 256, dropout: float = 0.5):
+        super().__init__()
+        widths = [in_dim] + [hidden] * (num_layers - 1) + [num_classes]
+        self.convs = torch.nn.ModuleList(SAGEConv(a, b) for a, b in zip(widths[:-1], widths[1:]))
+        self.dropout = dropout
+
+    def forward(self, x: torch.Tensor, blocks) -> torch.Tensor:
+        for i, (conv, block) in enumerate(zip(self.convs, blocks)):
+            x = conv((x, x[: block.num_dst]), block.edge_index)
+            if i < len(self.convs) - 1:
+                x = F.dropout(F.relu(x), p=self.dropout, training=self.training)
+        return x
+
+
+@dataclasses.dataclass
+class EpochResult:
+    epoch: int
+    loss: float
+    valid_accuracy: float
+    sample_s: float
+    gather_s: float
+    train_s: float
+    epoch_s: float
+    batches: int
+    sampled_edges: int
+    hit_ratio: float
+
+
+def _generator(seed: int, epoch: int, stream: int, device="cpu") -> torch.Generator:
+    return torch.Generator(device=device).manual_seed(seed * 1_000_003 + epoch * 7_919 + stream)
+
+
+def minibatches(sampler: NeighborSampler, ids: torch.Tensor, batch_size: int, seed: int, epoch: int, shuffle: bool):
+    """The sampled minibatches of one epoch over ``ids``, in a fixed order for (seed, epoch)."""
+    if shuffle:
+        ids = ids[torch.randperm(len(ids), generator=_generator(seed, epoch, 0))]
+    sampling = _generator(seed, epoch, 1, sampler.graph.indptr.device)
+    for start in range(0, len(ids), batch_size):
+        yield sampler.sample(ids[start : start + batch_size], sampling)
+
+
+class Trainer:
+    """Trains GraphSAGE on one dataset through one feature loader."""
+
+    def __init__(
+        self,
+        dataset,
+        loader: FeatureLoader,
+        fanouts,
+        *,
+        batch_size: int = 1024,
+        hidden: int = 256,
+        dropout: float = 0.5,
+        lr: float = 3e-3,
+        seed: int = 0,
+        sampler_backend: str = "cpu",
+    ):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        torch.manual_seed(seed)
+        self.dataset = dataset
+        self.loader = loader
+        self.device = loader.device
+        self.sampler = NeighborSampler(dataset.graph, fanouts, backend=sampler_backend)
+        self.batch_size = batch_size
+        self.seed = seed
+        self.model = GraphSAGE(dataset.feature_dim, dataset.num_classes, len(self.sampler.fanouts), hidden, dropout)
+        self.model.to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr)
+        self.labels = dataset.labels.to(self.device)
+
+    def _sync(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _step(self, batch: MiniBatch, times: dict, train: bool) -> torch.Tensor:
+        start = time.perf_counter()
+        x = self.loader.gather(batch.input_nodes)
+        blocks = [b.to(self.device) for b in batch.blocks]
+        self._sync()
+        times["gather"] += time.perf_counter() - start
+        start = time.perf_counter()
+        logits = self.model(x, blocks)
+        if train:
+            loss = F.cross_entropy(logits, self.labels[batch.seeds.to(self.device)])
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+            logits = loss.detach()
+        self._sync()
+        times["train"] += time.perf_counter() - start
+        return logits
+
+    def train_epoch(self, epoch: int, progress: bool = True) -> EpochResult:
+        self.model.train()
+        self.loader.reset_stats()
+        train_ids = self.dataset.splits["train"]
+        times = {"sample": 0.0, "gather": 0.0, "train": 0.0}
+        losses, edges = [], 0
+        batches = minibatches(self.sampler, train_ids, self.batch_size, self.seed, epoch, shuffle=True)
+        total = -(-len(train_ids) // self.batch_size)
+        bar = tqdm(total=total, desc=f"epoch {epoch}", unit="batch", disable=not progress, leave=False)
+        epoch_start = time.perf_counter()
+        while True:
+            start = time.perf_counter()
+            batch = next(batches, None)
+            times["sample"] += time.perf_counter() - start
+            if batch is None:
+                break
+            edges += batch.num_sampled_edges
+            losses.append(float(self._step(batch, times, train=True)))
+            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+            bar.update(1)
+        bar.close()
+        epoch_s = time.perf_counter() - epoch_start
+        hit_ratio = self.loader.stats().hit_ratio
+        return EpochResult(
+            epoch=epoch,
+            loss=sum(losses) / len(losses),
+            valid_accuracy=self.evaluate("valid", epoch),
+            sample_s=times["sample"],
+            gather_s=times["gather"],
+            train_s=times["train"],
+            epoch_s=epoch_s,
+            batches=len(losses),
+            sampled_edges=edges,
+            hit_ratio=hit_ratio,
+        )
+
+    @torch.no_grad()
+    def evaluate(self, split: str, epoch: int = 0) -> float:
+        """Accuracy on a split, with the same sampled neighbourhoods as training."""
+        self.model.eval()
+        ids = self.dataset.splits[split]
+        correct, times = 0, {"gather": 0.0, "train": 0.0}
+        for batch in minibatches(self.sampler, ids, self.batch_size, self.seed, epoch + 10_000, shuffle=False):
+            predicted = self._step(batch, times, train=False).argmax(dim=1)
+            correct += int((predicted == self.labels[batch.seeds.to(self.device)]).sum())
+        return correct / len(ids) if len(ids) else float("nan")
+
+
+def majority_accuracy(dataset, split: str = "valid") -> float:
+    """Accuracy of always predicting the most common training label: the bar to beat."""
+    labels = dataset.labels
+    majority = torch.bincount(labels[dataset.splits["train"]]).argmax()
+    ids = dataset.splits[split]
+    return float((labels[ids] == majority).float().mean())

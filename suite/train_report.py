@@ -1,0 +1,29 @@
+"""Per-epoch training records as a table (markdown and CSV), with provenance."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+
+from . import atomic
+from .provenance import caption, provenance
+
+
+def write_training_report(results, settings: dict, out_dir, device) -> list[Path]:
+    out_dir = Path(out_dir)
+    record = provenance(device)
+    table = pd.DataFrame([dataclasses.asdict(r) for r in results]).set_index("epoch")
+    name = f"train-{settings['dataset']}" + (f"-{settings['scorer']}" if settings["scorer"] != "none" else "")
+    md, csv = out_dir / f"{name}.md", out_dir / f"{name}.csv"
+    described = ", ".join(f"{k} {v}" for k, v in settings.items() if k != "majority_valid_accuracy")
+    atomic.write_text(
+        md,
+        f"# GraphSAGE training, {settings['dataset']}\n\n{caption(record)}.\n{described}.\n"
+        f"Majority-class accuracy on the validation split: {settings['majority_valid_accuracy']:.3f}.\n\n"
+        + table.to_markdown(floatfmt=".3f") + "\n",
+    )
+    with atomic.atomic_path(csv) as tmp:
+        table.assign(**settings, **record).to_csv(tmp)
+    return [md, csv]

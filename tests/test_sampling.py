@@ -1,0 +1,145 @@
+"""Neighbour sampling: validity, no duplicates, uniformity, reproducibility, blocks for SAGEConv."""
+
+import numba
+import numpy as np
+import pytest
+import scipy.stats
+import torch
+
+from tiering.graph import CSRGraph
+from tiering.sampling import NeighborSampler, append_new_nodes, sample_neighbors
+
+BACKENDS = ["cpu", "torch"]
+
+
+def star_and_friends():
+    """Node 0's list has 40 distinct entries (a hub), node 1 has 3, node 2 none; plus random edges."""
+    rng = np.random.default_rng(0)
+    n = 200
+    src = list(range(10, 50)) + [5, 6, 7] + rng.integers(0, n, 2000).tolist()
+    dst = [0] * 40 + [1] * 3 + rng.integers(3, n, 2000).tolist()
+    return CSRGraph.from_edges(src, dst, n).coalesce()
+
+
+def lists_of(graph):
+    indptr, indices = graph.indptr.numpy(), graph.indices.numpy()
+    return [indices[indptr[v] : indptr[v + 1]] for v in range(graph.num_nodes)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fanout", [1, 3, 10, 25])
+def test_samples_are_distinct_entries_of_the_list_or_the_whole_list(backend, fanout):
+    g = star_and_friends()
+    lists = lists_of(g)
+    nodes = torch.arange(g.num_nodes)
+    counts, neighbors = sample_neighbors(g, nodes, fanout, torch.Generator().manual_seed(1), backend)
+    assert counts.tolist() == [min(fanout, len(lst)) for lst in lists]
+    assert len(neighbors) == int(counts.sum())
+    offsets = np.concatenate([[0], np.cumsum(counts.numpy())])
+    for v, lst in enumerate(lists):
+        got = neighbors[offsets[v] : offsets[v + 1]].numpy()
+        assert set(got) <= set(lst.tolist())
+        assert len(set(got)) == len(got)  # lists are coalesced, so distinct entries are distinct ids
+        if len(lst) <= fanout:
+            assert sorted(got) == sorted(lst)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sampling_is_uniform_over_the_list(backend):
+    # node 0 has 40 entries and we draw 5 of them 4000 times: each entry is expected 500 times.
+    g = star_and_friends()
+    nodes = torch.zeros(4000, dtype=torch.int64)
+    _, neighbors = sample_neighbors(g, nodes, 5, torch.Generator().manual_seed(123), backend)
+    observed = np.bincount(neighbors.numpy(), minlength=g.num_nodes)[10:50]
+    chi2, p = scipy.stats.chisquare(observed)
+    # 39 degrees of freedom; with the fixed seed this is a deterministic check, and p > 0.01 is the stated threshold
+    assert p > 0.01, (chi2, p, observed)
+    # every draw holds 5 distinct entries
+    per_draw = neighbors.view(4000, 5).numpy()
+    assert all(len(set(row)) == 5 for row in per_draw[:500])
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_a_fixed_seed_gives_identical_batches_on_one_and_two_threads():
+    g = star_and_friends()
+    sampler = NeighborSampler(g, (10, 5, 3))
+
+    def batch():
+        return sampler.sample(torch.arange(0, 60), torch.Generator().manual_seed(7))
+
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = batch()
+        numba.set_num_threads(2)
+        two = batch()
+    finally:
+        numba.set_num_threads(before)
+    assert torch.equal(one.input_nodes, two.input_nodes)
+    for a, b in zip(one.blocks, two.blocks):
+        assert torch.equal(a.edge_index, b.edge_index)
+
+
+def test_different_seeds_give_different_samples():
+    g = star_and_friends()
+    a = sample_neighbors(g, torch.zeros(10, dtype=torch.int64), 5, torch.Generator().manual_seed(1))[1]
+    b = sample_neighbors(g, torch.zeros(10, dtype=torch.int64), 5, torch.Generator().manual_seed(2))[1]
+    assert not torch.equal(a, b)
+
+
+def test_append_new_nodes_keeps_the_frontier_first_and_first_appearance_order():
+    nodes, local = append_new_nodes(torch.tensor([7, 3]), torch.tensor([9, 3, 1, 9, 7]))
+    assert nodes.tolist() == [7, 3, 9, 1]
+    assert local.tolist() == [2, 1, 3, 2, 0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fanouts", [(12, 12, 12), (25, 15), (15, 10, 5)] + [(10,) * d for d in range(2, 6)])
+def test_minibatch_blocks_are_real_edges_with_the_prefix_property(backend, fanouts):
+    g = star_and_friends()
+    lists = [set(lst.tolist()) for lst in lists_of(g)]
+    seeds = torch.tensor([0, 1, 2, 17, 99])
+    batch = NeighborSampler(g, fanouts, backend=backend).sample(seeds, torch.Generator().manual_seed(0))
+    assert torch.equal(batch.input_nodes[: len(seeds)], seeds)
+    assert len(torch.unique(batch.input_nodes)) == len(batch.input_nodes)
+    assert len(batch.blocks) == len(fanouts)
+    assert batch.blocks[-1].num_dst == len(seeds) and batch.blocks[0].num_src == len(batch.input_nodes)
+    for inner, outer in zip(batch.blocks[1:], batch.blocks[:-1]):
+        assert outer.num_dst == inner.num_src  # each layer's outputs are the next layer's inputs
+    for block, fanout in zip(batch.blocks, fanouts[::-1]):
+        src, dst = block.edge_index
+        assert int(src.max()) < block.num_src and int(dst.max()) < block.num_dst
+        for s, d in zip(batch.input_nodes[src].tolist(), batch.input_nodes[dst].tolist()):
+            assert s in lists[d]  # a sampled edge is an entry of the destination's list
+        assert int(torch.bincount(dst, minlength=block.num_dst).max()) <= fanout
+
+
+def test_bad_input_is_refused():
+    g = star_and_friends()
+    with pytest.raises(ValueError, match=r"nodes\[1\] = 200 is not a node id in \[0, 200\)"):
+        sample_neighbors(g, torch.tensor([0, 200]), 5)
+    with pytest.raises(ValueError, match="fanout must be at least 1"):
+        sample_neighbors(g, torch.tensor([0]), 0)
+    with pytest.raises(TypeError, match="int32 or int64"):
+        sample_neighbors(g, torch.tensor([0.0]), 3)
+    with pytest.raises(ValueError, match="backend"):
+        sample_neighbors(g, torch.tensor([0]), 3, backend="gpu")
+    with pytest.raises(ValueError, match="distinct"):
+        NeighborSampler(g, (5,)).sample(torch.tensor([1, 1]))
+    with pytest.raises(ValueError, match="fanouts"):
+        NeighborSampler(g, ())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_torch_sampler_on_the_gpu_is_valid_and_uniform():
+    g = star_and_friends()
+    on_gpu = g.to("cuda")
+    assert on_gpu.device.type == "cuda"
+    generator = torch.Generator(device="cuda").manual_seed(5)
+    counts, neighbors = sample_neighbors(on_gpu, torch.zeros(4000, dtype=torch.int64, device="cuda"), 5, generator, "torch")
+    assert neighbors.is_cuda and int(counts.sum()) == 20000
+    observed = np.bincount(neighbors.cpu().numpy(), minlength=g.num_nodes)[10:50]
+    assert observed.sum() == 20000
+    assert scipy.stats.chisquare(observed).pvalue > 0.01
+    batch = NeighborSampler(on_gpu, (10, 5), backend="torch").sample(torch.arange(20, device="cuda"), generator)
+    assert batch.input_nodes.is_cuda and torch.equal(batch.input_nodes[:20].cpu(), torch.arange(20))

@@ -1,0 +1,84 @@
+"""The one interface every feature loader implements (DESIGN.md), and the counters it reports.
+
+A loader owns a feature table of N rows x D columns.  ``gather(ids)``
+returns ``features[ids]`` as a tensor on the training device; ``stats()``
+returns what the gathers since the last ``reset_stats()`` cost.  The training
+loop, the benchmarks and the tables only talk to this interface, so a new
+loader is one new file (in ``tiering/`` for the tiering system itself, in
+``baselines/`` for what the paper compares against).
+
+Counters (DESIGN.md, "Metrics"):
+
+* ``accesses``: rows gathered (each id of each call; the training loop asks
+  for the unique input nodes of a minibatch, so this is the paper's count);
+* ``hits``: rows served from GPU memory (hit ratio = hits / accesses);
+* ``pcie_payload_bytes`` / ``pcie_requests``: modelled PCIe traffic;
+* ``host_bytes_touched``: bytes of host memory read;
+* ``gpu_bytes_resident``: bytes of features held in GPU memory.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+
+import torch
+
+
+@dataclasses.dataclass
+class LoaderStats:
+    accesses: int = 0
+    hits: int = 0
+    pcie_payload_bytes: int = 0
+    pcie_requests: int = 0
+    host_bytes_touched: int = 0
+    gpu_bytes_resident: int = 0
+
+    @property
+    def hit_ratio(self) -> float:
+        return self.hits / self.accesses if self.accesses else float("nan")
+
+    def as_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "hit_ratio": self.hit_ratio}
+
+
+class FeatureLoader(abc.ABC):
+    """Base class of feature loaders: subclasses implement ``_gather`` and keep ``self._stats``."""
+
+    def __init__(self, num_rows: int, feature_dim: int, device):
+        self.num_rows = num_rows
+        self.feature_dim = feature_dim
+        self.device = torch.device(device)
+        self._stats = LoaderStats()
+
+    def gather(self, ids) -> torch.Tensor:
+        """``features[ids]`` on ``self.device``; ids outside [0, N) raise ``IndexError``."""
+        ids = torch.as_tensor(ids)
+        if ids.dim() != 1:
+            raise ValueError(f"ids must be one-dimensional, got shape {tuple(ids.shape)}")
+        if ids.dtype not in (torch.int32, torch.int64):
+            raise TypeError(f"ids must be int32 or int64, got {ids.dtype}")
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.num_rows):
+            bad = int(torch.nonzero((ids < 0) | (ids >= self.num_rows))[0, 0])
+            raise IndexError(f"ids[{bad}] = {int(ids[bad])} is not a row of the {self.num_rows}-row feature table")
+        return self._gather(ids)
+
+    @abc.abstractmethod
+    def _gather(self, ids: torch.Tensor) -> torch.Tensor:
+        """``features[ids]`` for ids already checked to be in range."""
+
+    def stats(self) -> LoaderStats:
+        return dataclasses.replace(self._stats)
+
+    def reset_stats(self) -> None:
+        resident = self._stats.gpu_bytes_resident
+        self._stats = LoaderStats(gpu_bytes_resident=resident)
+
+    def close(self) -> None:  # noqa: B027 (a loader with nothing to release keeps this default)
+        """Release pinned or device memory; safe to call twice."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

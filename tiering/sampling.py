@@ -1,0 +1,213 @@
+"""Node-wise neighbour sampling (GraphSAGE, Hamilton et al. 2017; seeds/000 §2.2).
+
+One hop, ``sample_neighbors(graph, nodes, fanout, generator)``: for every
+node, ``fanout`` distinct *entries* of its list, chosen uniformly without
+replacement, or the whole list when it is shorter.  Returns ``(counts,
+neighbors)``: ``counts[i]`` entries for ``nodes[i]``, concatenated in
+``neighbors``.
+
+Both implementations draw a uniform k-subset with Floyd's algorithm (Bentley
+and Floyd, CACM 1987): for j = d-k, ..., d-1 pick t uniform in [0, j]; take
+t unless it was already taken, else take j.  It needs k draws and no O(d)
+scratch, so a hub with 370,000 entries costs what a leaf does.
+
+* ``cpu``: numba, parallel over nodes.  Draw j of node i is a counter-based
+  hash of (batch seed, i, j) (``tiering.rng``), so the sample is identical on
+  any number of threads.
+* ``torch``: the same algorithm vectorised over nodes with torch ops, k rounds
+  of batched draws and comparisons; it runs wherever the CSR tensors live, GPU
+  memory included, with ``torch.Generator`` randomness (a different stream
+  from the CPU version, the same distribution).
+
+``NeighborSampler`` chains the hops into a minibatch: the seeds' lists are
+sampled, the new nodes join the frontier, and so on for each fanout.  Node
+lists keep a prefix property (layer l+1's nodes start with layer l's), which
+is what PyG's ``SAGEConv`` expects for bipartite message passing: a block is
+an ``edge_index`` with sources indexing the larger node list and targets its
+prefix.  ``input_nodes`` (the nodes whose features the minibatch needs) starts
+with the seeds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numba
+import numpy as np
+import torch
+
+from .graph import CSRGraph
+from .rng import uniform
+
+BACKENDS = ("cpu", "torch")
+
+
+def _seed_from(generator: torch.Generator | None) -> int:
+    """A 62-bit seed drawn from ``generator`` (advancing it), or from torch's default one."""
+    return int(torch.randint(0, 2**62, (1,), generator=generator).item())
+
+
+def _check_nodes(graph: CSRGraph, nodes: torch.Tensor, fanout: int) -> None:
+    if fanout < 1:
+        raise ValueError(f"fanout must be at least 1, got {fanout}")
+    if nodes.dim() != 1:
+        raise ValueError(f"nodes must be one-dimensional, got shape {tuple(nodes.shape)}")
+    if nodes.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"nodes must be int32 or int64, got {nodes.dtype}")
+    if nodes.numel():
+        low, high = int(nodes.min()), int(nodes.max())
+        if low < 0 or high >= graph.num_nodes:
+            bad = int(torch.nonzero((nodes < 0) | (nodes >= graph.num_nodes))[0, 0])
+            raise ValueError(f"nodes[{bad}] = {int(nodes[bad])} is not a node id in [0, {graph.num_nodes})")
+
+
+@numba.njit(parallel=True, cache=True)
+def _sample_kernel(indptr, indices, nodes, fanout, seed, offsets, out):
+    for i in numba.prange(len(nodes)):
+        start = indptr[nodes[i]]
+        degree = indptr[nodes[i] + 1] - start
+        base = offsets[i]
+        if degree <= fanout:
+            for k in range(degree):
+                out[base + k] = indices[start + k]
+            continue
+        chosen = np.empty(fanout, dtype=np.int64)
+        for r in range(fanout):
+            j = degree - fanout + r
+            t = min(int(uniform(seed, i, r) * (j + 1)), j)
+            for q in range(r):
+                if chosen[q] == t:
+                    t = j
+                    break
+            chosen[r] = t
+            out[base + r] = indices[start + t]
+
+
+def _sample_cpu(graph: CSRGraph, nodes: torch.Tensor, fanout: int, seed: int):
+    indptr = graph.indptr.numpy()
+    ids = nodes.numpy()
+    counts = np.minimum(indptr[ids + 1] - indptr[ids], fanout)
+    offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    out = np.empty(offsets[-1], dtype=graph.indices.numpy().dtype)
+    _sample_kernel(indptr, graph.indices.numpy(), ids, fanout, np.uint64(seed), offsets, out)
+    return torch.from_numpy(counts), torch.from_numpy(out)
+
+
+def _sample_torch(graph: CSRGraph, nodes: torch.Tensor, fanout: int, generator: torch.Generator | None):
+    indptr = graph.indptr
+    device = indptr.device
+    nodes = nodes.to(device=device, dtype=torch.int64)
+    start = indptr[nodes]
+    degree = indptr[nodes + 1] - start
+    counts = degree.clamp(max=fanout)
+    # positions within each list: whole lists for short ones, Floyd's k-subset for long ones
+    positions = torch.arange(fanout, device=device).expand(len(nodes), fanout).clone()
+    long = degree > fanout
+    if bool(long.any()):
+        d = degree[long]
+        chosen = torch.empty((len(d), fanout), dtype=torch.int64, device=device)
+        draws = torch.rand((len(d), fanout), dtype=torch.float64, device=device, generator=generator)
+        for r in range(fanout):
+            j = d - fanout + r
+            t = torch.minimum((draws[:, r] * (j + 1)).long(), j)
+            taken = (chosen[:, :r] == t[:, None]).any(dim=1)
+            chosen[:, r] = torch.where(taken, j, t)
+        positions[long] = chosen
+    keep = torch.arange(fanout, device=device)[None, :] < counts[:, None]
+    neighbors = graph.indices[(start[:, None] + positions)[keep]]
+    return counts, neighbors
+
+
+def sample_neighbors(
+    graph: CSRGraph, nodes, fanout: int, generator: torch.Generator | None = None, backend: str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Up to ``fanout`` distinct entries of each node's list, uniformly; ``(counts, neighbors)``.
+
+    ``backend="cpu"`` needs the graph in CPU memory; ``"torch"`` runs on the
+    device the graph's tensors are on.  ``generator`` seeds the draws (the CPU
+    backend takes one 62-bit seed from it).
+    """
+    nodes = torch.as_tensor(nodes)
+    _check_nodes(graph, nodes, fanout)
+    if backend == "cpu":
+        return _sample_cpu(graph, nodes.cpu(), fanout, _seed_from(generator))
+    if backend == "torch":
+        return _sample_torch(graph, nodes, fanout, generator)
+    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+
+
+@dataclasses.dataclass
+class Block:
+    """One bipartite layer: messages flow from ``num_src`` nodes to the first ``num_dst`` of them.
+
+    ``edge_index[0]`` indexes the source nodes and ``edge_index[1]`` the
+    destination nodes, both local to the minibatch, as ``SAGEConv((x_src,
+    x_dst), edge_index)`` takes them.
+    """
+
+    edge_index: torch.Tensor
+    num_src: int
+    num_dst: int
+
+    def to(self, device) -> "Block":
+        return Block(self.edge_index.to(device, non_blocking=True), self.num_src, self.num_dst)
+
+
+@dataclasses.dataclass
+class MiniBatch:
+    seeds: torch.Tensor  # global ids of the nodes the loss is computed on
+    input_nodes: torch.Tensor  # global ids of every node whose features are needed; seeds first
+    blocks: list[Block]  # from the input layer to the seeds: blocks[0] feeds the first GNN layer
+
+    @property
+    def num_sampled_edges(self) -> int:
+        return sum(int(b.edge_index.shape[1]) for b in self.blocks)
+
+
+def append_new_nodes(frontier: torch.Tensor, neighbors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(nodes, local)``: frontier followed by the neighbours not yet in it, in order of first
+    appearance, and every neighbour's position in that list."""
+    both = torch.cat([frontier, neighbors.to(frontier.dtype)])
+    unique, inverse = torch.unique(both, return_inverse=True)
+    first = torch.full((len(unique),), len(both), dtype=torch.int64, device=both.device)
+    first.scatter_reduce_(0, inverse, torch.arange(len(both), device=both.device), reduce="amin")
+    order = torch.argsort(first)
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(len(order), device=order.device)
+    return unique[order], rank[inverse[len(frontier) :]]
+
+
+class NeighborSampler:
+    """Multi-layer node-wise sampling: ``sampler.sample(seeds, generator) -> MiniBatch``.
+
+    ``fanouts`` lists the neighbours per node from the seeds outward, as the
+    papers write them: (12, 12, 12) samples 12 neighbours of each seed, 12 of
+    each of those, and 12 again.
+    """
+
+    def __init__(self, graph: CSRGraph, fanouts, backend: str = "cpu"):
+        fanouts = tuple(int(f) for f in fanouts)
+        if not fanouts or min(fanouts) < 1:
+            raise ValueError(f"fanouts must be one or more positive numbers, got {fanouts}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.graph = graph
+        self.fanouts = fanouts
+        self.backend = backend
+
+    def sample(self, seeds, generator: torch.Generator | None = None) -> MiniBatch:
+        device = self.graph.indptr.device
+        seeds = torch.as_tensor(seeds).to(device=device, dtype=torch.int64)
+        if len(torch.unique(seeds)) != len(seeds):
+            raise ValueError("seeds must be distinct node ids")
+        nodes = seeds
+        blocks = []
+        for fanout in self.fanouts:
+            counts, neighbors = sample_neighbors(self.graph, nodes, fanout, generator, self.backend)
+            counts, neighbors = counts.to(device), neighbors.to(device)
+            next_nodes, src = append_new_nodes(nodes, neighbors)
+            dst = torch.repeat_interleave(torch.arange(len(nodes), device=device), counts)
+            blocks.append(Block(torch.stack([src, dst]), num_src=len(next_nodes), num_dst=len(nodes)))
+            nodes = next_nodes
+        return MiniBatch(seeds=seeds, input_nodes=nodes, blocks=blocks[::-1])
