@@ -167,7 +167,7 @@ def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int
 
         def plot():
             fig, ax = plt.subplots(figsize=(6.5, 4.4))
-            sns.lineplot(data=curves, x="top nodes (%)", y="share of accesses (%)", hue="scorer", ax=ax)
+            sns.lineplot(data=curves, x="top nodes (%)", y="share of accesses (%)", hue="scorer", style="scorer", ax=ax)
             ax.set(title=f"Figure 7: access coverage by scorer, {name} {fanouts}")
             fig.text(0.01, 0.01, caption(record), fontsize=7, color="0.4")
             fig.tight_layout(rect=(0, 0.04, 1, 1))
@@ -196,8 +196,9 @@ def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int
             data=curves[curves["scorer"] != IDEAL], x="top nodes (%)", y="share of accesses (%)",
             hue="fanouts", col="scorer", kind="line", height=4, aspect=1.1,
         )
-        grid.figure.suptitle(f"Figure 9: access coverage vs sampling depth, {name}", y=1.02)
-        grid.figure.text(0.01, -0.02, caption(record), fontsize=7, color="0.4")
+        grid.figure.suptitle(f"Figure 9: access coverage vs sampling depth, {name}")
+        grid.figure.subplots_adjust(top=0.85, bottom=0.18)
+        grid.figure.text(0.01, 0.01, caption(record), fontsize=7, color="0.4")
         return grid.figure
 
     return _write(out_dir, "fig9", table, curves, header, plot)
