@@ -84,10 +84,13 @@ def coverage(counts: np.ndarray, scores: np.ndarray) -> np.ndarray:
 IDEAL = "ideal (measured counts)"
 
 
-def coverage_table(dataset, counts: np.ndarray, scorers) -> pd.DataFrame:
-    """Long table: one row per (curve, x) with the covered share, for each scorer and the ideal."""
-    curves = {SCORER_LABELS[s]: score_nodes(dataset, s, scorer_params(s)).numpy() for s in scorers}
-    curves[IDEAL] = counts.astype(np.float64)
+def scores_by_label(dataset, scorers) -> dict[str, np.ndarray]:
+    return {SCORER_LABELS[s]: score_nodes(dataset, s, scorer_params(s)).numpy() for s in scorers}
+
+
+def coverage_table(counts: np.ndarray, scores: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Long table: one row per (curve, x) with the covered share, for each scored order and the ideal."""
+    curves = {**scores, IDEAL: counts.astype(np.float64)}
     return pd.concat(
         [
             pd.DataFrame({"scorer": label, "top nodes (%)": 100 * GRID, "share of accesses (%)": 100 * coverage(counts, scores)})
@@ -157,7 +160,7 @@ def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int
     if figure == 7:
         fanouts = tuple(fanouts or default_fanouts(imitates))
         counts = access_counts(dataset.graph, train, fanouts, batch_size=batch_size, epochs=epochs, seed=seed, progress=progress)
-        curves = coverage_table(dataset, counts, SCORER_LABELS)
+        curves = coverage_table(counts, scores_by_label(dataset, SCORER_LABELS))
         counted = {fanouts: counts}
         curves["fanouts"] = str(fanouts)
         table = pd.DataFrame({f"top {p}%": share_at(curves, p) for p in PAPER_FIG7})
@@ -176,10 +179,11 @@ def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int
         return _write(out_dir, "fig7", table, curves, header, plot)
 
     frames, counted = [], {}
+    scores = scores_by_label(dataset, ("degree", "wrpr"))
     for depth_fanouts in FIG9_FANOUTS:
         counts = access_counts(dataset.graph, train, depth_fanouts, batch_size=batch_size, epochs=epochs, seed=seed, progress=progress)
         counted[depth_fanouts] = counts
-        curve = coverage_table(dataset, counts, ("degree", "wrpr"))
+        curve = coverage_table(counts, scores)
         curve["fanouts"] = str(depth_fanouts)
         curve["depth"] = len(depth_fanouts)
         frames.append(curve)

@@ -12,17 +12,10 @@ from suite.peers import adjacency, scipy_permute, scipy_reverse_pagerank
 from tiering.reorder import order_by_score, reorder_graph
 from tiering.scores import degree, reverse_pagerank, weighted_reverse_pagerank
 
-from .common import SIZES, best_of, load_graph, make_graphs
+from .common import OnPapersLikeGraphs, best_of, load_graph
 
 
-class Reorder:
-    params = SIZES
-    param_names = ["num_nodes"]
-    timeout = 300
-
-    def setup_cache(self):
-        return make_graphs()
-
+class Reorder(OnPapersLikeGraphs):
     def setup(self, root, n):
         self.graph = load_graph(root, n)
         self.scores = degree(self.graph)
@@ -53,14 +46,7 @@ class Reorder:
     track_ns_per_edge.unit = "ns/edge"
 
 
-class Scorers:
-    params = SIZES
-    param_names = ["num_nodes"]
-    timeout = 300
-
-    def setup_cache(self):
-        return make_graphs()
-
+class Scorers(OnPapersLikeGraphs):
     def setup(self, root, n):
         self.graph = load_graph(root, n)
         self.train = torch.arange(0, n, 97)

@@ -37,3 +37,14 @@ def make_graphs():
 
 def load_graph(root, n):
     return CSRGraph(torch.from_numpy(np.load(f"{root}/indptr-{n}.npy")), torch.from_numpy(np.load(f"{root}/indices-{n}.npy")))
+
+
+class OnPapersLikeGraphs:
+    """Base of benchmark classes parametrised over the papers-like graphs of SIZES."""
+
+    params = SIZES
+    param_names = ["num_nodes"]
+    timeout = 300
+
+    def setup_cache(self):
+        return make_graphs()

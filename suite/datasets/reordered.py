@@ -61,8 +61,8 @@ def score_nodes(dataset: Dataset, scorer: str, params: dict) -> torch.Tensor:
     return SCORERS[scorer](dataset.graph, **params)
 
 
-def _content_key(base: Dataset, scorer: str, params: dict) -> str:
-    files = {name: record["sha256"] for name, record in sorted(base.manifest["files"].items()) if name.endswith(".npy")}
+def _content_key(base_manifest: dict, scorer: str, params: dict) -> str:
+    files = {name: record["sha256"] for name, record in sorted(base_manifest["files"].items()) if name.endswith(".npy")}
     blob = json.dumps({"base": files, "scorer": scorer, "params": params}, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
 
@@ -78,10 +78,11 @@ def prepare_reordered(
     """Make sure the reordered entry exists (build it if not, or if ``force``); returns its directory."""
     params = scorer_params(scorer, **(params or {}))
     base_entry = prepare_dataset(name, ogb_root=ogb_root, progress=progress)
-    base = load_entry(base_entry, regenerate_hint(name, ogb_root), verify=True, progress=progress)
-    entry = cache.cache_root() / f"{name}.{scorer}-{_content_key(base, scorer, params)}"
+    hint = regenerate_hint(name, ogb_root)
+    entry = cache.cache_root() / f"{name}.{scorer}-{_content_key(cache.read_manifest(base_entry, hint), scorer, params)}"
     if (entry / cache.MANIFEST).exists() and not force:
         return entry
+    base = load_entry(base_entry, hint, verify=True, progress=progress)
     steps = Steps(f"{name} by {scorer}", 5, progress)
     partial = cache.partial_dir(entry)
     try:
