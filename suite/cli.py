@@ -116,10 +116,9 @@ def _fanouts(text: str) -> tuple[int, ...]:
 def _cmd_train(args) -> int:
     import torch
 
-    from baselines.in_memory import InMemoryLoader
-
     from .datasets import load_dataset
     from .datasets.reordered import load_reordered
+    from .loaders import create_loader
     from .train import Trainer, default_fanouts, majority_accuracy
     from .train_report import write_training_report
 
@@ -131,24 +130,30 @@ def _cmd_train(args) -> int:
     imitates = (source.get("base_source") or source).get("preset", {}).get("imitates", dataset.name)
     fanouts = args.fanout or default_fanouts(imitates)
     device = torch.device(args.device)
-    loader = InMemoryLoader(dataset.features, device)
+    loader = create_loader(args.loader, dataset, args.hot_fraction, device)
     trainer = Trainer(
         dataset, loader, fanouts, batch_size=args.batch_size, hidden=args.hidden, dropout=args.dropout,
         lr=args.lr, seed=args.seed,
     )
     majority = majority_accuracy(dataset)
-    print(f"{dataset}\nfanouts {fanouts}, batch {args.batch_size}, device {device}; majority-class valid accuracy {majority:.3f}")
+    print(
+        f"{dataset}\nloader {args.loader} (hot fraction {args.hot_fraction}), fanouts {fanouts}, batch {args.batch_size}, "
+        f"device {device}; majority-class valid accuracy {majority:.3f}"
+    )
     results = []
     for epoch in range(args.epochs):
         results.append(trainer.train_epoch(epoch, progress=not args.quiet))
         r = results[-1]
         print(
             f"epoch {r.epoch}: loss {r.loss:.3f}  valid acc {r.valid_accuracy:.3f}  "
-            f"sample {r.sample_s:.2f}s gather {r.gather_s:.2f}s train {r.train_s:.2f}s  epoch {r.epoch_s:.2f}s"
+            f"sample {r.sample_s:.2f}s gather {r.gather_s:.2f}s train {r.train_s:.2f}s  epoch {r.epoch_s:.2f}s  "
+            f"hit ratio {r.hit_ratio:.3f}  PCIe model {r.pcie_payload_bytes / 1e6:.1f} MB"
         )
+    loader.close()
     if args.out:
         settings = {"dataset": args.dataset, "scorer": args.scorer or "none", "fanouts": ",".join(map(str, fanouts)),
-                    "batch_size": args.batch_size, "loader": "in-memory", "majority_valid_accuracy": majority}
+                    "batch_size": args.batch_size, "loader": args.loader, "hot_fraction": args.hot_fraction,
+                    "majority_valid_accuracy": majority}
         for path in write_training_report(results, settings, args.out, device):
             print(f"wrote {path}")
     return 0
@@ -216,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--scorer", choices=["degree", "rpr", "wrpr"], help="train on the dataset reordered by this scorer")
     train.add_argument("--fanout", type=_fanouts, help="neighbours per layer from the seeds out, e.g. 12,12,12")
     train.add_argument("--batch-size", type=int, default=1024)
+    train.add_argument("--loader", default="in-memory", help="in-memory, cpu-gather, uva, uva-naive, degree-cache, tiered")
+    train.add_argument("--hot-fraction", type=float, default=0.1, help="share of rows in GPU memory (degree-cache, tiered)")
     train.add_argument("--hidden", type=int, default=256)
     train.add_argument("--dropout", type=float, default=0.5)
     train.add_argument("--lr", type=float, default=3e-3)

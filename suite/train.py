@@ -32,6 +32,8 @@ from tqdm.auto import tqdm
 from tiering.feature_loader import FeatureLoader
 from tiering.sampling import MiniBatch, NeighborSampler
 
+from .pcie import PCIeCounter
+
 DEFAULT_FANOUTS = {"ogbn-papers100M": (12, 12, 12), "ogbn-products": (15, 10, 5)}
 """Fanouts of the papers' runs: (12,12,12) for papers100M (seeds/000 §5.1); (15,10,5) is PyG's products example."""
 
@@ -67,6 +69,11 @@ class EpochResult:
     batches: int
     sampled_edges: int
     hit_ratio: float
+    pcie_payload_bytes: int  # modelled (tiering.traffic)
+    pcie_requests: int  # modelled
+    host_bytes_touched: int
+    gpu_bytes_resident: int
+    pcie_rx_bytes_measured: int | None  # NVML, None where unavailable (never 0 for "unknown")
 
 
 def _generator(seed: int, epoch: int, stream: int, device="cpu") -> torch.Generator:
@@ -111,6 +118,7 @@ class Trainer:
         self.model.to(self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr)
         self.labels = dataset.labels.to(self.device)
+        self.pcie = PCIeCounter((self.device.index or 0) if self.device.type == "cuda" else None)
 
     def _sync(self):
         if self.device.type == "cuda":
@@ -143,6 +151,7 @@ class Trainer:
         batches = minibatches(self.sampler, train_ids, self.batch_size, self.seed, epoch, shuffle=True)
         total = -(-len(train_ids) // self.batch_size)
         bar = tqdm(total=total, desc=f"epoch {epoch}", unit="batch", disable=not progress, leave=False)
+        self.pcie.start()
         epoch_start = time.perf_counter()
         while True:
             start = time.perf_counter()
@@ -156,7 +165,8 @@ class Trainer:
             bar.update(1)
         bar.close()
         epoch_s = time.perf_counter() - epoch_start
-        hit_ratio = self.loader.stats().hit_ratio
+        measured = self.pcie.delta()
+        stats = self.loader.stats()
         return EpochResult(
             epoch=epoch,
             loss=sum(losses) / len(losses),
@@ -167,7 +177,12 @@ class Trainer:
             epoch_s=epoch_s,
             batches=len(losses),
             sampled_edges=edges,
-            hit_ratio=hit_ratio,
+            hit_ratio=stats.hit_ratio,
+            pcie_payload_bytes=stats.pcie_payload_bytes,
+            pcie_requests=stats.pcie_requests,
+            host_bytes_touched=stats.host_bytes_touched,
+            gpu_bytes_resident=stats.gpu_bytes_resident,
+            pcie_rx_bytes_measured=None if measured is None else measured["rx_bytes"],
         )
 
     @torch.no_grad()

@@ -16,6 +16,8 @@ def write_training_report(results, settings: dict, out_dir, device) -> list[Path
     record = provenance(device)
     table = pd.DataFrame([dataclasses.asdict(r) for r in results]).set_index("epoch")
     name = f"train-{settings['dataset']}" + (f"-{settings['scorer']}" if settings["scorer"] != "none" else "")
+    if settings["loader"] != "in-memory":
+        name += f"-{settings['loader']}"
     md, csv = out_dir / f"{name}.md", out_dir / f"{name}.csv"
     described = ", ".join(f"{k} {v}" for k, v in settings.items() if k != "majority_valid_accuracy")
     atomic.write_text(

@@ -1,0 +1,53 @@
+"""PaGraph's degree cache (Lin et al., SoCC 2020): the highest-degree rows cached on the GPU, no reordering.
+
+The ``capacity`` rows whose nodes appear in the most neighbour lists are
+copied into GPU memory, and an N-entry node -> slot map (-1 for uncached)
+sits beside them.  A gather looks every id up in the map: hits are read from
+the cache, misses are gathered by the CPU and copied by DMA (as in
+``baselines.cpu_gather``), and the two are merged on the GPU.  Unlike data
+tiering the graph keeps its ids, which is why the map is needed (seeds/000
+§3.2 explains the cost of such a map at 100M nodes).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tiering.feature_loader import FeatureLoader
+from tiering.traffic import dma_traffic
+
+from .cpu_gather import StagedCopy
+
+
+class DegreeCacheLoader(FeatureLoader):
+    def __init__(self, features: torch.Tensor, appearances: torch.Tensor, capacity: int, device="cpu"):
+        super().__init__(features.shape[0], features.shape[1], device)
+        if not 0 <= capacity <= self.num_rows:
+            raise ValueError(f"capacity must be in [0, {self.num_rows}], got {capacity}")
+        if len(appearances) != self.num_rows:
+            raise ValueError(f"appearances has {len(appearances)} entries for {self.num_rows} rows")
+        self.row_bytes = features.shape[1] * features.element_size()
+        order = torch.sort(appearances, descending=True, stable=True).indices
+        cached = order[:capacity]
+        slot = torch.full((self.num_rows,), -1, dtype=torch.int64)
+        slot[cached] = torch.arange(capacity)
+        self.slot = slot.to(self.device)
+        self.cache = torch.index_select(features, 0, cached).to(self.device)
+        self._stats.gpu_bytes_resident = capacity * self.row_bytes
+        self._staging = StagedCopy(features, self.device)
+
+    def _gather(self, ids: torch.Tensor) -> torch.Tensor:
+        ids = ids.to(self.device, dtype=torch.int64)
+        slots = self.slot[ids]
+        hit = slots >= 0
+        misses = ids[~hit]
+        payload, requests = dma_traffic(len(misses), self.row_bytes)
+        self._stats.accesses += len(ids)
+        self._stats.hits += len(ids) - len(misses)
+        self._stats.pcie_payload_bytes += payload
+        self._stats.pcie_requests += requests
+        self._stats.host_bytes_touched += payload
+        out = torch.empty((len(ids), self.feature_dim), dtype=torch.float32, device=self.device)
+        out[hit] = torch.index_select(self.cache, 0, slots[hit])
+        out[~hit] = self._staging.gather(misses)
+        return out

@@ -1,0 +1,55 @@
+"""The loader registry: any feature loader by name, from a dataset, a hot fraction and a device.
+
+| name | what | GPU memory |
+|---|---|---|
+| ``in-memory`` | all features on the device: the upper bound (seeds/004) | all rows |
+| ``cpu-gather`` | CPU ``index_select`` into pinned memory + DMA (PyTorch's default) | none |
+| ``uva`` / ``uva-naive`` | zero-copy of every row, aligned / naive (seeds/004) | none |
+| ``degree-cache`` | top-degree rows cached behind a node -> slot map (PaGraph) | hot fraction |
+| ``tiered`` | data tiering: rows [0, H) on the GPU, the rest zero-copy (seeds/000) | hot fraction |
+
+``tiered`` needs a dataset reordered hottest-first (``tierbench prepare`` /
+``load_reordered``); the hot tier is then simply its first rows.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from baselines.cpu_gather import CPUGatherLoader
+from baselines.degree_cache import DegreeCacheLoader
+from baselines.in_memory import InMemoryLoader
+from baselines.uva import UVALoader
+from tiering.combined import CombinedTensor
+from tiering.feature_loader import FeatureLoader
+
+LOADERS = ("in-memory", "cpu-gather", "uva", "uva-naive", "degree-cache", "tiered")
+
+
+def hot_rows(num_rows: int, hot_fraction: float) -> int:
+    if not 0.0 <= hot_fraction <= 1.0:
+        raise ValueError(f"hot_fraction must be in [0, 1], got {hot_fraction}")
+    return int(round(num_rows * hot_fraction))
+
+
+def create_loader(name: str, dataset, hot_fraction: float = 0.0, device="cpu", **options) -> FeatureLoader:
+    """A loader over ``dataset.features``; ``options`` go to the loader (e.g. ``max_blocks``)."""
+    device = torch.device(device)
+    features = dataset.features
+    if name == "in-memory":
+        return InMemoryLoader(features, device)
+    if name == "cpu-gather":
+        return CPUGatherLoader(features, device)
+    if name in ("uva", "uva-naive"):
+        return UVALoader(features, device, aligned=name == "uva", **options)
+    if name == "degree-cache":
+        appearances = dataset.graph.appearances()
+        return DegreeCacheLoader(features, appearances, hot_rows(dataset.num_nodes, hot_fraction), device)
+    if name == "tiered":
+        if dataset.scores is None:
+            raise ValueError(
+                "the tiered loader needs a dataset reordered hottest-first: load it with a scorer "
+                "(tierbench train --scorer wrpr, or suite.datasets.reordered.load_reordered)"
+            )
+        return CombinedTensor(features, hot_rows(dataset.num_nodes, hot_fraction), device, **options)
+    raise KeyError(f"unknown loader {name!r}; choose one of {', '.join(LOADERS)}")

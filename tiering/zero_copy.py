@@ -1,0 +1,127 @@
+"""The one-launch gather over GPU and zero-copy host memory, and in-place host pinning (seeds/004 §3).
+
+Why CuPy's ``RawKernel`` (CUDA C compiled by NVRTC at first use) rather than
+Triton or a torch extension: the kernel's whole point is warp-level address
+arithmetic (seeds/004 Listing 2, the "circular shift" that makes each of a
+warp's 32 loads fall in one 128-byte line) on a raw pointer into registered
+host memory.  CUDA C states both directly; Triton hides warps and checks that
+pointer arguments are device tensors; a torch extension needs a compiler and
+CUDA headers at install time on every user's machine.  CuPy ships NVRTC, is
+imported only when a CUDA gather runs, and launches on torch's current stream.
+
+The kernel: one warp copies one requested row at a time (grid-stride loop,
+so the grid can be capped to a few SMs and leave the rest to training,
+seeds/004 §3.2.2).  Row ``r < hot_rows`` is read from the GPU tier, any other
+from the host table through its registered pointer.  ``aligned`` shifts each
+lane's element so every 32-float step of the warp covers exactly one
+128-byte line of the source row; the naive variant reads element
+``32 s + lane`` and straddles two lines whenever the row is misaligned
+(seeds/004 Fig. 8 compares the two).  Ids were range-checked on the host
+before launch; the kernel still skips any id outside [0, num_rows) so it can
+never read past the mapping.
+
+Pinning in place: ``register_host_memory`` calls ``cudaHostRegister`` on the
+tensor's existing pages (shared memory and memory-mapped files included, where
+the driver accepts them; it says which when it refuses) and never copies.
+On 64-bit Linux the registered host address is itself the device address
+(``cudaDevAttrCanUseHostPointerForRegisteredMem``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+_SOURCE = r"""
+extern "C" __global__ void gather_rows(
+    const float* __restrict__ hot, const float* __restrict__ host, const long long* __restrict__ ids,
+    float* __restrict__ out, long long num_ids, long long num_rows, long long hot_rows, int dim, int aligned)
+{
+    const int lane = threadIdx.x & 31;
+    const long long warps_per_block = blockDim.x >> 5;
+    const long long first = (long long)blockIdx.x * warps_per_block + (threadIdx.x >> 5);
+    const long long stride = (long long)gridDim.x * warps_per_block;
+    for (long long i = first; i < num_ids; i += stride) {
+        const long long row = ids[i];
+        if (row < 0 || row >= num_rows) continue;  // checked on the host; never read past the mapping
+        const float* src = row < hot_rows ? hot + row * (long long)dim : host + row * (long long)dim;
+        float* dst = out + i * (long long)dim;
+        // circular shift: start the warp at the 128-byte line boundary at or before the row
+        const int shift = aligned ? (int)(((unsigned long long)src & 127ULL) >> 2) : 0;
+        for (int base = -shift; base < dim; base += 32) {
+            const int j = base + lane;
+            if (j >= 0 && j < dim) dst[j] = src[j];
+        }
+    }
+}
+"""
+
+REGISTER_PORTABLE = 1
+REGISTER_MAPPED = 2
+REGISTER_READ_ONLY = 8
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(device_index: int):
+    import cupy
+
+    with cupy.cuda.Device(device_index):
+        return cupy.RawKernel(_SOURCE, "gather_rows")
+
+
+def launch_gather(hot: torch.Tensor, host_ptr: int, ids: torch.Tensor, out: torch.Tensor, num_rows: int,
+                  aligned: bool = True, max_blocks: int | None = None, threads: int = 256) -> None:
+    """Fill ``out[i] = row ids[i]`` from ``hot`` (GPU) or the registered host table at ``host_ptr``.
+
+    ``ids`` (int64) and ``out`` (float32, contiguous) are on ``hot``'s device;
+    ``max_blocks`` caps the grid (``None``: enough blocks for one warp per id).
+    """
+    import cupy
+
+    device = out.device
+    num_ids = len(ids)
+    if num_ids == 0:
+        return
+    warps_per_block = threads // 32
+    blocks = -(-num_ids // warps_per_block)
+    if max_blocks is not None:
+        blocks = max(1, min(blocks, max_blocks))
+    stream = cupy.cuda.ExternalStream(torch.cuda.current_stream(device).cuda_stream, device.index)
+    with cupy.cuda.Device(device.index), stream:
+        _kernel(device.index)(
+            (blocks,), (threads,),
+            (
+                cupy.uint64(hot.data_ptr()), cupy.uint64(host_ptr), cupy.uint64(ids.data_ptr()),
+                cupy.uint64(out.data_ptr()), cupy.int64(num_ids), cupy.int64(num_rows),
+                cupy.int64(hot.shape[0]), cupy.int32(out.shape[1]), cupy.int32(int(aligned)),
+            ),
+        )
+
+
+def register_host_memory(tensor: torch.Tensor, read_only: bool = False) -> bool:
+    """Page-lock and map ``tensor``'s memory in place; returns False if it was already pinned.
+
+    Raises ``RuntimeError`` naming the CUDA error when the driver refuses
+    (for example a memory-mapped file on a filesystem it cannot pin).
+    """
+    if tensor.device.type != "cpu" or not tensor.is_contiguous():
+        raise ValueError("only a contiguous CPU tensor can be pinned in place")
+    if tensor.is_pinned():
+        return False
+    flags = REGISTER_PORTABLE | REGISTER_MAPPED | (REGISTER_READ_ONLY if read_only else 0)
+    nbytes = tensor.numel() * tensor.element_size()
+    error = int(torch.cuda.cudart().cudaHostRegister(tensor.data_ptr(), nbytes, flags))
+    if error != 0:
+        raise RuntimeError(
+            f"cudaHostRegister refused {nbytes} bytes at {tensor.data_ptr():#x} (CUDA error {error}). "
+            "If the features are a memory-mapped file, this driver cannot pin it in place: load them into "
+            "memory or shared memory first."
+        )
+    return True
+
+
+def unregister_host_memory(tensor: torch.Tensor) -> None:
+    error = int(torch.cuda.cudart().cudaHostUnregister(tensor.data_ptr()))
+    if error != 0:
+        raise RuntimeError(f"cudaHostUnregister failed at {tensor.data_ptr():#x} (CUDA error {error})")
