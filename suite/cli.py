@@ -7,6 +7,7 @@
     tierbench scorers --dataset NAME --out DIR    score concentration and scoring/reordering speed tables
     tierbench train --dataset NAME --epochs K     GraphSAGE training, timed per stage, with validation accuracy
     tierbench profile --dataset NAME --figure 7|9 measured feature reuse by scorer (paper Figures 7 and 9)
+    tierbench gpubench --out DIR                  gather microbenchmarks against same-run peers (needs a GPU)
 """
 
 from __future__ import annotations
@@ -173,6 +174,19 @@ def _cmd_profile(args) -> int:
     return 0
 
 
+def _cmd_gpubench(args) -> int:
+    import torch
+
+    if not torch.cuda.is_available():
+        print("tierbench: error: gpubench needs a CUDA GPU and none is visible here; no GPU numbers were made", file=sys.stderr)
+        return 2
+    from .gpu_bench import run_gpu_benchmarks
+
+    for path in run_gpu_benchmarks(args.out, args.device):
+        print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tierbench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="log what is being done")
@@ -244,6 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--out", help="output directory (default results/profile/<dataset>)")
     profile.add_argument("-q", "--quiet", action="store_true")
     profile.set_defaults(func=_cmd_profile)
+
+    gpubench = sub.add_parser("gpubench", help="gather microbenchmarks on a GPU (cold, hot, alignment, model check)")
+    gpubench.add_argument("--out", default="results/gpu")
+    gpubench.add_argument("--device", default="cuda")
+    gpubench.set_defaults(func=_cmd_gpubench)
     return parser
 
 

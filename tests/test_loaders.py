@@ -180,3 +180,12 @@ def test_registration_pins_in_place_without_a_second_copy():
     loader.close()
     assert not features.is_pinned()
     loader.close()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given where there is no GPU")
+def test_gpubench_refuses_clearly_without_a_gpu(capsys, tmp_path):
+    from suite.cli import main
+
+    assert main(["gpubench", "--out", str(tmp_path)]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # no numbers were written

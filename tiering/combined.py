@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 
 from .feature_loader import FeatureLoader
-from .traffic import zero_copy_traffic
+from .traffic import zero_copy_traffic_tensors
 from .zero_copy import launch_gather, register_host_memory, unregister_host_memory
 
 
@@ -63,6 +63,7 @@ class CombinedTensor(FeatureLoader):
             self._registered = register_host_memory(features, read_only=read_only)
         self.hot = features[:hot_rows].to(self.device, copy=True)
         self._stats.gpu_bytes_resident = hot_rows * self.row_bytes
+        self._pending = torch.zeros(3, dtype=torch.int64, device=self.device)  # hits, payload, requests
 
     def _check_fits(self) -> None:
         need = self.hot_rows * self.row_bytes
@@ -75,22 +76,28 @@ class CombinedTensor(FeatureLoader):
 
     def _gather(self, ids: torch.Tensor) -> torch.Tensor:
         ids = ids.to(self.device, dtype=torch.int64, non_blocking=True)
-        cold = ids[ids >= self.hot_rows]
+        is_hot = ids < self.hot_rows
+        payload, requests = zero_copy_traffic_tensors(ids, self.row_bytes, aligned=self.aligned, counted=~is_hot)
         self._stats.accesses += len(ids)
-        self._stats.hits += len(ids) - len(cold)
-        payload, requests = zero_copy_traffic(cold, self.row_bytes, aligned=self.aligned)
-        self._stats.pcie_payload_bytes += payload
-        self._stats.pcie_requests += requests
-        self._stats.host_bytes_touched += payload
+        self._pending += torch.stack([is_hot.sum(), payload, requests])  # stays on the device: no sync here
         if self.device.type == "cuda":
             out = torch.empty((len(ids), self.feature_dim), dtype=torch.float32, device=self.device)
             launch_gather(self.hot, self.host.data_ptr(), ids, out, self.num_rows, self.aligned, self.max_blocks)
             return out
         out = torch.empty((len(ids), self.feature_dim), dtype=torch.float32)
-        is_hot = ids < self.hot_rows
         out[is_hot] = torch.index_select(self.hot, 0, ids[is_hot])
         out[~is_hot] = torch.index_select(self.host, 0, ids[~is_hot])
         return out
+
+    def stats(self):
+        hits, payload, requests = (int(v) for v in self._pending.cpu())
+        stats = super().stats()
+        stats.hits, stats.pcie_payload_bytes, stats.pcie_requests, stats.host_bytes_touched = hits, payload, requests, payload
+        return stats
+
+    def reset_stats(self) -> None:
+        super().reset_stats()
+        self._pending.zero_()
 
     def close(self) -> None:
         if self._registered:

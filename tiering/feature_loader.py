@@ -49,6 +49,8 @@ class FeatureLoader(abc.ABC):
         self.num_rows = num_rows
         self.feature_dim = feature_dim
         self.device = torch.device(device)
+        if self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
         self._stats = LoaderStats()
 
     def gather(self, ids) -> torch.Tensor:
@@ -58,10 +60,14 @@ class FeatureLoader(abc.ABC):
             raise ValueError(f"ids must be one-dimensional, got shape {tuple(ids.shape)}")
         if ids.dtype not in (torch.int32, torch.int64):
             raise TypeError(f"ids must be int32 or int64, got {ids.dtype}")
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.num_rows):
+        if ids.numel() and not self._in_range(ids):
             bad = int(torch.nonzero((ids < 0) | (ids >= self.num_rows))[0, 0])
             raise IndexError(f"ids[{bad}] = {int(ids[bad])} is not a row of the {self.num_rows}-row feature table")
         return self._gather(ids)
+
+    def _in_range(self, ids: torch.Tensor) -> bool:
+        low, high = torch.aminmax(ids)  # one synchronisation on a GPU, before anything is read
+        return bool((low >= 0) & (high < self.num_rows))
 
     @abc.abstractmethod
     def _gather(self, ids: torch.Tensor) -> torch.Tensor:

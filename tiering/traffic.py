@@ -35,25 +35,36 @@ def _span(start: torch.Tensor, end: torch.Tensor, unit: int) -> torch.Tensor:
     return torch.where(end > start, count, torch.zeros_like(count))
 
 
+def zero_copy_traffic_tensors(rows: torch.Tensor, row_bytes: int, base_offset: int = 0, aligned: bool = True,
+                              counted: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(payload_bytes, requests)`` as 0-d int64 tensors on ``rows``' device, without synchronising.
+
+    ``counted`` (a boolean mask over ``rows``) limits the count to those rows,
+    e.g. the cold ones of a gather, so no data-dependent indexing is needed.
+    """
+    if row_bytes <= 0:
+        raise ValueError(f"row_bytes must be positive, got {row_bytes}")
+    start = rows.to(torch.int64) * row_bytes + base_offset
+    end = start + row_bytes
+    if counted is not None:
+        end = torch.where(counted, end, start)  # an uncounted row spans nothing
+    if aligned:
+        return _span(start, end, SECTOR).sum() * SECTOR, _span(start, end, LINE).sum()
+    steps = -(-row_bytes // LINE)
+    offsets = torch.arange(steps, device=rows.device, dtype=torch.int64) * LINE
+    step_start = start[:, None] + offsets[None, :]
+    step_end = torch.minimum(step_start + LINE, end[:, None])
+    return _span(step_start, step_end, SECTOR).sum() * SECTOR, _span(step_start, step_end, LINE).sum()
+
+
 def zero_copy_traffic(rows: torch.Tensor, row_bytes: int, base_offset: int = 0, aligned: bool = True) -> tuple[int, int]:
     """``(payload_bytes, requests)`` for reading ``rows`` of a table by zero-copy.
 
     ``rows`` are row numbers in the host allocation; ``base_offset`` is the
     byte offset of row 0 in it.
     """
-    if row_bytes <= 0:
-        raise ValueError(f"row_bytes must be positive, got {row_bytes}")
-    if rows.numel() == 0:
-        return 0, 0
-    start = rows.to(torch.int64) * row_bytes + base_offset
-    end = start + row_bytes
-    if aligned:
-        return int(_span(start, end, SECTOR).sum()) * SECTOR, int(_span(start, end, LINE).sum())
-    steps = -(-row_bytes // LINE)
-    offsets = torch.arange(steps, device=rows.device, dtype=torch.int64) * LINE
-    step_start = start[:, None] + offsets[None, :]
-    step_end = torch.minimum(step_start + LINE, end[:, None])
-    return int(_span(step_start, step_end, SECTOR).sum()) * SECTOR, int(_span(step_start, step_end, LINE).sum())
+    payload, requests = zero_copy_traffic_tensors(rows, row_bytes, base_offset, aligned)
+    return int(payload), int(requests)
 
 
 def dma_traffic(num_rows: int, row_bytes: int) -> tuple[int, int]:

@@ -80,6 +80,7 @@ def launch_gather(hot: torch.Tensor, host_ptr: int, ids: torch.Tensor, out: torc
     import cupy
 
     device = out.device
+    ids = ids.contiguous()
     num_ids = len(ids)
     if num_ids == 0:
         return
