@@ -46,3 +46,9 @@ def save_npy(path, array) -> None:
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             np.save(f, np.asarray(array), allow_pickle=False)
+
+
+def write_csv(path, frame, **kwargs) -> None:
+    """``frame.to_csv`` through a temporary file."""
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, **kwargs)

@@ -26,6 +26,7 @@ from tiering.combined import CombinedTensor
 
 from . import atomic
 from .pcie import PCIeCounter
+from .plotting import pyplot, save_figure
 from .provenance import caption, provenance
 
 TABLE_BYTES = 4 << 30  # host table: large enough that rows are not served from any cache
@@ -101,12 +102,7 @@ def model_check(device) -> dict:
 def run_gpu_benchmarks(out_dir, device="cuda") -> list[Path]:
     if not torch.cuda.is_available():
         raise RuntimeError("tierbench gpubench needs a CUDA GPU and none is visible here; no GPU numbers were made")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
+    plt, sns = pyplot()
     device = torch.device(device)
     record = provenance(device)
     rows = []
@@ -139,15 +135,10 @@ def run_gpu_benchmarks(out_dir, device="cuda") -> list[Path]:
         + pd.DataFrame([check]).to_markdown(index=False)
         + "\n",
     )
-    with atomic.atomic_path(paths[1]) as tmp:
-        table.assign(**record).to_csv(tmp, index=False)
-    sns.set_theme(style="whitegrid")
+    atomic.write_csv(paths[1], table.assign(**record), index=False)
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     sns.lineplot(data=pd.DataFrame(alignment), x="row bytes", y="share of memcpy bandwidth", hue="variant", marker="o", ax=ax)
     ax.set(title="Zero-copy efficiency vs row size (seeds/004 Fig. 8)")
-    fig.text(0.01, 0.01, caption(record), fontsize=7, color="0.4")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
-    with atomic.atomic_path(paths[2]) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
+    save_figure(fig, paths[2], record)
     return paths

@@ -44,6 +44,7 @@ from . import atomic
 from .datasets import load_dataset
 from .datasets.presets import REAL_NUM_NODES
 from .datasets.reordered import score_nodes, scorer_params
+from .plotting import pyplot, save_figure
 from .provenance import caption, provenance
 from .train import default_fanouts, minibatches
 
@@ -105,34 +106,19 @@ def share_at(curves: pd.DataFrame, percent: float) -> pd.Series:
     return rows.set_index("scorer")["share of accesses (%)"]
 
 
-def _write(out_dir: Path, stem: str, table: pd.DataFrame, curves: pd.DataFrame, header: str, plot) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def _write(out_dir: Path, stem: str, table: pd.DataFrame, curves: pd.DataFrame, header: str, plot, record) -> list[Path]:
     paths = [out_dir / f"{stem}.md", out_dir / f"{stem}.csv", out_dir / f"{stem}-curves.csv", out_dir / f"{stem}.png"]
     atomic.write_text(paths[0], header + table.to_markdown(floatfmt=".1f") + "\n")
-    with atomic.atomic_path(paths[1]) as tmp:
-        table.to_csv(tmp)
-    with atomic.atomic_path(paths[2]) as tmp:
-        curves.to_csv(tmp, index=False)
-    fig = plot()
-    with atomic.atomic_path(paths[3]) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
+    atomic.write_csv(paths[1], table)
+    atomic.write_csv(paths[2], curves, index=False)
+    save_figure(plot(), paths[3], record)
     return paths
 
 
 def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int = 1, batch_size: int | None = None,
                    seed: int = 0, ogb_root=None, progress: bool = True) -> list[Path]:
     """Measure reuse on ``name`` and write Figure 7 or 9's table, curves and plot into ``out_dir``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
+    plt, sns = pyplot()
     if figure not in (7, 9):
         raise ValueError(f"figure must be 7 or 9, got {figure}")
     dataset = load_dataset(name, ogb_root=ogb_root, progress=progress)
@@ -155,8 +141,6 @@ def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int
             f"{batches} minibatches over {epochs} epoch(s). Shares are of measured feature fetches (each node once per "
             f"minibatch); a minibatch fetched on average {fetched} of the nodes.\n\n"
         )
-    sns.set_theme(style="whitegrid")
-
     if figure == 7:
         fanouts = tuple(fanouts or default_fanouts(imitates))
         counts = access_counts(dataset.graph, train, fanouts, batch_size=batch_size, epochs=epochs, seed=seed, progress=progress)
@@ -172,11 +156,10 @@ def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int
             fig, ax = plt.subplots(figsize=(6.5, 4.4))
             sns.lineplot(data=curves, x="top nodes (%)", y="share of accesses (%)", hue="scorer", style="scorer", ax=ax)
             ax.set(title=f"Figure 7: access coverage by scorer, {name} {fanouts}")
-            fig.text(0.01, 0.01, caption(record), fontsize=7, color="0.4")
             fig.tight_layout(rect=(0, 0.04, 1, 1))
             return fig
 
-        return _write(out_dir, "fig7", table, curves, header, plot)
+        return _write(out_dir, "fig7", table, curves, header, plot, record)
 
     frames, counted = [], {}
     scores = scores_by_label(dataset, ("degree", "wrpr"))
@@ -202,7 +185,6 @@ def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int
         )
         grid.figure.suptitle(f"Figure 9: access coverage vs sampling depth, {name}")
         grid.figure.subplots_adjust(top=0.85, bottom=0.18)
-        grid.figure.text(0.01, 0.01, caption(record), fontsize=7, color="0.4")
         return grid.figure
 
-    return _write(out_dir, "fig9", table, curves, header, plot)
+    return _write(out_dir, "fig9", table, curves, header, plot, record)

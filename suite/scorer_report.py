@@ -29,6 +29,7 @@ from .datasets import load_dataset
 from .datasets.reordered import score_nodes, scorer_params
 from .datasets.stats import top_share
 from .peers import adjacency, scipy_permute, scipy_reverse_pagerank
+from .plotting import pyplot, save_figure
 from .provenance import caption, provenance
 
 SCORER_NAMES = {"degree": "degree", "rpr": "reverse PageRank", "wrpr": "weighted reverse PageRank"}
@@ -98,12 +99,7 @@ def _speed(dataset, scored: dict):
 
 
 def write_scorer_report(name: str, out_dir, ogb_root=None, progress: bool = True) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
+    plt, sns = pyplot()
     out_dir = Path(out_dir)
     dataset = load_dataset(name, ogb_root=ogb_root, progress=progress)
     record = provenance(device="cpu")
@@ -113,11 +109,9 @@ def write_scorer_report(name: str, out_dir, ogb_root=None, progress: bool = True
     command = f"`tierbench scorers --dataset {name} --out {out_dir}`"
     shape = f"{name}: {dataset.num_nodes:,} nodes, {dataset.graph.num_edges:,} list entries"
 
-    sns.set_theme(style="whitegrid")
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     sns.lineplot(data=curves, x="top nodes (%)", y="share of score mass (%)", hue="scorer", ax=ax)
     ax.set(title=f"Score concentration, {name}")
-    fig.text(0.01, 0.01, caption(record), fontsize=7, color="0.4")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
 
     paths = [out_dir / n for n in ("concentration.md", "concentration.csv", "concentration.png", "speed.md", "speed.csv")]
@@ -128,11 +122,8 @@ def write_scorer_report(name: str, out_dir, ogb_root=None, progress: bool = True
         "*measured accesses* (a different quantity, measured by `tierbench profile`), for orientation only.\n\n"
         + concentration.to_markdown(floatfmt=".3f") + "\n",
     )
-    with atomic.atomic_path(paths[1]) as tmp:
-        concentration.assign(dataset=name, **record).to_csv(tmp)
-    with atomic.atomic_path(paths[2]) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
+    atomic.write_csv(paths[1], concentration.assign(dataset=name, **record))
+    save_figure(fig, paths[2], record)
     atomic.write_text(
         paths[3],
         f"# Scoring and reordering speed\n\nMade by {command}; {caption(record)}.\n{shape}.\n\n"
@@ -140,6 +131,5 @@ def write_scorer_report(name: str, out_dir, ogb_root=None, progress: bool = True
         f"Paper: reordering ogbn-papers100M ({PAPER_REORDER['edges']:.1e} edges) took {PAPER_REORDER['seconds']:.0f} s "
         f"on {PAPER_REORDER['machine']}.\n\n" + speed.to_markdown(floatfmt=".3g") + "\n",
     )
-    with atomic.atomic_path(paths[4]) as tmp:
-        speed.assign(dataset=name, **record).to_csv(tmp)
+    atomic.write_csv(paths[4], speed.assign(dataset=name, **record))
     return paths

@@ -26,6 +26,5 @@ def write_training_report(results, settings: dict, out_dir, device) -> list[Path
         f"Majority-class accuracy on the validation split: {settings['majority_valid_accuracy']:.3f}.\n\n"
         + table.to_markdown(floatfmt=".3f") + "\n",
     )
-    with atomic.atomic_path(csv) as tmp:
-        table.assign(**settings, **record).to_csv(tmp)
+    atomic.write_csv(csv, table.assign(**settings, **record))
     return [md, csv]

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .. import atomic
+from ..plotting import pyplot, save_figure
 from ..provenance import caption, provenance
 from .build import regenerate_hint
 from .dataset import load_entry
@@ -67,12 +68,7 @@ def _curves(name: str, appearances: np.ndarray) -> tuple[pd.DataFrame, pd.DataFr
 
 def write_summary(manifests: dict[str, dict], out_dir, ogb_root=None) -> list[Path]:
     """Write ``summary.md``, ``summary.csv`` and ``degree-ccdf.png`` into ``out_dir``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
+    plt, sns = pyplot()
     out_dir = Path(out_dir)
     record = provenance(device="cpu")
     table = summarize(manifests)
@@ -83,13 +79,11 @@ def write_summary(manifests: dict[str, dict], out_dir, ogb_root=None) -> list[Pa
         ccdfs.append(ccdf)
         shares.append(share)
 
-    sns.set_theme(style="whitegrid")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     sns.lineplot(data=pd.concat(ccdfs), x="appearances k", y="P(appearances >= k)", hue="dataset", ax=axes[0])
     axes[0].set(xscale="log", yscale="log", title="How many lists a node appears in (CCDF)")
     sns.lineplot(data=pd.concat(shares), x="top nodes (%)", y="share of list entries (%)", hue="dataset", ax=axes[1])
     axes[1].set(title="Share of list entries held by the top nodes")
-    fig.text(0.01, 0.01, caption(record), fontsize=7, color="0.4")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
 
     paths = [out_dir / "summary.md", out_dir / "summary.csv", out_dir / "degree-ccdf.png"]
@@ -99,9 +93,6 @@ def write_summary(manifests: dict[str, dict], out_dir, ogb_root=None) -> list[Pa
         "Statistics are properties of the data, computed on the CPU.\n\n"
     )
     atomic.write_text(paths[0], header + table.to_markdown(floatfmt=".3g") + "\n")
-    with atomic.atomic_path(paths[1]) as tmp:
-        table.assign(**record).to_csv(tmp)
-    with atomic.atomic_path(paths[2]) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
+    atomic.write_csv(paths[1], table.assign(**record))
+    save_figure(fig, paths[2], record)
     return paths
