@@ -8,6 +8,9 @@
     tierbench train --dataset NAME --epochs K     GraphSAGE training, timed per stage, with validation accuracy
     tierbench profile --dataset NAME --figure 7|9 measured feature reuse by scorer (paper Figures 7 and 9)
     tierbench gpubench --out DIR                  gather microbenchmarks against same-run peers (needs a GPU)
+    tierbench run --experiment fig8|fig10|demo    a sweep of training epochs over loaders and hot fractions
+    tierbench report --experiment NAME            tables and figures from a sweep's records (Figures 8, 10)
+    tierbench report --figure 7|9 --dataset NAME  redraw Figure 7 or 9 from its CSV
 """
 
 from __future__ import annotations
@@ -187,6 +190,46 @@ def _cmd_gpubench(args) -> int:
     return 0
 
 
+def _floats(text: str) -> list[float]:
+    return [float(part) for part in text.split(",")]
+
+
+def _names(text: str) -> list[str]:
+    return [part for part in text.split(",") if part]
+
+
+def _cmd_run(args) -> int:
+    from .harness import run_sweep
+
+    path, summary = run_sweep(
+        args.experiment, args.runs, datasets=args.datasets, loaders=args.loaders, hot_fractions=args.hot_fractions,
+        fanouts=[args.fanout] if args.fanout else None, epochs=args.epochs, warmup=args.warmup,
+        batch_size=args.batch_size, device=args.device, scorer=args.scorer, seed=args.seed, rerun=args.rerun,
+        ogb_root=args.ogb_root, progress=not args.quiet,
+    )
+    print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"records: {path}")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    if args.figure in ("7", "9"):
+        from .profile import replot
+
+        if not args.dataset:
+            raise ValueError("--figure 7 or 9 needs --dataset")
+        print(f"wrote {replot(args.out or f'results/profile/{args.dataset}', int(args.figure), args.dataset)}")
+        return 0
+    from .report import write_report
+
+    if not args.experiment:
+        raise ValueError("give --experiment (a sweep's name) or --figure 7|9 with --dataset")
+    figure = f"fig{args.figure}" if args.figure else None
+    for path in write_report(args.experiment, args.runs, args.out, figure):
+        print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tierbench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="log what is being done")
@@ -263,6 +306,32 @@ def build_parser() -> argparse.ArgumentParser:
     gpubench.add_argument("--out", default="results/gpu")
     gpubench.add_argument("--device", default="cuda")
     gpubench.set_defaults(func=_cmd_gpubench)
+
+    run = sub.add_parser("run", help="a sweep of training epochs: datasets x loaders x hot fractions x fanouts")
+    run.add_argument("--experiment", required=True, help="fig8, fig10, demo, or a new name (then give what to sweep)")
+    run.add_argument("--datasets", type=_names, help="comma-separated dataset names")
+    run.add_argument("--loaders", type=_names, help="comma-separated loader names")
+    run.add_argument("--hot-fractions", type=_floats, help="comma-separated, e.g. 0,0.05,0.1")
+    run.add_argument("--fanout", type=_fanouts, help="fanouts for every cell (default: each dataset's)")
+    run.add_argument("--epochs", type=int, help="recorded epochs per cell")
+    run.add_argument("--warmup", type=int, help="unrecorded epochs per cell before them")
+    run.add_argument("--batch-size", type=int, default=1024)
+    run.add_argument("--device", default="cpu")
+    run.add_argument("--scorer", default="wrpr", choices=["degree", "rpr", "wrpr"], help="ordering used by the tiered loader")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--rerun", action="store_true", help="measure cells again even when recorded")
+    run.add_argument("--runs", default="results/runs", help="directory of the records CSVs")
+    run.add_argument("--ogb-root")
+    run.add_argument("-q", "--quiet", action="store_true")
+    run.set_defaults(func=_cmd_run)
+
+    report = sub.add_parser("report", help="tables and figures from records (Figures 8 and 10) or profiles (7 and 9)")
+    report.add_argument("--experiment", help="the sweep whose records to report")
+    report.add_argument("--figure", choices=["7", "8", "9", "10"])
+    report.add_argument("--dataset", help="with --figure 7 or 9")
+    report.add_argument("--runs", default="results/runs")
+    report.add_argument("--out", help="output directory (default results/<experiment>, or the profile's)")
+    report.set_defaults(func=_cmd_report)
     return parser
 
 

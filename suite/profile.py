@@ -106,19 +106,55 @@ def share_at(curves: pd.DataFrame, percent: float) -> pd.Series:
     return rows.set_index("scorer")["share of accesses (%)"]
 
 
-def _write(out_dir: Path, stem: str, table: pd.DataFrame, curves: pd.DataFrame, header: str, plot, record) -> list[Path]:
+def plot_figure7(curves: pd.DataFrame, name: str):
+    plt, sns = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4.4))
+    sns.lineplot(data=curves, x="top nodes (%)", y="share of accesses (%)", hue="scorer", style="scorer", ax=ax)
+    ax.set(title=f"Figure 7: access coverage by scorer, {name} {curves['fanouts'].iloc[0]}")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
+
+
+def plot_figure9(curves: pd.DataFrame, name: str):
+    _, sns = pyplot()
+    grid = sns.relplot(
+        data=curves[curves["scorer"] != IDEAL], x="top nodes (%)", y="share of accesses (%)",
+        hue="fanouts", col="scorer", kind="line", height=4, aspect=1.1,
+    )
+    grid.figure.suptitle(f"Figure 9: access coverage vs sampling depth, {name}")
+    grid.figure.subplots_adjust(top=0.85, bottom=0.18)
+    return grid.figure
+
+
+PLOTS = {7: plot_figure7, 9: plot_figure9}
+PROVENANCE_COLUMNS = ("device", "git_revision", "time")
+
+
+def _write(out_dir: Path, figure: int, name: str, table: pd.DataFrame, curves: pd.DataFrame, header: str, record) -> list[Path]:
+    stem = f"fig{figure}"
     paths = [out_dir / f"{stem}.md", out_dir / f"{stem}.csv", out_dir / f"{stem}-curves.csv", out_dir / f"{stem}.png"]
     atomic.write_text(paths[0], header + table.to_markdown(floatfmt=".1f") + "\n")
     atomic.write_csv(paths[1], table)
-    atomic.write_csv(paths[2], curves, index=False)
-    save_figure(plot(), paths[3], record)
+    atomic.write_csv(paths[2], curves.assign(**{k: record[k] for k in PROVENANCE_COLUMNS}), index=False)
+    save_figure(PLOTS[figure](curves, name), paths[3], record)
     return paths
+
+
+def replot(out_dir, figure: int, name: str) -> Path:
+    """Draw Figure 7 or 9 again from its curves CSV, with the provenance of the measurement."""
+    path = Path(out_dir) / f"fig{figure}-curves.csv"
+    if not path.exists():
+        raise ValueError(f"{path} does not exist: run `tierbench profile --dataset {name} --figure {figure}` first")
+    curves = pd.read_csv(path)
+    record = {k: str(curves[k].iloc[0]) for k in PROVENANCE_COLUMNS}
+    target = Path(out_dir) / f"fig{figure}.png"
+    save_figure(PLOTS[figure](curves.drop(columns=list(PROVENANCE_COLUMNS)), name), target, record)
+    return target
 
 
 def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int = 1, batch_size: int | None = None,
                    seed: int = 0, ogb_root=None, progress: bool = True) -> list[Path]:
     """Measure reuse on ``name`` and write Figure 7 or 9's table, curves and plot into ``out_dir``."""
-    plt, sns = pyplot()
     if figure not in (7, 9):
         raise ValueError(f"figure must be 7 or 9, got {figure}")
     dataset = load_dataset(name, ogb_root=ogb_root, progress=progress)
@@ -151,15 +187,7 @@ def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int
         for p, paper in PAPER_FIG7.items():
             table[f"paper, top {p}%"] = paper
         header = f"# Figure 7: share of feature fetches covered by the top-scored nodes, {name}\n\n{intro(counted)}Fanouts {fanouts}. Paper (seeds/000 Fig. 7): at least 35% at top 10% and 56% at top 25% on every dataset.\n\n"
-
-        def plot():
-            fig, ax = plt.subplots(figsize=(6.5, 4.4))
-            sns.lineplot(data=curves, x="top nodes (%)", y="share of accesses (%)", hue="scorer", style="scorer", ax=ax)
-            ax.set(title=f"Figure 7: access coverage by scorer, {name} {fanouts}")
-            fig.tight_layout(rect=(0, 0.04, 1, 1))
-            return fig
-
-        return _write(out_dir, "fig7", table, curves, header, plot, record)
+        return _write(out_dir, 7, name, table, curves, header, record)
 
     frames, counted = [], {}
     scores = scores_by_label(dataset, ("degree", "wrpr"))
@@ -177,14 +205,4 @@ def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int
     table["paper, top 10% (wrpr / degree)"] = ""
     table.loc[5, "paper, top 10% (wrpr / degree)"] = f"{PAPER_FIG9['weighted reverse PageRank']} / {PAPER_FIG9['degree']}"
     header = f"# Figure 9: share of feature fetches covered by the top 10% of nodes vs sampling depth, {name}\n\n{intro(counted)}Fanouts (10,) x depth. Paper (seeds/000 Fig. 9, ogbn-papers100M): at depth 5 the top 10% by weighted reverse PageRank take 52% of accesses, by degree 28%.\n\n"
-
-    def plot():
-        grid = sns.relplot(
-            data=curves[curves["scorer"] != IDEAL], x="top nodes (%)", y="share of accesses (%)",
-            hue="fanouts", col="scorer", kind="line", height=4, aspect=1.1,
-        )
-        grid.figure.suptitle(f"Figure 9: access coverage vs sampling depth, {name}")
-        grid.figure.subplots_adjust(top=0.85, bottom=0.18)
-        return grid.figure
-
-    return _write(out_dir, "fig9", table, curves, header, plot, record)
+    return _write(out_dir, 9, name, table, curves, header, record)

@@ -1,0 +1,78 @@
+"""Microbenchmarks (pytest-benchmark): ``tox -e microbench`` saves their JSON under results/microbench/.
+
+Each records in ``extra_info`` the metric that matters beside the time:
+edges per second, and for the loaders the miss ratio and modelled PCIe
+bytes per gather, with the same-run time of the peer (SciPy or
+``torch.index_select``) so a ratio can be read from one file.
+"""
+
+import time
+
+import pytest
+import torch
+
+from suite.datasets.dataset import Dataset
+from suite.loaders import LOADERS, create_loader
+from suite.peers import adjacency, scipy_permute
+from tiering.reorder import order_by_score, reorder_graph
+from tiering.sampling import NeighborSampler, sample_neighbors
+from tiering.scores import degree, weighted_reverse_pagerank
+
+
+def _peer_seconds(fn, repeat=3):
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def test_reorder_graph(benchmark, papers_like_graph):
+    graph = papers_like_graph
+    scores = degree(graph)
+    benchmark(reorder_graph, graph, scores)
+    new_to_old, _ = order_by_score(scores)
+    matrix = adjacency(graph)
+    benchmark.extra_info["edges_per_second"] = graph.num_edges / benchmark.stats.stats.min
+    benchmark.extra_info["scipy_permutation_seconds"] = _peer_seconds(lambda: scipy_permute(matrix, new_to_old))
+
+
+def test_sample_neighbors(benchmark, papers_like_graph):
+    graph = papers_like_graph
+    frontier = torch.randint(0, graph.num_nodes, (100_000,), generator=torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(1)
+    counts, _ = benchmark(sample_neighbors, graph, frontier, 12, generator)
+    benchmark.extra_info["sampled_edges_per_second"] = int(counts.sum()) / benchmark.stats.stats.min
+
+
+@pytest.fixture(scope="module")
+def reordered(papers_like_graph):
+    n = papers_like_graph.num_nodes
+    train = torch.arange(0, n, 97)
+    graph, old_to_new, _ = reorder_graph(papers_like_graph, weighted_reverse_pagerank(papers_like_graph, train))
+    features = torch.randn(n, 128, generator=torch.Generator().manual_seed(0))
+    dataset = Dataset("bench", graph, features, torch.zeros(n, dtype=torch.int64), {"train": old_to_new[train]},
+                      num_classes=1, scores=torch.zeros(n))
+    batch = NeighborSampler(graph, (12, 12, 12)).sample(dataset.splits["train"][:64], torch.Generator().manual_seed(2))
+    return dataset, batch.input_nodes
+
+
+@pytest.mark.parametrize("name", LOADERS)
+def test_gather(benchmark, reordered, name):
+    dataset, ids = reordered
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    loader = create_loader(name, dataset, 0.1, device)
+    ids = ids.to(device)
+    benchmark(loader.gather, ids)
+    stats = loader.stats()
+    gathers = stats.accesses // len(ids)
+    table = dataset.features.to(device)
+    benchmark.extra_info.update(
+        device=device,
+        miss_ratio=1.0 - stats.hit_ratio,
+        pcie_payload_bytes_per_gather=stats.pcie_payload_bytes / gathers,
+        pcie_requests_per_gather=stats.pcie_requests / gathers,
+        index_select_seconds=_peer_seconds(lambda: torch.index_select(table, 0, ids)),
+    )
+    loader.close()

@@ -1,0 +1,95 @@
+"""tierbench run / report: records with every field, resumable sweeps, tables with the paper beside ours."""
+
+import pandas as pd
+import pytest
+
+import suite.harness as harness
+from suite.cli import main
+from suite.harness import cells, run_sweep
+from suite.report import write_report
+
+FIELDS = [
+    "dataset", "num_nodes", "num_edges", "feature_dim", "fanouts", "batch_size", "loader", "scorer", "hot_fraction",
+    "gpus", "device", "git_revision", "time", "epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio",
+    "pcie_payload_bytes", "pcie_requests", "pcie_rx_bytes_measured", "host_bytes_touched", "gpu_bytes_resident",
+    "valid_accuracy",
+]
+SWEEP = dict(datasets=["tiny"], loaders=["cpu-gather", "uva", "degree-cache", "tiered"], hot_fractions=[0.0, 0.25],
+             fanouts=[(5, 5)], epochs=1, warmup=0, progress=False)
+
+
+def test_cells_run_hot_fractions_only_where_there_is_a_hot_tier():
+    got = [(c.loader, c.hot_fraction, c.scorer) for c in cells(["tiny"], ["cpu-gather", "tiered", "in-memory"], [0.1, 0.2], [(5,)])]
+    assert got == [("cpu-gather", 0.0, "none"), ("tiered", 0.1, "wrpr"), ("tiered", 0.2, "wrpr"), ("in-memory", 1.0, "none")]
+    assert cells(["papers-s"], ["uva"], [0.1], [None])[0].fanouts == (12, 12, 12)
+
+
+def test_a_sweep_records_every_field_and_resumes_without_rerunning(tiny, tmp_path):
+    path, summary = run_sweep("t", tmp_path, **SWEEP)
+    records = pd.read_csv(path)
+    assert set(FIELDS) <= set(records.columns)
+    assert len(records) == 6 and len(summary) == 6  # cpu-gather, uva once; degree-cache, tiered at 0 and 25%
+    assert records["device"].str.startswith("cpu: ").all() and (records["gpus"] == 0).all()
+    assert records["pcie_rx_bytes_measured"].isna().all()  # unavailable, never 0
+    tiered = records[records["loader"] == "tiered"].set_index("hot_fraction")
+    assert tiered.loc[0.0, "hit_ratio"] == 0 and tiered.loc[0.25, "hit_ratio"] > 0.25  # hottest rows first
+    assert tiered.loc[0.25, "pcie_payload_bytes"] < tiered.loc[0.0, "pcie_payload_bytes"]
+    before = path.read_bytes()
+    run_sweep("t", tmp_path, **SWEEP)
+    assert path.read_bytes() == before  # every cell was found, nothing ran again
+
+
+def test_an_interrupted_sweep_keeps_the_cells_it_finished(tiny, tmp_path, monkeypatch):
+    real = harness.run_cell
+    calls = []
+
+    def flaky(cell, **kwargs):
+        calls.append(cell)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(cell, **kwargs)
+
+    monkeypatch.setattr(harness, "run_cell", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep("t", tmp_path, **SWEEP)
+    assert pd.read_csv(tmp_path / "t.csv")["loader"].tolist() == ["cpu-gather", "uva"]
+    monkeypatch.setattr(harness, "run_cell", real)
+    path, _ = run_sweep("t", tmp_path, **SWEEP)  # picks up where it stopped
+    assert len(pd.read_csv(path)) == 6
+
+
+def test_reports_put_the_papers_numbers_beside_ours(tiny, tmp_path):
+    run_sweep("t", tmp_path, **SWEEP)
+    fig8 = write_report("t", tmp_path, tmp_path / "out8", figure="fig8")
+    table = pd.read_csv(fig8[1])
+    cpu = table[table["loader"] == "cpu-gather"]
+    assert cpu["speedup over cpu-gather"].iloc[0] == pytest.approx(1.0)
+    text = fig8[0].read_text()
+    assert "2.5-4.6x over CPU gather" in text and "1.6-2.1x over zero-copy" in text and "Measured on a CPU" in text
+    fig10 = write_report("t", tmp_path, tmp_path / "out10", figure="fig10")
+    table = pd.read_csv(fig10[1])
+    assert table.loc[table["hot_fraction"] == 0.0, "traffic vs 0% (model)"].iloc[0] == 0
+    assert table.loc[table["hot_fraction"] == 0.25, "traffic vs 0% (model)"].iloc[0] < 0
+    assert "-97% traffic, -42% time" in fig10[0].read_text()
+    assert fig10[2].read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="no records"):
+        write_report("missing", tmp_path)
+
+
+def test_run_and_report_commands(tiny, tmp_path, capsys):
+    runs = str(tmp_path / "runs")
+    assert main(["run", "--experiment", "c", "--datasets", "tiny", "--loaders", "uva,tiered", "--hot-fractions", "0.1",
+                 "--fanout", "4,4", "--epochs", "1", "--warmup", "0", "--runs", runs, "-q"]) == 0
+    assert "records:" in capsys.readouterr().out
+    assert main(["report", "--experiment", "c", "--runs", runs, "--out", str(tmp_path / "rep")]) == 0
+    assert (tmp_path / "rep" / "fig8.png").exists()
+    assert main(["run", "--experiment", "new", "--runs", runs, "-q"]) == 2
+    assert "give datasets and loaders" in capsys.readouterr().err
+
+
+def test_figure_7_is_redrawn_from_its_csv(tiny, tmp_path, capsys):
+    out = tmp_path / "profile"
+    assert main(["profile", "--dataset", "tiny", "--figure", "7", "--out", str(out), "-q"]) == 0
+    (out / "fig7.png").unlink()
+    assert main(["report", "--figure", "7", "--dataset", "tiny", "--out", str(out)]) == 0
+    assert (out / "fig7.png").read_bytes()[:4] == b"\x89PNG"
