@@ -10,7 +10,8 @@ bytes; host bytes touched; GPU bytes resident; validation accuracy.
 
 Rows are appended as each cell finishes, through a temporary file and a
 rename, so an interrupted sweep keeps every finished cell, and a rerun skips
-the cells already in the file (``rerun=True`` measures them again).
+the cells already in the file (``rerun=True`` measures them again and
+replaces their earlier rows).
 
 Which dataset a loader sees: ``tiered`` needs the dataset reordered
 hottest-first (by ``scorer``, weighted reverse PageRank by default); every
@@ -91,15 +92,15 @@ def read_records(path: Path) -> pd.DataFrame:
     return pd.read_csv(path) if path.exists() else pd.DataFrame()
 
 
-def _done(records: pd.DataFrame, cell: Cell, fanouts: str, batch_size: int, device: str) -> bool:
+def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, batch_size: int, device: str) -> pd.Series:
+    """Which records belong to ``cell`` measured with these settings on this device."""
     if records.empty:
-        return False
-    match = (
+        return pd.Series(dtype=bool)
+    return (
         (records["dataset"] == cell.dataset) & (records["loader"] == cell.loader) & (records["scorer"] == cell.scorer)
         & (records["hot_fraction"].round(6) == round(cell.hot_fraction, 6)) & (records["fanouts"] == fanouts)
         & (records["batch_size"] == batch_size) & (records["device"] == device)
     )
-    return bool(match.any())
 
 
 def run_cell(cell: Cell, *, epochs: int, warmup: int, batch_size: int, device, seed: int, ogb_root, progress: bool) -> list[dict]:
@@ -123,10 +124,12 @@ def run_cell(cell: Cell, *, epochs: int, warmup: int, batch_size: int, device, s
     return [{**common, **dataclasses.asdict(r)} for r in results]
 
 
-def append_records(path: Path, rows: list[dict]) -> None:
-    """Add rows to the CSV through a temporary file, so a crash leaves the previous file whole."""
-    frame = pd.concat([read_records(path), pd.DataFrame(rows)], ignore_index=True)
-    atomic.write_csv(path, frame, index=False)
+def store_records(path: Path, rows: list[dict], replace: pd.Series | None = None) -> None:
+    """Add rows to the CSV (dropping the ``replace``d ones) through a temporary file, so a crash leaves the previous file whole."""
+    records = read_records(path)
+    if replace is not None and replace.any():
+        records = records[~replace]
+    atomic.write_csv(path, pd.concat([records, pd.DataFrame(rows)], ignore_index=True), index=False)
 
 
 def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
@@ -150,11 +153,13 @@ def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders
     bar = tqdm(todo, desc=experiment, unit="cell", disable=not progress)
     for cell in bar:
         bar.set_postfix_str(cell.describe())
-        if not rerun and _done(read_records(path), cell, ",".join(map(str, cell.fanouts)), batch_size, device_name):
+        fanout_text = ",".join(map(str, cell.fanouts))
+        if not rerun and _rows_of(read_records(path), cell, fanout_text, batch_size, device_name).any():
             continue
         rows = run_cell(cell, epochs=epochs, warmup=warmup, batch_size=batch_size, device=device, seed=seed,
                         ogb_root=ogb_root, progress=False)
-        append_records(path, rows)
+        # a rerun replaces the cell's earlier records instead of averaging with them
+        store_records(path, rows, _rows_of(read_records(path), cell, fanout_text, batch_size, device_name))
     bar.close()
     return path, summarize_runs(read_records(path))
 

@@ -37,6 +37,9 @@ def test_a_sweep_records_every_field_and_resumes_without_rerunning(tiny, tmp_pat
     before = path.read_bytes()
     run_sweep("t", tmp_path, **SWEEP)
     assert path.read_bytes() == before  # every cell was found, nothing ran again
+    run_sweep("t", tmp_path, **{**SWEEP, "loaders": ["uva"]}, rerun=True)
+    again = pd.read_csv(path)
+    assert len(again) == 6 and again["loader"].tolist()[-1] == "uva"  # replaced, not added
 
 
 def test_an_interrupted_sweep_keeps_the_cells_it_finished(tiny, tmp_path, monkeypatch):
