@@ -146,7 +146,7 @@ def _cmd_train(args) -> int:
     )
     results = []
     for epoch in range(args.epochs):
-        results.append(trainer.train_epoch(epoch, progress=not args.quiet))
+        results.append(trainer.train_epoch(epoch, progress=not args.quiet, pipeline=args.pipeline))
         r = results[-1]
         print(
             f"epoch {r.epoch}: loss {r.loss:.3f}  valid acc {r.valid_accuracy:.3f}  "
@@ -204,7 +204,8 @@ def _cmd_run(args) -> int:
     path, summary = run_sweep(
         args.experiment, args.runs, datasets=args.datasets, loaders=args.loaders, hot_fractions=args.hot_fractions,
         fanouts=[args.fanout] if args.fanout else None, epochs=args.epochs, warmup=args.warmup,
-        batch_size=args.batch_size, device=args.device, scorer=args.scorer, seed=args.seed, rerun=args.rerun,
+        batch_size=args.batch_size, device=args.device, scorer=args.scorer, seed=args.seed, pipeline=args.pipeline,
+        rerun=args.rerun,
         ogb_root=args.ogb_root, progress=not args.quiet,
     )
     print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -280,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--batch-size", type=int, default=1024)
     train.add_argument("--loader", default="in-memory", help="in-memory, cpu-gather, uva, uva-naive, degree-cache, tiered")
     train.add_argument("--hot-fraction", type=float, default=0.1, help="share of rows in GPU memory (degree-cache, tiered)")
+    train.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training")
     train.add_argument("--hidden", type=int, default=256)
     train.add_argument("--dropout", type=float, default=0.5)
     train.add_argument("--lr", type=float, default=3e-3)
@@ -320,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--scorer", default="wrpr", choices=["degree", "rpr", "wrpr"], help="ordering used by the tiered loader")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--rerun", action="store_true", help="measure cells again even when recorded")
+    run.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training (recorded per row)")
     run.add_argument("--runs", default="results/runs", help="directory of the records CSVs")
     run.add_argument("--ogb-root")
     run.add_argument("-q", "--quiet", action="store_true")

@@ -45,6 +45,8 @@ EXPERIMENTS = {
                  hot_fractions=[0.1], fanouts=[(10, 10)], epochs=2, warmup=1),
     "fig8": dict(datasets=["papers-s", "products-s"], loaders=["cpu-gather", "uva", "degree-cache", "tiered"],
                  hot_fractions=[0.1], fanouts=[None], epochs=2, warmup=1),
+    "pipeline": dict(datasets=["papers-s"], loaders=["cpu-gather", "uva", "degree-cache", "tiered"],
+                     hot_fractions=[0.1], fanouts=[None], epochs=2, warmup=1),
     "fig10": dict(datasets=["papers-s"], loaders=["tiered"], hot_fractions=[0.0, 0.05, 0.10, 0.15, 0.20, 0.25],
                   fanouts=[None], epochs=2, warmup=1),
 }
@@ -92,26 +94,28 @@ def read_records(path: Path) -> pd.DataFrame:
     return pd.read_csv(path) if path.exists() else pd.DataFrame()
 
 
-def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, batch_size: int, device: str) -> pd.Series:
+def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, batch_size: int, device: str, pipeline: bool) -> pd.Series:
     """Which records belong to ``cell`` measured with these settings on this device."""
     if records.empty:
         return pd.Series(dtype=bool)
-    return (
+    piped = records["pipeline"].astype(bool) if "pipeline" in records else pd.Series(False, index=records.index)
+    return (piped == pipeline) & (
         (records["dataset"] == cell.dataset) & (records["loader"] == cell.loader) & (records["scorer"] == cell.scorer)
         & (records["hot_fraction"].round(6) == round(cell.hot_fraction, 6)) & (records["fanouts"] == fanouts)
         & (records["batch_size"] == batch_size) & (records["device"] == device)
     )
 
 
-def run_cell(cell: Cell, *, epochs: int, warmup: int, batch_size: int, device, seed: int, ogb_root, progress: bool) -> list[dict]:
+def run_cell(cell: Cell, *, epochs: int, warmup: int, batch_size: int, device, seed: int, pipeline: bool, ogb_root,
+             progress: bool) -> list[dict]:
     dataset = _dataset(cell, ogb_root, progress=False)
     fanouts = cell.fanouts
     loader = create_loader(cell.loader, dataset, cell.hot_fraction, device)
     try:
         trainer = Trainer(dataset, loader, fanouts, batch_size=batch_size, seed=seed)
         for epoch in range(warmup):
-            trainer.train_epoch(epoch, progress=False)
-        results = [trainer.train_epoch(warmup + e, progress=progress) for e in range(epochs)]
+            trainer.train_epoch(epoch, progress=False, pipeline=pipeline)
+        results = [trainer.train_epoch(warmup + e, progress=progress, pipeline=pipeline) for e in range(epochs)]
     finally:
         loader.close()
     record = provenance(device)
@@ -121,7 +125,7 @@ def run_cell(cell: Cell, *, epochs: int, warmup: int, batch_size: int, device, s
         "loader": cell.loader, "scorer": cell.scorer, "hot_fraction": cell.hot_fraction,
         "gpus": 1 if torch.device(device).type == "cuda" else 0, **record,
     }
-    return [{**common, **dataclasses.asdict(r)} for r in results]
+    return [{**common, **r.as_record()} for r in results]
 
 
 def store_records(path: Path, rows: list[dict], replace: pd.Series | None = None) -> None:
@@ -134,7 +138,8 @@ def store_records(path: Path, rows: list[dict], replace: pd.Series | None = None
 
 def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
               fanouts=None, epochs=None, warmup=None, batch_size: int = 1024, device="cpu", scorer: str = "wrpr",
-              seed: int = 0, rerun: bool = False, ogb_root=None, progress: bool = True) -> tuple[Path, pd.DataFrame]:
+              seed: int = 0, pipeline: bool = False, rerun: bool = False, ogb_root=None,
+              progress: bool = True) -> tuple[Path, pd.DataFrame]:
     """Run (or resume) a sweep; returns the CSV path and a summary table of the cells run or found."""
     preset = EXPERIMENTS.get(experiment, {})
     settings = {
@@ -154,12 +159,12 @@ def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders
     for cell in bar:
         bar.set_postfix_str(cell.describe())
         fanout_text = ",".join(map(str, cell.fanouts))
-        if not rerun and _rows_of(read_records(path), cell, fanout_text, batch_size, device_name).any():
+        if not rerun and _rows_of(read_records(path), cell, fanout_text, batch_size, device_name, pipeline).any():
             continue
         rows = run_cell(cell, epochs=epochs, warmup=warmup, batch_size=batch_size, device=device, seed=seed,
-                        ogb_root=ogb_root, progress=False)
+                        pipeline=pipeline, ogb_root=ogb_root, progress=False)
         # a rerun replaces the cell's earlier records instead of averaging with them
-        store_records(path, rows, _rows_of(read_records(path), cell, fanout_text, batch_size, device_name))
+        store_records(path, rows, _rows_of(read_records(path), cell, fanout_text, batch_size, device_name, pipeline))
     bar.close()
     return path, summarize_runs(read_records(path))
 
@@ -169,5 +174,5 @@ def summarize_runs(records: pd.DataFrame) -> pd.DataFrame:
     if records.empty:
         return records
     columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "pcie_payload_bytes", "valid_accuracy"]
-    keys = ["dataset", "loader", "scorer", "hot_fraction", "fanouts", "device"]
+    keys = ["dataset", "loader", "scorer", "hot_fraction", "fanouts", "device"] + (["pipeline"] if "pipeline" in records else [])
     return records.groupby(keys, sort=False)[columns].mean().reset_index()

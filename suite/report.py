@@ -50,19 +50,23 @@ def _cpu_warning(records: pd.DataFrame) -> str:
 
 def figure8(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     plt, sns = pyplot()
-    keys = ["dataset", "loader", "hot_fraction"]
+    records = records.assign(pipeline=records["pipeline"].astype(bool) if "pipeline" in records else False)
+    keys = ["dataset", "pipeline", "loader", "hot_fraction"]
     table = records.groupby(keys, sort=False)[["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "valid_accuracy"]].mean()
     table = table.reset_index()
-    for reference in ("cpu-gather", "uva"):
-        base = table[table["loader"] == reference].set_index("dataset")["epoch_s"]
-        table[f"speedup over {reference}"] = table["dataset"].map(base) / table["epoch_s"]
+    for reference in ("cpu-gather", "uva"):  # compared within the same dataset and pipeline setting
+        base = table[table["loader"] == reference].set_index(["dataset", "pipeline"])["epoch_s"]
+        index = pd.MultiIndex.from_frame(table[["dataset", "pipeline"]])
+        table[f"speedup over {reference}"] = base.reindex(index).to_numpy() / table["epoch_s"].to_numpy()
     table["paper"] = table["loader"].map(PAPER_FIG8).fillna("")
     order = [name for name in LOADER_ORDER if name in set(table["loader"])]
     table["loader"] = pd.Categorical(table["loader"], order, ordered=True)
-    table = table.sort_values(["dataset", "loader"])
+    table = table.sort_values(["dataset", "pipeline", "loader"])
     record = _record_of(records)
 
-    grid = sns.catplot(data=table, x="loader", y="epoch_s", col="dataset", kind="bar", order=order, height=4.2, aspect=1.7, sharey=False)
+    hue = "pipeline" if table["pipeline"].nunique() > 1 else None
+    grid = sns.catplot(data=table, x="loader", y="epoch_s", col="dataset", hue=hue, kind="bar", order=order, height=4.2,
+                       aspect=1.7, sharey=False)
     grid.set_axis_labels("", "epoch time (s)")
     grid.set_xticklabels(rotation=20)
     grid.figure.suptitle("Figure 8: epoch time by feature loader")

@@ -6,7 +6,9 @@ between layers, as in seeds/000 and seeds/001; Adam and cross-entropy on the
 training nodes; minibatches of 1024 seeds by default.
 
 An epoch runs three stages per minibatch and times each one, synchronising
-the GPU before reading the clock when training on CUDA:
+the GPU before reading the clock when training on CUDA (with
+``pipeline=True`` the stages of different minibatches overlap in threads,
+``suite.pipeline``, and each stage's time is its busy time):
 
 * **sample**: ``NeighborSampler`` draws the blocks for the batch's seeds;
 * **gather**: ``loader.gather(input_nodes)`` brings their features to the
@@ -33,6 +35,7 @@ from tiering.feature_loader import FeatureLoader
 from tiering.sampling import MiniBatch, NeighborSampler
 
 from .pcie import PCIeCounter
+from .pipeline import Pipeline
 
 DEFAULT_FANOUTS = {"ogbn-papers100M": (12, 12, 12), "ogbn-products": (15, 10, 5)}
 """Fanouts of the papers' runs: (12,12,12) for papers100M (seeds/000 §5.1); (15,10,5) is PyG's products example."""
@@ -74,6 +77,12 @@ class EpochResult:
     host_bytes_touched: int
     gpu_bytes_resident: int
     pcie_rx_bytes_measured: int | None  # NVML, None where unavailable (never 0 for "unknown")
+    pipeline: bool  # sampling, gathering and training overlapped (suite.pipeline)
+    losses: list[float] = dataclasses.field(default_factory=list, repr=False)  # per minibatch, in order
+
+    def as_record(self) -> dict:
+        """The per-epoch fields of a results row (the per-minibatch losses stay out)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "losses"}
 
 
 def _generator(seed: int, epoch: int, stream: int, device="cpu") -> torch.Generator:
@@ -104,6 +113,7 @@ class Trainer:
         lr: float = 3e-3,
         seed: int = 0,
         sampler_backend: str = "cpu",
+        pipeline_capacity: int = 2,
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -114,6 +124,7 @@ class Trainer:
         self.sampler = NeighborSampler(dataset.graph, fanouts, backend=sampler_backend)
         self.batch_size = batch_size
         self.seed = seed
+        self.pipeline_capacity = pipeline_capacity
         self.model = GraphSAGE(dataset.feature_dim, dataset.num_classes, len(self.sampler.fanouts), hidden, dropout)
         self.model.to(self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr)
@@ -124,12 +135,25 @@ class Trainer:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def _step(self, batch: MiniBatch, times: dict, train: bool) -> torch.Tensor:
-        start = time.perf_counter()
-        x = self.loader.gather(batch.input_nodes)
-        blocks = [b.to(self.device) for b in batch.blocks]
-        self._sync()
-        times["gather"] += time.perf_counter() - start
+    def _prepare(self, batch: MiniBatch):
+        """The gather stage: the batch's features and blocks on the training device."""
+        return batch, self.loader.gather(batch.input_nodes), [b.to(self.device) for b in batch.blocks]
+
+    def _sequential(self, batches, times: dict):
+        """Sample, then gather, one minibatch at a time, timing each stage."""
+        while True:
+            start = time.perf_counter()
+            batch = next(batches, None)
+            times["sample"] += time.perf_counter() - start
+            if batch is None:
+                return
+            start = time.perf_counter()
+            prepared = self._prepare(batch)
+            self._sync()
+            times["gather"] += time.perf_counter() - start
+            yield prepared
+
+    def _step(self, batch: MiniBatch, x: torch.Tensor, blocks, times: dict, train: bool) -> torch.Tensor:
         start = time.perf_counter()
         logits = self.model(x, blocks)
         if train:
@@ -142,7 +166,8 @@ class Trainer:
         times["train"] += time.perf_counter() - start
         return logits
 
-    def train_epoch(self, epoch: int, progress: bool = True) -> EpochResult:
+    def train_epoch(self, epoch: int, progress: bool = True, pipeline: bool = False) -> EpochResult:
+        """One epoch over the training seeds; ``pipeline`` overlaps sampling, gathering and training."""
         self.model.train()
         self.loader.reset_stats()
         train_ids = self.dataset.splits["train"]
@@ -153,14 +178,15 @@ class Trainer:
         bar = tqdm(total=total, desc=f"epoch {epoch}", unit="batch", disable=not progress, leave=False)
         self.pcie.start()
         epoch_start = time.perf_counter()
-        while True:
-            start = time.perf_counter()
-            batch = next(batches, None)
-            times["sample"] += time.perf_counter() - start
-            if batch is None:
-                break
+        if pipeline:
+            stages = Pipeline(batches, self._prepare, capacity=self.pipeline_capacity, device=self.device)
+            times = stages.busy  # worker stages time themselves; training adds its own entry
+            times["train"] = 0.0
+        else:
+            stages = self._sequential(batches, times)
+        for batch, x, blocks in stages:
             edges += batch.num_sampled_edges
-            losses.append(float(self._step(batch, times, train=True)))
+            losses.append(float(self._step(batch, x, blocks, times, train=True)))
             bar.set_postfix(loss=f"{losses[-1]:.3f}")
             bar.update(1)
         bar.close()
@@ -183,6 +209,8 @@ class Trainer:
             host_bytes_touched=stats.host_bytes_touched,
             gpu_bytes_resident=stats.gpu_bytes_resident,
             pcie_rx_bytes_measured=None if measured is None else measured["rx_bytes"],
+            pipeline=pipeline,
+            losses=losses,
         )
 
     @torch.no_grad()
@@ -190,9 +218,10 @@ class Trainer:
         """Accuracy on a split, with the same sampled neighbourhoods as training."""
         self.model.eval()
         ids = self.dataset.splits[split]
-        correct, times = 0, {"gather": 0.0, "train": 0.0}
-        for batch in minibatches(self.sampler, ids, self.batch_size, self.seed, epoch + 10_000, shuffle=False):
-            predicted = self._step(batch, times, train=False).argmax(dim=1)
+        correct, times = 0, {"sample": 0.0, "gather": 0.0, "train": 0.0}
+        batches = minibatches(self.sampler, ids, self.batch_size, self.seed, epoch + 10_000, shuffle=False)
+        for batch, x, blocks in self._sequential(batches, times):
+            predicted = self._step(batch, x, blocks, times, train=False).argmax(dim=1)
             correct += int((predicted == self.labels[batch.seeds.to(self.device)]).sum())
         return correct / len(ids) if len(ids) else float("nan")
 

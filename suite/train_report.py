@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +13,7 @@ from .provenance import caption, provenance
 def write_training_report(results, settings: dict, out_dir, device) -> list[Path]:
     out_dir = Path(out_dir)
     record = provenance(device)
-    table = pd.DataFrame([dataclasses.asdict(r) for r in results]).set_index("epoch")
+    table = pd.DataFrame([r.as_record() for r in results]).set_index("epoch")
     name = f"train-{settings['dataset']}" + (f"-{settings['scorer']}" if settings["scorer"] != "none" else "")
     if settings["loader"] != "in-memory":
         name += f"-{settings['loader']}"

@@ -96,3 +96,17 @@ def test_figure_7_is_redrawn_from_its_csv(tiny, tmp_path, capsys):
     (out / "fig7.png").unlink()
     assert main(["report", "--figure", "7", "--dataset", "tiny", "--out", str(out)]) == 0
     assert (out / "fig7.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_pipelined_and_plain_runs_are_separate_cells_with_the_same_losses(tiny, tmp_path):
+    sweep = {**SWEEP, "loaders": ["uva", "tiered"], "hot_fractions": [0.25]}
+    run_sweep("p", tmp_path, **sweep)
+    path, _ = run_sweep("p", tmp_path, **sweep, pipeline=True)
+    records = pd.read_csv(path)
+    assert sorted(records["pipeline"].tolist()) == [False, False, True, True]
+    plain = records[~records["pipeline"]].set_index("loader")
+    piped = records[records["pipeline"]].set_index("loader")
+    assert (plain["loss"] == piped["loss"]).all() and (plain["valid_accuracy"] == piped["valid_accuracy"]).all()
+    table = pd.read_csv(write_report("p", tmp_path, tmp_path / "rep", figure="fig8")[1])
+    assert table.groupby("pipeline")["speedup over uva"].apply(lambda s: (s > 0).all()).all()
+    assert len(table) == 4

@@ -96,3 +96,69 @@ def test_train_command_prints_epochs_and_writes_a_table(tiny, tmp_path, capsys):
         main(["train", "--dataset", "tiny", "--fanout", "5,x"])
     assert exit_info.value.code == 2
     assert "fanouts are comma-separated integers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("loader_name", ["in-memory", "cpu-gather", "uva"])
+def test_the_pipeline_gives_the_same_minibatches_and_losses(tiny, loader_name):
+    from suite.loaders import create_loader
+
+    def run(pipeline):
+        t = Trainer(tiny, create_loader(loader_name, tiny), (10, 5), batch_size=200, seed=4)
+        return [t.train_epoch(e, progress=False, pipeline=pipeline) for e in range(2)]
+
+    plain, piped = run(False), run(True)
+    assert [r.losses for r in piped] == [r.losses for r in plain]
+    assert [r.valid_accuracy for r in piped] == [r.valid_accuracy for r in plain]
+    assert piped[0].pipeline and not plain[0].pipeline and len(piped[0].losses) == 7
+    assert piped[0].sample_s > 0 and piped[0].gather_s > 0 and piped[0].train_s > 0
+
+
+def _finishes(fn, seconds=60):
+    """Run ``fn`` in a thread; return what it raised (or None), failing if it hangs."""
+    import threading
+
+    outcome = {}
+
+    def target():
+        try:
+            fn()
+        except BaseException as error:  # noqa: B036 (recorded for the assertion)
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "the pipeline hung"
+    return outcome.get("error")
+
+
+@pytest.mark.parametrize("stage", ["sample", "gather", "train"])
+def test_an_exception_in_any_stage_stops_the_epoch_with_that_error(tiny, stage, monkeypatch):
+    import threading
+
+    t = trainer(tiny)
+    boom = RuntimeError(f"boom in {stage}")
+    if stage == "sample":
+        monkeypatch.setattr(t.sampler, "sample", lambda *a, **k: (_ for _ in ()).throw(boom))
+    elif stage == "gather":
+        monkeypatch.setattr(t.loader, "gather", lambda ids: (_ for _ in ()).throw(boom))
+    else:
+        monkeypatch.setattr(t.model, "forward", lambda *a: (_ for _ in ()).throw(boom))
+    before = threading.active_count()
+    error = _finishes(lambda: t.train_epoch(0, progress=False, pipeline=True))
+    assert error is boom
+    assert threading.active_count() == before  # the stage threads were joined
+
+
+def test_stopping_early_shuts_the_pipeline_down(tiny):
+    import threading
+
+    from suite.pipeline import Pipeline
+
+    before = threading.active_count()
+    stages = Pipeline(range(1000), lambda i: i * 2, capacity=2)
+    for value in stages:
+        if value == 10:
+            break
+    assert threading.active_count() == before
+    assert list(Pipeline(range(5), lambda i: i + 1)) == [1, 2, 3, 4, 5]

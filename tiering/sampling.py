@@ -61,7 +61,7 @@ def _check_nodes(graph: CSRGraph, nodes: torch.Tensor, fanout: int) -> None:
             raise ValueError(f"nodes[{bad}] = {int(nodes[bad])} is not a node id in [0, {graph.num_nodes})")
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True, cache=True, nogil=True)  # nogil: a sampler thread runs beside training
 def _sample_kernel(indptr, indices, nodes, fanout, seed, offsets, out):
     for i in numba.prange(len(nodes)):
         start = indptr[nodes[i]]
