@@ -19,22 +19,26 @@ from tiering.traffic import dma_traffic
 from .cpu_gather import StagedCopy
 
 
-class DegreeCacheLoader(FeatureLoader):
-    def __init__(self, features: torch.Tensor, appearances: torch.Tensor, capacity: int, device="cpu"):
+class CachedRowsLoader(FeatureLoader):
+    """Some rows copied to GPU memory behind a node -> slot map; the rest gathered by the CPU and copied by DMA."""
+
+    def __init__(self, features: torch.Tensor, capacity: int, device="cpu"):
         super().__init__(features.shape[0], features.shape[1], device)
         if not 0 <= capacity <= self.num_rows:
             raise ValueError(f"capacity must be in [0, {self.num_rows}], got {capacity}")
-        if len(appearances) != self.num_rows:
-            raise ValueError(f"appearances has {len(appearances)} entries for {self.num_rows} rows")
+        self.features = features
+        self.capacity = capacity
         self.row_bytes = features.shape[1] * features.element_size()
-        order = torch.sort(appearances, descending=True, stable=True).indices
-        cached = order[:capacity]
-        slot = torch.full((self.num_rows,), -1, dtype=torch.int64)
-        slot[cached] = torch.arange(capacity)
-        self.slot = slot.to(self.device)
-        self.cache = torch.index_select(features, 0, cached).to(self.device)
         self._stats.gpu_bytes_resident = capacity * self.row_bytes
         self._staging = StagedCopy(features, self.device)
+
+    def load(self, cached: torch.Tensor) -> None:
+        """Cache exactly the rows ``cached`` (``capacity`` distinct ids)."""
+        slot = torch.full((self.num_rows,), -1, dtype=torch.int64)
+        slot[cached] = torch.arange(len(cached))
+        self.cached_mask = (slot >= 0).numpy()
+        self.slot = slot.to(self.device)
+        self.cache = torch.index_select(self.features, 0, cached).to(self.device)
 
     def _gather(self, ids: torch.Tensor) -> torch.Tensor:
         ids = ids.to(self.device, dtype=torch.int64)
@@ -51,3 +55,11 @@ class DegreeCacheLoader(FeatureLoader):
         out[hit] = torch.index_select(self.cache, 0, slots[hit])
         out[~hit] = self._staging.gather(misses)
         return out
+
+
+class DegreeCacheLoader(CachedRowsLoader):
+    def __init__(self, features: torch.Tensor, appearances: torch.Tensor, capacity: int, device="cpu"):
+        super().__init__(features, capacity, device)
+        if len(appearances) != self.num_rows:
+            raise ValueError(f"appearances has {len(appearances)} entries for {self.num_rows} rows")
+        self.load(torch.sort(appearances, descending=True, stable=True).indices[:capacity])

@@ -38,12 +38,12 @@ from .provenance import provenance
 from .datasets import PRESETS
 from .train import Trainer, default_fanouts
 
-HOT_TIER_LOADERS = ("tiered", "degree-cache")
+HOT_TIER_LOADERS = ("tiered", "degree-cache", "gns")
 
 EXPERIMENTS = {
     "demo": dict(datasets=["tiny"], loaders=["in-memory", "cpu-gather", "uva", "degree-cache", "tiered"],
                  hot_fractions=[0.1], fanouts=[(10, 10)], epochs=2, warmup=1),
-    "fig8": dict(datasets=["papers-s", "products-s"], loaders=["cpu-gather", "uva", "degree-cache", "tiered"],
+    "fig8": dict(datasets=["papers-s", "products-s"], loaders=["cpu-gather", "uva", "degree-cache", "gns", "tiered"],
                  hot_fractions=[0.1], fanouts=[None], epochs=2, warmup=1),
     "pipeline": dict(datasets=["papers-s"], loaders=["cpu-gather", "uva", "degree-cache", "tiered"],
                      hot_fractions=[0.1], fanouts=[None], epochs=2, warmup=1),

@@ -6,6 +6,7 @@
 | ``cpu-gather`` | CPU ``index_select`` into pinned memory + DMA (PyTorch's default) | none |
 | ``uva`` / ``uva-naive`` | zero-copy of every row, aligned / naive (seeds/004) | none |
 | ``degree-cache`` | top-degree rows cached behind a node -> slot map (PaGraph) | hot fraction |
+| ``gns`` | a degree-sampled node set cached, neighbour sampling biased towards it (GNS; changes the sampler) | hot fraction |
 | ``tiered`` | data tiering: rows [0, H) on the GPU, the rest zero-copy (seeds/000) | hot fraction |
 
 ``tiered`` needs a dataset reordered hottest-first (``tierbench prepare`` /
@@ -18,12 +19,13 @@ import torch
 
 from baselines.cpu_gather import CPUGatherLoader
 from baselines.degree_cache import DegreeCacheLoader
+from baselines.gns import GNSLoader
 from baselines.in_memory import InMemoryLoader
 from baselines.uva import UVALoader
 from tiering.combined import CombinedTensor
 from tiering.feature_loader import FeatureLoader
 
-LOADERS = ("in-memory", "cpu-gather", "uva", "uva-naive", "degree-cache", "tiered")
+LOADERS = ("in-memory", "cpu-gather", "uva", "uva-naive", "degree-cache", "gns", "tiered")
 
 
 def hot_rows(num_rows: int, hot_fraction: float) -> int:
@@ -42,9 +44,10 @@ def create_loader(name: str, dataset, hot_fraction: float = 0.0, device="cpu", *
         return CPUGatherLoader(features, device)
     if name in ("uva", "uva-naive"):
         return UVALoader(features, device, aligned=name == "uva", **options)
-    if name == "degree-cache":
+    if name in ("degree-cache", "gns"):
         appearances = dataset.graph.appearances()
-        return DegreeCacheLoader(features, appearances, hot_rows(dataset.num_nodes, hot_fraction), device)
+        kind = DegreeCacheLoader if name == "degree-cache" else GNSLoader
+        return kind(features, appearances, hot_rows(dataset.num_nodes, hot_fraction), device, **options)
     if name == "tiered":
         if dataset.scores is None:
             raise ValueError(

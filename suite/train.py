@@ -28,7 +28,7 @@ import time
 
 import torch
 import torch.nn.functional as F
-from torch_geometric.nn import SAGEConv
+from torch_geometric.nn import GraphConv, SAGEConv
 from tqdm.auto import tqdm
 
 from tiering.feature_loader import FeatureLoader
@@ -46,15 +46,29 @@ def default_fanouts(imitates: str) -> tuple[int, ...]:
 
 
 class GraphSAGE(torch.nn.Module):
-    def __init__(self, in_dim: int, num_classes: int, num_layers: int, hidden: int = 256, dropout: float = 0.5):
+    """GraphSAGE with mean aggregation: ``SAGEConv`` layers.
+
+    ``weighted=True`` builds the same layer for samplers that attach importance
+    weights to their edges (GNS): PyG's ``GraphConv``, ``W1 x_v + W2 sum_u w_uv x_u``,
+    which is SAGEConv's ``W1 x_v + W2 mean_u x_u`` with the mean's 1/k replaced
+    by the weights.
+    """
+
+    def __init__(self, in_dim: int, num_classes: int, num_layers: int, hidden: int = 256, dropout: float = 0.5,
+                 weighted: bool = False):
         super().__init__()
         widths = [in_dim] + [hidden] * (num_layers - 1) + [num_classes]
-        self.convs = torch.nn.ModuleList(SAGEConv(a, b) for a, b in zip(widths[:-1], widths[1:]))
+        layer = GraphConv if weighted else SAGEConv
+        self.convs = torch.nn.ModuleList(layer(a, b) for a, b in zip(widths[:-1], widths[1:]))
+        self.weighted = weighted
         self.dropout = dropout
 
     def forward(self, x: torch.Tensor, blocks) -> torch.Tensor:
         for i, (conv, block) in enumerate(zip(self.convs, blocks)):
-            x = conv((x, x[: block.num_dst]), block.edge_index)
+            if self.weighted:
+                x = conv((x, x[: block.num_dst]), block.edge_index, edge_weight=block.edge_weight)
+            else:
+                x = conv((x, x[: block.num_dst]), block.edge_index)
             if i < len(self.convs) - 1:
                 x = F.dropout(F.relu(x), p=self.dropout, training=self.training)
         return x
@@ -121,11 +135,17 @@ class Trainer:
         self.dataset = dataset
         self.loader = loader
         self.device = loader.device
-        self.sampler = NeighborSampler(dataset.graph, fanouts, backend=sampler_backend)
+        # a loader that changes sampling (GNS) brings its own sampler
+        make_sampler = getattr(loader, "make_sampler", None)
+        if make_sampler is not None:
+            self.sampler = make_sampler(dataset.graph, fanouts)
+        else:
+            self.sampler = NeighborSampler(dataset.graph, fanouts, backend=sampler_backend)
         self.batch_size = batch_size
         self.seed = seed
         self.pipeline_capacity = pipeline_capacity
-        self.model = GraphSAGE(dataset.feature_dim, dataset.num_classes, len(self.sampler.fanouts), hidden, dropout)
+        self.model = GraphSAGE(dataset.feature_dim, dataset.num_classes, len(self.sampler.fanouts), hidden, dropout,
+                               weighted=make_sampler is not None)
         self.model.to(self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr)
         self.labels = dataset.labels.to(self.device)
@@ -169,6 +189,7 @@ class Trainer:
     def train_epoch(self, epoch: int, progress: bool = True, pipeline: bool = False) -> EpochResult:
         """One epoch over the training seeds; ``pipeline`` overlaps sampling, gathering and training."""
         self.model.train()
+        self.loader.start_epoch(epoch)
         self.loader.reset_stats()
         train_ids = self.dataset.splits["train"]
         times = {"sample": 0.0, "gather": 0.0, "train": 0.0}

@@ -73,6 +73,9 @@ class FeatureLoader(abc.ABC):
     def _gather(self, ids: torch.Tensor) -> torch.Tensor:
         """``features[ids]`` for ids already checked to be in range."""
 
+    def start_epoch(self, epoch: int) -> None:  # noqa: B027 (most loaders keep no per-epoch state)
+        """Called before each training epoch; loaders that refresh their cache (GNS) do it here."""
+
     def stats(self) -> LoaderStats:
         return dataclasses.replace(self._stats)
 

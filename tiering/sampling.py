@@ -42,12 +42,12 @@ from .rng import uniform
 BACKENDS = ("cpu", "torch")
 
 
-def _seed_from(generator: torch.Generator | None) -> int:
+def seed_from(generator: torch.Generator | None) -> int:
     """A 62-bit seed drawn from ``generator`` (advancing it), or from torch's default one."""
     return int(torch.randint(0, 2**62, (1,), generator=generator).item())
 
 
-def _check_nodes(graph: CSRGraph, nodes: torch.Tensor, fanout: int) -> None:
+def check_nodes(graph: CSRGraph, nodes: torch.Tensor, fanout: int) -> None:
     if fanout < 1:
         raise ValueError(f"fanout must be at least 1, got {fanout}")
     if nodes.dim() != 1:
@@ -129,9 +129,9 @@ def sample_neighbors(
     backend takes one 62-bit seed from it).
     """
     nodes = torch.as_tensor(nodes)
-    _check_nodes(graph, nodes, fanout)
+    check_nodes(graph, nodes, fanout)
     if backend == "cpu":
-        return _sample_cpu(graph, nodes.cpu(), fanout, _seed_from(generator))
+        return _sample_cpu(graph, nodes.cpu(), fanout, seed_from(generator))
     if backend == "torch":
         return _sample_torch(graph, nodes, fanout, generator)
     raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -143,15 +143,19 @@ class Block:
 
     ``edge_index[0]`` indexes the source nodes and ``edge_index[1]`` the
     destination nodes, both local to the minibatch, as ``SAGEConv((x_src,
-    x_dst), edge_index)`` takes them.
+    x_dst), edge_index)`` takes them.  ``edge_weight`` is set by samplers that
+    do not sample uniformly (importance weights that keep the neighbour mean
+    unbiased); uniform sampling leaves it ``None``: a plain mean.
     """
 
     edge_index: torch.Tensor
     num_src: int
     num_dst: int
+    edge_weight: torch.Tensor | None = None
 
     def to(self, device) -> "Block":
-        return Block(self.edge_index.to(device, non_blocking=True), self.num_src, self.num_dst)
+        weight = None if self.edge_weight is None else self.edge_weight.to(device, non_blocking=True)
+        return Block(self.edge_index.to(device, non_blocking=True), self.num_src, self.num_dst, weight)
 
 
 @dataclasses.dataclass
@@ -183,7 +187,8 @@ class NeighborSampler:
 
     ``fanouts`` lists the neighbours per node from the seeds outward, as the
     papers write them: (12, 12, 12) samples 12 neighbours of each seed, 12 of
-    each of those, and 12 again.
+    each of those, and 12 again.  Subclasses change how one hop is drawn by
+    overriding ``hop`` (GNS does, ``baselines.gns``).
     """
 
     def __init__(self, graph: CSRGraph, fanouts, backend: str = "cpu"):
@@ -204,10 +209,15 @@ class NeighborSampler:
         nodes = seeds
         blocks = []
         for fanout in self.fanouts:
-            counts, neighbors = sample_neighbors(self.graph, nodes, fanout, generator, self.backend)
+            counts, neighbors, weights = self.hop(nodes, fanout, generator)
             counts, neighbors = counts.to(device), neighbors.to(device)
             next_nodes, src = append_new_nodes(nodes, neighbors)
             dst = torch.repeat_interleave(torch.arange(len(nodes), device=device), counts)
-            blocks.append(Block(torch.stack([src, dst]), num_src=len(next_nodes), num_dst=len(nodes)))
+            blocks.append(Block(torch.stack([src, dst]), len(next_nodes), len(nodes), weights))
             nodes = next_nodes
         return MiniBatch(seeds=seeds, input_nodes=nodes, blocks=blocks[::-1])
+
+    def hop(self, nodes: torch.Tensor, fanout: int, generator):
+        """``(counts, neighbors, edge_weight or None)`` for one layer: uniform, without replacement."""
+        counts, neighbors = sample_neighbors(self.graph, nodes, fanout, generator, self.backend)
+        return counts, neighbors, None
