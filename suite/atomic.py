@@ -23,6 +23,9 @@ def atomic_path(path):
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; the result gets the usual permissions
     try:
         yield tmp
         with open(tmp, "rb+") as f:

@@ -91,15 +91,19 @@ def _dataset(cell: Cell, ogb_root, progress: bool):
 
 
 def read_records(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path) if path.exists() else pd.DataFrame()
+    """The records of an experiment; rows from before the ``pipeline`` column existed ran without it."""
+    if not path.exists():
+        return pd.DataFrame()
+    records = pd.read_csv(path)
+    records["pipeline"] = records["pipeline"].fillna(False).astype(bool) if "pipeline" in records else False
+    return records
 
 
 def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, batch_size: int, device: str, pipeline: bool) -> pd.Series:
     """Which records belong to ``cell`` measured with these settings on this device."""
     if records.empty:
         return pd.Series(dtype=bool)
-    piped = records["pipeline"].astype(bool) if "pipeline" in records else pd.Series(False, index=records.index)
-    return (piped == pipeline) & (
+    return (records["pipeline"] == pipeline) & (
         (records["dataset"] == cell.dataset) & (records["loader"] == cell.loader) & (records["scorer"] == cell.scorer)
         & (records["hot_fraction"].round(6) == round(cell.hot_fraction, 6)) & (records["fanouts"] == fanouts)
         & (records["batch_size"] == batch_size) & (records["device"] == device)
@@ -174,5 +178,5 @@ def summarize_runs(records: pd.DataFrame) -> pd.DataFrame:
     if records.empty:
         return records
     columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "pcie_payload_bytes", "valid_accuracy"]
-    keys = ["dataset", "loader", "scorer", "hot_fraction", "fanouts", "device"] + (["pipeline"] if "pipeline" in records else [])
+    keys = ["dataset", "loader", "scorer", "hot_fraction", "fanouts", "device", "pipeline"]
     return records.groupby(keys, sort=False)[columns].mean().reset_index()

@@ -50,7 +50,6 @@ def _cpu_warning(records: pd.DataFrame) -> str:
 
 def figure8(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     plt, sns = pyplot()
-    records = records.assign(pipeline=records["pipeline"].astype(bool) if "pipeline" in records else False)
     keys = ["dataset", "pipeline", "loader", "hot_fraction"]
     table = records.groupby(keys, sort=False)[["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "valid_accuracy"]].mean()
     table = table.reset_index()

@@ -130,3 +130,12 @@ def test_unknown_dataset_names_are_explained():
         load_dataset("nope")
     with pytest.raises(ValueError, match="--ogb-root"):
         load_dataset("ogbn-arxiv")
+
+
+def test_atomic_writes_get_the_usual_permissions_not_mkstemps_private_ones(tmp_path):
+    umask = os.umask(0o022)
+    try:
+        atomic.write_text(tmp_path / "x.txt", "x")
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "x.txt").stat().st_mode & 0o777 == 0o644

@@ -110,3 +110,13 @@ def test_pipelined_and_plain_runs_are_separate_cells_with_the_same_losses(tiny, 
     table = pd.read_csv(write_report("p", tmp_path, tmp_path / "rep", figure="fig8")[1])
     assert table.groupby("pipeline")["speedup over uva"].apply(lambda s: (s > 0).all()).all()
     assert len(table) == 4
+
+
+def test_records_from_before_the_pipeline_column_count_as_plain_runs(tmp_path):
+    from suite.harness import read_records
+
+    path = tmp_path / "old.csv"
+    pd.DataFrame({"loader": ["uva", "tiered"], "pipeline": [None, True]}).to_csv(path, index=False)
+    assert read_records(path)["pipeline"].tolist() == [False, True]
+    pd.DataFrame({"loader": ["uva"]}).to_csv(path, index=False)
+    assert read_records(path)["pipeline"].tolist() == [False]
