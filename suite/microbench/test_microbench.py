@@ -6,26 +6,16 @@ bytes per gather, with the same-run time of the peer (SciPy or
 ``torch.index_select``) so a ratio can be read from one file.
 """
 
-import time
-
 import pytest
 import torch
 
+from suite.benchmarks.common import best_of
 from suite.datasets.dataset import Dataset
 from suite.loaders import LOADERS, create_loader
 from suite.peers import adjacency, scipy_permute
 from tiering.reorder import order_by_score, reorder_graph
 from tiering.sampling import NeighborSampler, sample_neighbors
 from tiering.scores import degree, weighted_reverse_pagerank
-
-
-def _peer_seconds(fn, repeat=3):
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def test_reorder_graph(benchmark, papers_like_graph):
@@ -35,7 +25,7 @@ def test_reorder_graph(benchmark, papers_like_graph):
     new_to_old, _ = order_by_score(scores)
     matrix = adjacency(graph)
     benchmark.extra_info["edges_per_second"] = graph.num_edges / benchmark.stats.stats.min
-    benchmark.extra_info["scipy_permutation_seconds"] = _peer_seconds(lambda: scipy_permute(matrix, new_to_old))
+    benchmark.extra_info["scipy_permutation_seconds"] = best_of(lambda: scipy_permute(matrix, new_to_old))
 
 
 def test_sample_neighbors(benchmark, papers_like_graph):
@@ -73,6 +63,6 @@ def test_gather(benchmark, reordered, name):
         miss_ratio=1.0 - stats.hit_ratio,
         pcie_payload_bytes_per_gather=stats.pcie_payload_bytes / gathers,
         pcie_requests_per_gather=stats.pcie_requests / gathers,
-        index_select_seconds=_peer_seconds(lambda: torch.index_select(table, 0, ids)),
+        index_select_seconds=best_of(lambda: torch.index_select(table, 0, ids)),
     )
     loader.close()
