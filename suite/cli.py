@@ -130,9 +130,7 @@ def _cmd_train(args) -> int:
         dataset = load_reordered(args.dataset, args.scorer, ogb_root=args.ogb_root, progress=not args.quiet)
     else:
         dataset = load_dataset(args.dataset, ogb_root=args.ogb_root, progress=not args.quiet)
-    source = dataset.manifest["source"]
-    imitates = (source.get("base_source") or source).get("preset", {}).get("imitates", dataset.name)
-    fanouts = args.fanout or default_fanouts(imitates)
+    fanouts = args.fanout or default_fanouts(args.dataset)
     device = torch.device(args.device)
     loader = create_loader(args.loader, dataset, args.hot_fraction, device)
     trainer = Trainer(

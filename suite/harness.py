@@ -35,7 +35,6 @@ from .datasets import load_dataset
 from .datasets.reordered import load_reordered
 from .loaders import create_loader
 from .provenance import provenance
-from .datasets import PRESETS
 from .train import Trainer, default_fanouts
 
 HOT_TIER_LOADERS = ("tiered", "degree-cache", "gns")
@@ -51,12 +50,6 @@ EXPERIMENTS = {
                   fanouts=[None], epochs=2, warmup=1),
 }
 """Named sweeps; ``fanouts=None`` takes each dataset's training fanouts (suite.train.default_fanouts)."""
-
-
-def dataset_fanouts(name: str) -> tuple[int, ...]:
-    """The training fanouts of a dataset: those of the OGB dataset a preset imitates, or of the OGB name."""
-    imitates = PRESETS[name].imitates if name in PRESETS else name
-    return default_fanouts(imitates)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +72,7 @@ def cells(datasets, loaders, hot_fractions, fanouts, scorer: str = "wrpr") -> li
             for loader in loaders:
                 fractions = hot_fractions if loader in HOT_TIER_LOADERS else [1.0 if loader == "in-memory" else 0.0]
                 for hot in fractions:
-                    resolved = tuple(fanout) if fanout else dataset_fanouts(dataset)
+                    resolved = tuple(fanout) if fanout else default_fanouts(dataset)
                     out.append(Cell(dataset, loader, float(hot), resolved, scorer if loader == "tiered" else "none"))
     return out
 

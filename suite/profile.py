@@ -158,7 +158,6 @@ def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int
     if figure not in (7, 9):
         raise ValueError(f"figure must be 7 or 9, got {figure}")
     dataset = load_dataset(name, ogb_root=ogb_root, progress=progress)
-    imitates = dataset.manifest["source"].get("preset", {}).get("imitates", name)
     train = dataset.splits["train"]
     record = provenance(device="cpu")
     out_dir = Path(out_dir)
@@ -178,7 +177,7 @@ def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int
             f"minibatch); a minibatch fetched on average {fetched} of the nodes.\n\n"
         )
     if figure == 7:
-        fanouts = tuple(fanouts or default_fanouts(imitates))
+        fanouts = tuple(fanouts or default_fanouts(name))
         counts = access_counts(dataset.graph, train, fanouts, batch_size=batch_size, epochs=epochs, seed=seed, progress=progress)
         curves = coverage_table(counts, scores_by_label(dataset, SCORER_LABELS))
         counted = {fanouts: counts}
