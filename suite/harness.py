@@ -103,13 +103,11 @@ def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, batch_size: int, d
     )
 
 
-def run_cell(cell: Cell, *, epochs: int, warmup: int, batch_size: int, device, seed: int, pipeline: bool, ogb_root,
+def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, batch_size: int, device, seed: int, pipeline: bool,
              progress: bool) -> list[dict]:
-    dataset = _dataset(cell, ogb_root, progress=False)
-    fanouts = cell.fanouts
     loader = create_loader(cell.loader, dataset, cell.hot_fraction, device)
     try:
-        trainer = Trainer(dataset, loader, fanouts, batch_size=batch_size, seed=seed)
+        trainer = Trainer(dataset, loader, cell.fanouts, batch_size=batch_size, seed=seed)
         for epoch in range(warmup):
             trainer.train_epoch(epoch, progress=False, pipeline=pipeline)
         results = [trainer.train_epoch(warmup + e, progress=progress, pipeline=pipeline) for e in range(epochs)]
@@ -118,7 +116,7 @@ def run_cell(cell: Cell, *, epochs: int, warmup: int, batch_size: int, device, s
     record = provenance(device)
     common = {
         "dataset": cell.dataset, "num_nodes": dataset.num_nodes, "num_edges": dataset.graph.num_edges,
-        "feature_dim": dataset.feature_dim, "fanouts": ",".join(map(str, fanouts)), "batch_size": batch_size,
+        "feature_dim": dataset.feature_dim, "fanouts": ",".join(map(str, cell.fanouts)), "batch_size": batch_size,
         "loader": cell.loader, "scorer": cell.scorer, "hot_fraction": cell.hot_fraction,
         "gpus": 1 if torch.device(device).type == "cuda" else 0, **record,
     }
@@ -152,14 +150,18 @@ def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders
     device_name = provenance(device)["device"]
     path = Path(out_dir) / f"{experiment}.csv"
     todo = cells(**settings, scorer=scorer)
+    datasets_loaded = {}  # (dataset, scorer) -> Dataset: each is opened and checksummed once per sweep
     bar = tqdm(todo, desc=experiment, unit="cell", disable=not progress)
     for cell in bar:
         bar.set_postfix_str(cell.describe())
         fanout_text = ",".join(map(str, cell.fanouts))
         if not rerun and _rows_of(read_records(path), cell, fanout_text, batch_size, device_name, pipeline).any():
             continue
-        rows = run_cell(cell, epochs=epochs, warmup=warmup, batch_size=batch_size, device=device, seed=seed,
-                        pipeline=pipeline, ogb_root=ogb_root, progress=False)
+        key = (cell.dataset, cell.scorer)
+        if key not in datasets_loaded:
+            datasets_loaded[key] = _dataset(cell, ogb_root, progress=False)
+        rows = run_cell(cell, datasets_loaded[key], epochs=epochs, warmup=warmup, batch_size=batch_size, device=device,
+                        seed=seed, pipeline=pipeline, progress=False)
         # a rerun replaces the cell's earlier records instead of averaging with them
         store_records(path, rows, _rows_of(read_records(path), cell, fanout_text, batch_size, device_name, pipeline))
     bar.close()

@@ -46,11 +46,11 @@ def test_an_interrupted_sweep_keeps_the_cells_it_finished(tiny, tmp_path, monkey
     real = harness.run_cell
     calls = []
 
-    def flaky(cell, **kwargs):
+    def flaky(cell, dataset, **kwargs):
         calls.append(cell)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return real(cell, **kwargs)
+        return real(cell, dataset, **kwargs)
 
     monkeypatch.setattr(harness, "run_cell", flaky)
     with pytest.raises(KeyboardInterrupt):
