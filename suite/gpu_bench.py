@@ -24,9 +24,8 @@ import torch
 
 from tiering.combined import CombinedTensor
 
-from . import atomic
 from .pcie import PCIeCounter
-from .plotting import pyplot, save_figure
+from .plotting import pyplot, write_table_and_figure
 from .provenance import caption, provenance
 
 TABLE_BYTES = 4 << 30  # host table: large enough that rows are not served from any cache
@@ -124,21 +123,17 @@ def run_gpu_benchmarks(out_dir, device="cuda") -> list[Path]:
     table["ratio"] = table["ours (GB/s)"] / table["peer (GB/s)"]
     check = model_check(device)
 
-    out_dir = Path(out_dir)
-    paths = [out_dir / "microbench.md", out_dir / "microbench.csv", out_dir / "alignment.png"]
-    atomic.write_text(
-        paths[0],
+    markdown = (
         f"# Gather microbenchmarks\n\nMade by `tierbench gpubench --out {out_dir}`; {caption(record)}.\n"
         f"Random rows of a {TABLE_BYTES >> 30} GiB host table, {GATHER_ROWS} rows per gather, best of {REPEAT}.\n\n"
         + table.to_markdown(index=False, floatfmt=".3g")
         + "\n\n## Measured vs modelled PCIe bytes\n\n"
         + pd.DataFrame([check]).to_markdown(index=False)
-        + "\n",
+        + "\n"
     )
-    atomic.write_csv(paths[1], table.assign(**record), index=False)
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     sns.lineplot(data=pd.DataFrame(alignment), x="row bytes", y="share of memcpy bandwidth", hue="variant", marker="o", ax=ax)
     ax.set(title="Zero-copy efficiency vs row size (seeds/004 Fig. 8)")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
-    save_figure(fig, paths[2], record)
-    return paths
+    return write_table_and_figure(out_dir, "microbench", markdown, table.assign(**record), fig, record,
+                                  figure_stem="alignment", index=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from . import atomic
 from .provenance import caption
 
@@ -26,3 +28,14 @@ def save_figure(fig, path, record: dict) -> None:
     with atomic.atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
+
+
+def write_table_and_figure(out_dir, stem: str, markdown: str, table, fig, record: dict, *, figure_stem: str | None = None,
+                           **csv_options) -> list[Path]:
+    """``<stem>.md`` holding ``markdown``, ``<stem>.csv`` holding ``table`` and ``<figure_stem or stem>.png``, all crash-safe."""
+    out_dir = Path(out_dir)
+    paths = [out_dir / f"{stem}.md", out_dir / f"{stem}.csv", out_dir / f"{figure_stem or stem}.png"]
+    atomic.write_text(paths[0], markdown)
+    atomic.write_csv(paths[1], table, **csv_options)
+    save_figure(fig, paths[2], record)
+    return paths

@@ -44,7 +44,7 @@ from . import atomic
 from .datasets import load_dataset
 from .datasets.presets import REAL_NUM_NODES
 from .datasets.reordered import score_nodes, scorer_params
-from .plotting import pyplot, save_figure
+from .plotting import pyplot, save_figure, write_table_and_figure
 from .provenance import caption, provenance
 from .train import default_fanouts, minibatches
 
@@ -131,13 +131,11 @@ PROVENANCE_COLUMNS = ("device", "git_revision", "time")
 
 
 def _write(out_dir: Path, figure: int, name: str, table: pd.DataFrame, curves: pd.DataFrame, header: str, record) -> list[Path]:
-    stem = f"fig{figure}"
-    paths = [out_dir / f"{stem}.md", out_dir / f"{stem}.csv", out_dir / f"{stem}-curves.csv", out_dir / f"{stem}.png"]
-    atomic.write_text(paths[0], header + table.to_markdown(floatfmt=".1f") + "\n")
-    atomic.write_csv(paths[1], table)
-    atomic.write_csv(paths[2], curves.assign(**{k: record[k] for k in PROVENANCE_COLUMNS}), index=False)
-    save_figure(PLOTS[figure](curves, name), paths[3], record)
-    return paths
+    curves_path = out_dir / f"fig{figure}-curves.csv"
+    atomic.write_csv(curves_path, curves.assign(**{k: record[k] for k in PROVENANCE_COLUMNS}), index=False)
+    markdown = header + table.to_markdown(floatfmt=".1f") + "\n"
+    md, csv, png = write_table_and_figure(out_dir, f"fig{figure}", markdown, table, PLOTS[figure](curves, name), record)
+    return [md, csv, curves_path, png]
 
 
 def replot(out_dir, figure: int, name: str) -> Path:

@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import atomic
 from .harness import read_records
-from .plotting import pyplot, save_figure
+from .plotting import pyplot, write_table_and_figure
 from .provenance import caption
 
 PAPER_FIG8 = {"uva": "2.5-4.6x over CPU gather", "tiered": "1.6-2.1x over zero-copy"}
@@ -70,17 +69,12 @@ def figure8(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     grid.set_xticklabels(rotation=20)
     grid.figure.suptitle("Figure 8: epoch time by feature loader")
     grid.figure.subplots_adjust(top=0.85, bottom=0.2)
-    out_dir = Path(out_dir)
-    paths = [out_dir / "fig8.md", out_dir / "fig8.csv", out_dir / "fig8.png"]
-    atomic.write_text(
-        paths[0],
+    markdown = (
         f"# Figure 8: epoch time by feature loader\n\nMade by {command}; {caption(record)}.\n\n{_cpu_warning(records)}"
         "Mean over the recorded epochs of each cell; speedup = epoch time of the reference / this loader's.\n\n"
-        + table.to_markdown(index=False, floatfmt=".3g") + "\n",
+        + table.to_markdown(index=False, floatfmt=".3g") + "\n"
     )
-    atomic.write_csv(paths[1], table, index=False)
-    save_figure(grid.figure, paths[2], record)
-    return paths
+    return write_table_and_figure(out_dir, "fig8", markdown, table, grid.figure, record, index=False)
 
 
 def figure10(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
@@ -109,17 +103,12 @@ def figure10(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     axes[1].set(ylabel="epoch time (s)")
     fig.suptitle("Figure 10: PCIe traffic and epoch time vs hot fraction (tiered loader)")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
-    out_dir = Path(out_dir)
-    paths = [out_dir / "fig10.md", out_dir / "fig10.csv", out_dir / "fig10.png"]
-    atomic.write_text(
-        paths[0],
+    markdown = (
         f"# Figure 10: PCIe traffic and epoch time vs hot fraction\n\nMade by {command}; {caption(record)}.\n\n"
         f"{_cpu_warning(tiered)}Changes are relative to the 0% hot tier of the same dataset; measured PCIe bytes "
-        "are NVML's receive counter, empty where unavailable.\n\n" + table.to_markdown(index=False, floatfmt=".3g") + "\n",
+        "are NVML's receive counter, empty where unavailable.\n\n" + table.to_markdown(index=False, floatfmt=".3g") + "\n"
     )
-    atomic.write_csv(paths[1], table, index=False)
-    save_figure(fig, paths[2], record)
-    return paths
+    return write_table_and_figure(out_dir, "fig10", markdown, table, fig, record, index=False)
 
 
 FIGURES = {"fig8": figure8, "fig10": figure10}

@@ -29,7 +29,7 @@ from .datasets import load_dataset
 from .datasets.reordered import score_nodes, scorer_params
 from .datasets.stats import top_share
 from .peers import adjacency, scipy_permute, scipy_reverse_pagerank
-from .plotting import pyplot, save_figure
+from .plotting import pyplot, write_table_and_figure
 from .provenance import caption, provenance
 
 SCORER_NAMES = {"degree": "degree", "rpr": "reverse PageRank", "wrpr": "weighted reverse PageRank"}
@@ -114,16 +114,14 @@ def write_scorer_report(name: str, out_dir, ogb_root=None, progress: bool = True
     ax.set(title=f"Score concentration, {name}")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
 
-    paths = [out_dir / n for n in ("concentration.md", "concentration.csv", "concentration.png", "speed.md", "speed.csv")]
-    atomic.write_text(
-        paths[0],
+    markdown = (
         f"# Score concentration by scorer\n\nMade by {command}; {caption(record)}.\n{shape}.\n\n"
         "Share of the total score held by the top-scored nodes. The paper's Figure 7 column gives shares of "
         "*measured accesses* (a different quantity, measured by `tierbench profile`), for orientation only.\n\n"
-        + concentration.to_markdown(floatfmt=".3f") + "\n",
+        + concentration.to_markdown(floatfmt=".3f") + "\n"
     )
-    atomic.write_csv(paths[1], concentration.assign(dataset=name, **record))
-    save_figure(fig, paths[2], record)
+    paths = write_table_and_figure(out_dir, "concentration", markdown, concentration.assign(dataset=name, **record), fig, record)
+    paths += [out_dir / "speed.md", out_dir / "speed.csv"]
     atomic.write_text(
         paths[3],
         f"# Scoring and reordering speed\n\nMade by {command}; {caption(record)}.\n{shape}.\n\n"

@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import atomic
-from ..plotting import pyplot, save_figure
+from ..plotting import pyplot, write_table_and_figure
 from ..provenance import caption, provenance
 from .build import regenerate_hint
 from .dataset import load_entry
@@ -86,13 +85,10 @@ def write_summary(manifests: dict[str, dict], out_dir, ogb_root=None) -> list[Pa
     axes[1].set(title="Share of list entries held by the top nodes")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
 
-    paths = [out_dir / "summary.md", out_dir / "summary.csv", out_dir / "degree-ccdf.png"]
     header = (
         "# Dataset summary\n\n"
         f"Made by `tierbench datasets info {' '.join(manifests)} --out {out_dir}`; {caption(record)}.\n"
         "Statistics are properties of the data, computed on the CPU.\n\n"
     )
-    atomic.write_text(paths[0], header + table.to_markdown(floatfmt=".3g") + "\n")
-    atomic.write_csv(paths[1], table.assign(**record))
-    save_figure(fig, paths[2], record)
-    return paths
+    markdown = header + table.to_markdown(floatfmt=".3g") + "\n"
+    return write_table_and_figure(out_dir, "summary", markdown, table.assign(**record), fig, record, figure_stem="degree-ccdf")
