@@ -32,7 +32,7 @@ import torch
 
 from tiering.graph import CSRGraph
 from tiering.rng import uniform
-from tiering.sampling import NeighborSampler, check_nodes, seed_from
+from tiering.sampling import NeighborSampler, check_nodes, hop_layout, seed_from
 
 from .degree_cache import CachedRowsLoader
 
@@ -99,10 +99,7 @@ class GNSSampler(NeighborSampler):
         self._partition()
         indptr = self.graph.indptr.numpy()
         ids = nodes.cpu().numpy()
-        degree = indptr[ids + 1] - indptr[ids]
-        counts = np.where(degree <= fanout, degree, fanout)
-        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
+        counts, offsets = hop_layout(indptr, ids, fanout)
         out = np.empty(offsets[-1], dtype=self.partitioned.dtype)
         weight = np.empty(offsets[-1], dtype=np.float32)
         seed = np.uint64(seed_from(generator))

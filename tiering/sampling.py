@@ -83,12 +83,18 @@ def _sample_kernel(indptr, indices, nodes, fanout, seed, offsets, out):
             out[base + r] = indices[start + t]
 
 
-def _sample_cpu(graph: CSRGraph, nodes: torch.Tensor, fanout: int, seed: int):
-    indptr = graph.indptr.numpy()
-    ids = nodes.numpy()
+def hop_layout(indptr: np.ndarray, ids: np.ndarray, fanout: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(counts, offsets)`` of one hop: ``min(degree, fanout)`` samples per node, and where each node's start."""
     counts = np.minimum(indptr[ids + 1] - indptr[ids], fanout)
     offsets = np.zeros(len(ids) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
+    return counts, offsets
+
+
+def _sample_cpu(graph: CSRGraph, nodes: torch.Tensor, fanout: int, seed: int):
+    indptr = graph.indptr.numpy()
+    ids = nodes.numpy()
+    counts, offsets = hop_layout(indptr, ids, fanout)
     out = np.empty(offsets[-1], dtype=graph.indices.numpy().dtype)
     _sample_kernel(indptr, graph.indices.numpy(), ids, fanout, np.uint64(seed), offsets, out)
     return torch.from_numpy(counts), torch.from_numpy(out)
