@@ -80,6 +80,36 @@ def test_a_fixed_seed_gives_identical_batches_on_one_and_two_threads():
         assert torch.equal(a.edge_index, b.edge_index)
 
 
+def assert_same_batches(a, b):
+    assert torch.equal(a.input_nodes.cpu(), b.input_nodes.cpu())
+    for x, y in zip(a.blocks, b.blocks, strict=True):
+        assert torch.equal(x.edge_index.cpu(), y.edge_index.cpu()) and (x.num_src, x.num_dst) == (y.num_src, y.num_dst)
+
+
+def test_the_two_backends_draw_identical_samples():
+    g = star_and_friends()
+    nodes = torch.tensor([0, 0, 1, 0, 2, 17, 0])
+    cpu = sample_neighbors(g, nodes, 7, torch.Generator().manual_seed(3), "cpu")
+    vectorised = sample_neighbors(g, nodes, 7, torch.Generator().manual_seed(3), "torch")
+    assert all(torch.equal(a, b.to(a.dtype)) for a, b in zip(cpu, vectorised))
+    seeds = torch.arange(0, 200, 3)
+    a = NeighborSampler(g, (10, 5, 3), backend="cpu").sample(seeds, torch.Generator().manual_seed(9))
+    b = NeighborSampler(g, (10, 5, 3), backend="torch").sample(seeds, torch.Generator().manual_seed(9))
+    assert_same_batches(a, b)
+
+
+def test_a_node_draws_the_same_sample_wherever_it_sits_in_the_frontier():
+    g = star_and_friends()
+    nodes = torch.tensor([0, 1, 17, 33])
+    order = torch.tensor([2, 0, 3, 1])
+    counts, neighbors = sample_neighbors(g, nodes, 5, torch.Generator().manual_seed(4), streams=nodes)
+    counts2, neighbors2 = sample_neighbors(g, nodes[order], 5, torch.Generator().manual_seed(4), streams=nodes[order])
+    lists = torch.split(neighbors, counts.tolist())
+    lists2 = torch.split(neighbors2, counts2.tolist())
+    for position, original in enumerate(order.tolist()):
+        assert torch.equal(lists2[position], lists[original])
+
+
 def test_different_seeds_give_different_samples():
     g = star_and_friends()
     a = sample_neighbors(g, torch.zeros(10, dtype=torch.int64), 5, torch.Generator().manual_seed(1))[1]
@@ -143,3 +173,8 @@ def test_torch_sampler_on_the_gpu_is_valid_and_uniform():
     assert scipy.stats.chisquare(observed).pvalue > 0.01
     batch = NeighborSampler(on_gpu, (10, 5), backend="torch").sample(torch.arange(20, device="cuda"), generator)
     assert batch.input_nodes.is_cuda and torch.equal(batch.input_nodes[:20].cpu(), torch.arange(20))
+    # the GPU draws exactly what the CPU reference draws for the same seed
+    seeds = torch.arange(0, 200, 3)
+    on_cpu = NeighborSampler(g, (10, 5, 3), backend="cpu").sample(seeds, torch.Generator().manual_seed(9))
+    on_cuda = NeighborSampler(on_gpu, (10, 5, 3), backend="torch").sample(seeds.cuda(), torch.Generator().manual_seed(9))
+    assert_same_batches(on_cpu, on_cuda)

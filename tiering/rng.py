@@ -57,3 +57,35 @@ def normal(seed, stream, counter):
     u1 = uniform(seed, stream, np.uint64(2) * np.uint64(counter))
     u2 = uniform(seed, stream, np.uint64(2) * np.uint64(counter) + np.uint64(1))
     return math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
+
+
+# The same hash on torch tensors (any device), for the torch sampling backend.  torch has no
+# unsigned 64-bit arithmetic on every device, so the bits live in int64: addition and
+# multiplication wrap identically in two's complement, and a logical right shift is an
+# arithmetic one with the sign-extended bits masked off.
+
+
+def _signed(value: np.uint64) -> int:
+    return int(value) - (1 << 64) if int(value) >= 1 << 63 else int(value)
+
+
+def _shift_right(x, bits: int):
+    return (x >> bits) & ((1 << (64 - bits)) - 1)
+
+
+def _splitmix64_tensor(x):
+    z = x + _signed(_GOLDEN)
+    z = (z ^ _shift_right(z, 30)) * _signed(_MIX1)
+    z = (z ^ _shift_right(z, 27)) * _signed(_MIX2)
+    return z ^ _shift_right(z, 31)
+
+
+def stream_hashes(seed: int, streams):
+    """The per-stream half of ``hash3(seed, stream, counter)`` for an int64 tensor of streams."""
+    first = _signed(splitmix64(np.uint64(seed)))
+    return _splitmix64_tensor(streams.long() ^ first)
+
+
+def uniform_from_hashes(hashes, counter: int):
+    """``uniform(seed, stream, counter)`` for every stream, from ``stream_hashes(seed, streams)``: bit-identical."""
+    return _shift_right(_splitmix64_tensor(hashes ^ counter), 11).double() * _TWO_POW_MINUS_53

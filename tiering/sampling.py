@@ -11,13 +11,21 @@ and Floyd, CACM 1987): for j = d-k, ..., d-1 pick t uniform in [0, j]; take
 t unless it was already taken, else take j.  It needs k draws and no O(d)
 scratch, so a hub with 370,000 entries costs what a leaf does.
 
-* ``cpu``: numba, parallel over nodes.  Draw j of node i is a counter-based
-  hash of (batch seed, i, j) (``tiering.rng``), so the sample is identical on
-  any number of threads.
+* ``cpu``: numba, parallel over nodes.
 * ``torch``: the same algorithm vectorised over nodes with torch ops, k rounds
-  of batched draws and comparisons; it runs wherever the CSR tensors live, GPU
-  memory included, with ``torch.Generator`` randomness (a different stream
-  from the CPU version, the same distribution).
+  of batched draws and comparisons; it runs wherever the CSR tensors live: GPU
+  memory, or host memory mapped into the GPU's address space (UVA sampling,
+  ``tiering.zero_copy.mapped_graph``).
+
+Both draw the same random numbers: draw r for node i is the counter-based
+hash of (hop seed, stream i, r) (``tiering.rng``; the torch backend computes
+the same SplitMix64 with int64 tensor arithmetic), so the two backends, on
+any number of threads and on any device, return identical samples.  The
+stream of a node is its position in ``nodes`` unless ``streams`` says
+otherwise; ``NeighborSampler`` passes the node ids themselves (a frontier has
+no repeats), which makes a node's sample independent of where it sits in the
+frontier and of which process samples it: the distributed sampler
+(``tiering.distributed_sampling``) returns exactly what this one does.
 
 ``NeighborSampler`` chains the hops into a minibatch: the seeds' lists are
 sampled, the new nodes join the frontier, and so on for each fanout.  Node
@@ -37,14 +45,15 @@ import numpy as np
 import torch
 
 from .graph import CSRGraph
-from .rng import uniform
+from .rng import stream_hashes, uniform, uniform_from_hashes
 
 BACKENDS = ("cpu", "torch")
 
 
 def seed_from(generator: torch.Generator | None) -> int:
-    """A 62-bit seed drawn from ``generator`` (advancing it), or from torch's default one."""
-    return int(torch.randint(0, 2**62, (1,), generator=generator).item())
+    """A 62-bit seed drawn from ``generator`` (advancing it; a CPU or CUDA one), or from torch's default one."""
+    device = generator.device if generator is not None else "cpu"
+    return int(torch.randint(0, 2**62, (1,), generator=generator, device=device).item())
 
 
 def check_nodes(graph: CSRGraph, nodes: torch.Tensor, fanout: int) -> None:
@@ -62,10 +71,10 @@ def check_nodes(graph: CSRGraph, nodes: torch.Tensor, fanout: int) -> None:
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)  # nogil: a sampler thread runs beside training
-def _sample_kernel(indptr, indices, nodes, fanout, seed, offsets, out):
-    for i in numba.prange(len(nodes)):
-        start = indptr[nodes[i]]
-        degree = indptr[nodes[i] + 1] - start
+def _sample_kernel(indptr, indices, rows, streams, fanout, seed, offsets, out):
+    for i in numba.prange(len(rows)):
+        start = indptr[rows[i]]
+        degree = indptr[rows[i] + 1] - start
         base = offsets[i]
         if degree <= fanout:
             for k in range(degree):
@@ -74,7 +83,7 @@ def _sample_kernel(indptr, indices, nodes, fanout, seed, offsets, out):
         chosen = np.empty(fanout, dtype=np.int64)
         for r in range(fanout):
             j = degree - fanout + r
-            t = min(int(uniform(seed, i, r) * (j + 1)), j)
+            t = min(int(uniform(seed, streams[i], r) * (j + 1)), j)
             for q in range(r):
                 if chosen[q] == t:
                     t = j
@@ -91,56 +100,76 @@ def hop_layout(indptr: np.ndarray, ids: np.ndarray, fanout: int) -> tuple[np.nda
     return counts, offsets
 
 
-def _sample_cpu(graph: CSRGraph, nodes: torch.Tensor, fanout: int, seed: int):
-    indptr = graph.indptr.numpy()
-    ids = nodes.numpy()
-    counts, offsets = hop_layout(indptr, ids, fanout)
-    out = np.empty(offsets[-1], dtype=graph.indices.numpy().dtype)
-    _sample_kernel(indptr, graph.indices.numpy(), ids, fanout, np.uint64(seed), offsets, out)
+def _sample_cpu(indptr: torch.Tensor, indices: torch.Tensor, rows: torch.Tensor, streams: torch.Tensor, fanout: int,
+                seed: int):
+    indptr_np, rows_np = indptr.numpy(), rows.numpy()
+    counts, offsets = hop_layout(indptr_np, rows_np, fanout)
+    out = np.empty(offsets[-1], dtype=indices.numpy().dtype)
+    _sample_kernel(indptr_np, indices.numpy(), rows_np, streams.numpy(), fanout, np.uint64(seed), offsets, out)
     return torch.from_numpy(counts), torch.from_numpy(out)
 
 
-def _sample_torch(graph: CSRGraph, nodes: torch.Tensor, fanout: int, generator: torch.Generator | None):
-    indptr = graph.indptr
+def _sample_torch(indptr: torch.Tensor, indices: torch.Tensor, rows: torch.Tensor, streams: torch.Tensor, fanout: int,
+                  seed: int):
     device = indptr.device
-    nodes = nodes.to(device=device, dtype=torch.int64)
-    start = indptr[nodes]
-    degree = indptr[nodes + 1] - start
+    rows = rows.to(device=device, dtype=torch.int64)
+    start = indptr[rows]
+    degree = indptr[rows + 1] - start
     counts = degree.clamp(max=fanout)
     # positions within each list: whole lists for short ones, Floyd's k-subset for long ones
-    positions = torch.arange(fanout, device=device).expand(len(nodes), fanout).clone()
+    positions = torch.arange(fanout, device=device).expand(len(rows), fanout).clone()
     long = degree > fanout
     if bool(long.any()):
         d = degree[long]
+        hashes = stream_hashes(seed, streams.to(device)[long])
         chosen = torch.empty((len(d), fanout), dtype=torch.int64, device=device)
-        draws = torch.rand((len(d), fanout), dtype=torch.float64, device=device, generator=generator)
         for r in range(fanout):
             j = d - fanout + r
-            t = torch.minimum((draws[:, r] * (j + 1)).long(), j)
+            t = torch.minimum((uniform_from_hashes(hashes, r) * (j + 1)).long(), j)
             taken = (chosen[:, :r] == t[:, None]).any(dim=1)
             chosen[:, r] = torch.where(taken, j, t)
         positions[long] = chosen
     keep = torch.arange(fanout, device=device)[None, :] < counts[:, None]
-    neighbors = graph.indices[(start[:, None] + positions)[keep]]
+    neighbors = indices[(start[:, None] + positions)[keep]]
     return counts, neighbors
 
 
+def sample_rows(indptr: torch.Tensor, indices: torch.Tensor, rows: torch.Tensor, fanout: int, seed: int,
+                streams: torch.Tensor, backend: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """The sampling primitive on raw CSR arrays: ``fanout`` entries of each list ``rows[i]``, drawn with stream ``streams[i]``.
+
+    No checks: callers validate (``sample_neighbors`` for a whole graph, the
+    distributed sampler for its local rows).  ``cpu`` needs CPU tensors;
+    ``torch`` runs where ``indptr`` is.
+    """
+    if backend == "cpu":
+        return _sample_cpu(indptr, indices, rows.cpu(), streams.cpu().to(torch.int64), fanout, seed)
+    if backend == "torch":
+        return _sample_torch(indptr, indices, rows, streams, fanout, seed)
+    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+
+
 def sample_neighbors(
-    graph: CSRGraph, nodes, fanout: int, generator: torch.Generator | None = None, backend: str = "cpu"
+    graph: CSRGraph, nodes, fanout: int, generator: torch.Generator | None = None, backend: str = "cpu",
+    streams: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Up to ``fanout`` distinct entries of each node's list, uniformly; ``(counts, neighbors)``.
 
     ``backend="cpu"`` needs the graph in CPU memory; ``"torch"`` runs on the
-    device the graph's tensors are on.  ``generator`` seeds the draws (the CPU
-    backend takes one 62-bit seed from it).
+    device the graph's tensors are on; both return the same sample.
+    ``generator`` (CPU or CUDA) gives the hop's 62-bit seed.  ``streams``
+    (default: positions 0..n-1) names each node's random stream; give distinct
+    streams to distinct draws.
     """
     nodes = torch.as_tensor(nodes)
     check_nodes(graph, nodes, fanout)
-    if backend == "cpu":
-        return _sample_cpu(graph, nodes.cpu(), fanout, seed_from(generator))
-    if backend == "torch":
-        return _sample_torch(graph, nodes, fanout, generator)
-    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if streams is None:
+        streams = torch.arange(len(nodes), device=nodes.device)
+    elif streams.shape != nodes.shape:
+        raise ValueError(f"streams has shape {tuple(streams.shape)}, nodes {tuple(nodes.shape)}")
+    return sample_rows(graph.indptr, graph.indices, nodes, fanout, seed_from(generator), streams, backend)
 
 
 @dataclasses.dataclass
@@ -225,5 +254,5 @@ class NeighborSampler:
 
     def hop(self, nodes: torch.Tensor, fanout: int, generator):
         """``(counts, neighbors, edge_weight or None)`` for one layer: uniform, without replacement."""
-        counts, neighbors = sample_neighbors(self.graph, nodes, fanout, generator, self.backend)
+        counts, neighbors = sample_neighbors(self.graph, nodes, fanout, generator, self.backend, streams=nodes)
         return counts, neighbors, None
