@@ -1,0 +1,211 @@
+"""The multi-GPU combined tensor (seeds/000 §4.2): exact rows and per-tier counts on every rank of a real process group.
+
+Each test spawns G processes that form a gloo group through a file store
+(no ports) and build a ``MultiGPUCombinedTensor`` together; they save what
+they gathered and counted, and the assertions run here, in the parent.
+"""
+
+import os
+import pathlib
+import shutil
+import uuid
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from tests.gloo import run_gloo
+from tiering.combined import CombinedTensor
+from tiering.multi_gpu import MultiGPUCombinedTensor
+from tiering.placement import INTERLEAVED, REPLICATED, locate, plan_placement
+from tiering.traffic import zero_copy_traffic
+
+N, D = 203, 100  # 400-byte rows: most rows straddle 128-byte lines
+ROW_BYTES = 4 * D
+
+
+def table() -> torch.Tensor:
+    return torch.randn(N, D, generator=torch.Generator().manual_seed(0))
+
+
+def id_sets() -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    return {
+        "random": torch.randint(0, N, (600,), generator=g),
+        "int32": torch.randint(0, N, (100,), generator=g).int(),
+        "hand": torch.tensor([0, 5, 6, 45, 45]),
+        "empty": torch.tensor([], dtype=torch.int64),
+    }
+
+
+@pytest.fixture
+def shm_dir(tmp_path):
+    """A private directory in /dev/shm (tmpfs, where the segments normally live), so leaks are visible."""
+    root = pathlib.Path("/dev/shm")
+    path = (root if root.is_dir() else tmp_path) / f"tierbench-test-{uuid.uuid4().hex}"
+    path.mkdir()
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def gather_all(rank, world, configs, shm_dir, device="cpu"):
+    """Build one tensor per (replicated, interleaved, peer_access) and gather every id set through it."""
+    results = []
+    for replicated, interleaved, peer_access in configs:
+        placement = plan_placement(N, ROW_BYTES, world, replicated, interleaved)
+        loader = MultiGPUCombinedTensor(table(), placement, device, peer_access=peer_access, shm_dir=shm_dir)
+        dist.barrier()  # every rank has finished constructing, so every rank has unlinked its files
+        result = {"peer_access": loader.peer_access, "host_from": loader.host_from,
+                  "segments_while_open": sorted(os.listdir(shm_dir))}
+        for name, ids in id_sets().items():
+            loader.reset_stats()
+            out = loader.gather(ids.to(device))
+            result[name] = {"out": out.cpu(), "stats": loader.stats().as_dict()}
+        result["range errors"] = []
+        for bad in ([0, N], [-1]):
+            try:
+                loader.gather(torch.tensor(bad))
+            except IndexError as error:
+                result["range errors"].append(str(error))
+        loader.close()
+        loader.close()
+        result["segments_after_close"] = sorted(os.listdir(shm_dir))
+        results.append(result)
+    return results
+
+
+def wrong_world_size(rank, world, shm_dir):
+    placement = plan_placement(N, ROW_BYTES, gpus=world + 1, interleaved=0.5)
+    try:
+        MultiGPUCombinedTensor(table(), placement, shm_dir=shm_dir)
+    except ValueError as error:
+        return str(error)
+    return "no error"
+
+
+def expected_counts(ids, placement, rank, peers_mapped):
+    """(hits, peer rows, payload, requests) as ``locate`` and the traffic model predict them."""
+    tier, gpu, _ = locate(ids, placement, rank)
+    own = (tier == REPLICATED) | ((tier == INTERLEAVED) & (gpu == rank))
+    peer = (tier == INTERLEAVED) & ~own & peers_mapped
+    host_from = placement.host_start if peers_mapped else placement.replicated
+    payload, requests = zero_copy_traffic(ids[~(own | peer)].long() - host_from, ROW_BYTES, aligned=True)
+    return int(own.sum()), int(peer.sum()), payload, requests
+
+
+def check(results, configs, world):
+    features = table()
+    for rank, per_config in enumerate(results):
+        for (replicated, interleaved, peer_access), result in zip(configs, per_config):
+            placement = plan_placement(N, ROW_BYTES, world, replicated, interleaved)
+            mapped = peer_access is not False
+            assert result["peer_access"] is (mapped or world == 1)
+            assert result["host_from"] == (placement.host_start if mapped else replicated)
+            for name, ids in id_sets().items():
+                got = result[name]
+                assert torch.equal(got["out"], features[ids.long()]), (rank, name)
+                stats = got["stats"]
+                counts = (stats["hits"], stats["peer_rows"], stats["pcie_payload_bytes"], stats["pcie_requests"])
+                assert counts == expected_counts(ids, placement, rank, mapped), (rank, name)
+                assert stats["accesses"] == len(ids) and stats["host_bytes_touched"] == stats["pcie_payload_bytes"]
+                assert stats["gpu_bytes_resident"] == placement.bytes_per_gpu()[rank]
+            assert result["range errors"] == ["ids[1] = 203 is not a row of the 203-row feature table",
+                                              "ids[0] = -1 is not a row of the 203-row feature table"]
+            assert result["segments_while_open"] == [] and result["segments_after_close"] == []
+
+
+def test_two_ranks_gather_exact_rows_with_and_without_peer_access(tmp_path, shm_dir):
+    configs = [(5, 40, None), (5, 40, False), (5, 40, True)]
+    results = run_gloo(gather_all, 2, tmp_path, configs, str(shm_dir))
+    check(results, configs, world=2)
+    # by hand, ids [0, 5, 6, 45, 45] with R = 5, M = 40: row 0 replicated, row 5 on GPU 0, row 6 on GPU 1, row 45 on the
+    # host; a host row of 400 bytes at a 128-byte multiple costs 13 sectors and 4 lines, at offset 400 the same
+    peer, fallback, _ = results[0]
+    assert (peer["hand"]["stats"]["hits"], peer["hand"]["stats"]["peer_rows"]) == (2, 1)
+    assert (peer["hand"]["stats"]["pcie_payload_bytes"], peer["hand"]["stats"]["pcie_requests"]) == (2 * 13 * 32, 8)
+    # without peer access row 6 is host row 1 (the segment starts at R) and row 45 is host row 40
+    assert (fallback["hand"]["stats"]["hits"], fallback["hand"]["stats"]["peer_rows"]) == (2, 0)
+    assert (fallback["hand"]["stats"]["pcie_payload_bytes"], fallback["hand"]["stats"]["pcie_requests"]) == (3 * 13 * 32, 12)
+    assert results[1][0]["hand"]["stats"]["hits"] == 2  # rank 1 owns row 6 and reads row 5 from rank 0
+
+
+def test_four_ranks_with_an_uneven_interleaved_tier_and_an_empty_shard(tmp_path, shm_dir):
+    # M = 41 leaves GPU 0 one row more; R = 0, M = 3 leaves GPU 3 nothing at all
+    configs = [(7, 41, None), (0, 3, None), (0, 3, False)]
+    check(run_gloo(gather_all, 4, tmp_path, configs, str(shm_dir)), configs, world=4)
+
+
+def test_one_rank_counts_what_the_single_gpu_combined_tensor_counts(tmp_path, shm_dir):
+    # R + M = 32 rows of 400 bytes = 100 lines, so host row r - 32 of the segment lines up as row r of the table does
+    [[result]] = run_gloo(gather_all, 1, tmp_path, [(10, 22, None)], str(shm_dir))
+    single = CombinedTensor(table(), hot_rows=32)
+    ids = id_sets()["random"]
+    assert torch.equal(result["random"]["out"], single.gather(ids))
+    mine, theirs = result["random"]["stats"], single.stats().as_dict()
+    for key in ("accesses", "hits", "pcie_payload_bytes", "pcie_requests", "host_bytes_touched", "gpu_bytes_resident"):
+        assert mine[key] == theirs[key], key
+    assert mine["peer_rows"] == 0
+
+
+def test_a_placement_for_another_number_of_gpus_is_refused_on_every_rank(tmp_path, shm_dir):
+    messages = run_gloo(wrong_world_size, 2, tmp_path, str(shm_dir))
+    assert messages == ["the placement is for 3 GPUs but the process group has 2 ranks"] * 2
+
+
+def test_bad_input_is_refused_before_any_collective():
+    placement = plan_placement(N, ROW_BYTES, gpus=2, interleaved=0.5)
+    with pytest.raises(TypeError, match="float32"):
+        MultiGPUCombinedTensor(table().double(), placement)
+    with pytest.raises(ValueError, match="contiguous CPU tensor"):
+        MultiGPUCombinedTensor(table().t(), placement)
+    with pytest.raises(ValueError, match="placement is for 203 rows but features has 202"):
+        MultiGPUCombinedTensor(table()[:202], placement)
+    with pytest.raises(ValueError, match="400-byte rows but features' rows are 396 bytes"):
+        MultiGPUCombinedTensor(table()[:, :99].contiguous(), placement)
+    with pytest.raises(RuntimeError, match="needs an initialised torch.distributed process group"):
+        MultiGPUCombinedTensor(table(), placement)
+
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+def gpu_child(rank, world, configs, shm_dir):
+    device = torch.device("cuda", rank % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    return gather_all(rank, configs, shm_dir, device)
+
+
+def too_large(rank, world, shm_dir):
+    torch.cuda.mem_get_info = lambda device=None: (1024, 2**30)
+    placement = plan_placement(N, ROW_BYTES, gpus=world, replicated=10)
+    try:
+        MultiGPUCombinedTensor(table(), placement, "cuda", shm_dir=shm_dir)
+    except MemoryError as error:
+        return type(error).__name__ + ": " + str(error)
+    return "no error"
+
+
+@needs_cuda
+def test_gpu_one_rank_matches_the_combined_tensor(tmp_path, shm_dir):
+    [[result]] = run_gloo(gpu_child, 1, tmp_path, [(10, 22, None)], str(shm_dir))
+    check([[result]], [(10, 22, None)], world=1)
+    single = CombinedTensor(table(), hot_rows=32, device="cuda")
+    ids = id_sets()["random"]
+    assert torch.equal(result["random"]["out"], single.gather(ids.cuda()).cpu())
+    theirs = single.stats().as_dict()
+    for key in ("hits", "pcie_payload_bytes", "pcie_requests"):
+        assert result["random"]["stats"][key] == theirs[key], key
+    single.close()
+
+
+@needs_cuda
+def test_gpu_two_ranks_read_peers_by_ipc_or_fall_back_to_the_host(tmp_path, shm_dir):
+    # on one GPU both ranks share it: IPC still maps the other process's allocation
+    configs = [(5, 40, None), (5, 40, False)]
+    check(run_gloo(gpu_child, 2, tmp_path, configs, str(shm_dir)), configs, world=2)
+
+
+@needs_cuda
+def test_gpu_a_plan_larger_than_free_memory_is_refused(tmp_path, shm_dir):
+    [message] = run_gloo(too_large, 1, tmp_path, str(shm_dir))
+    assert message.startswith("PlacementTooLarge: GPU 0 would hold")
