@@ -106,11 +106,21 @@ def _generator(seed: int, epoch: int, stream: int, device="cpu") -> torch.Genera
     return torch.Generator(device=device).manual_seed(seed * 1_000_003 + epoch * 7_919 + stream)
 
 
-def minibatches(sampler: NeighborSampler, ids: torch.Tensor, batch_size: int, seed: int, epoch: int, shuffle: bool):
-    """The sampled minibatches of one epoch over ``ids``, in a fixed order for (seed, epoch)."""
+def epoch_order(ids: torch.Tensor, seed: int, epoch: int) -> torch.Tensor:
+    """``ids`` in the epoch's shuffled order, the same in every process for (seed, epoch)."""
+    return ids[torch.randperm(len(ids), generator=_generator(seed, epoch, 0))]
+
+
+def minibatches(sampler: NeighborSampler, ids: torch.Tensor, batch_size: int, seed: int, epoch: int, shuffle: bool,
+                stream: int = 1):
+    """The sampled minibatches of one epoch over ``ids``, in a fixed order for (seed, epoch).
+
+    ``stream`` selects the sampling generator (processes of a distributed run
+    sample with different ones).
+    """
     if shuffle:
-        ids = ids[torch.randperm(len(ids), generator=_generator(seed, epoch, 0))]
-    sampling = _generator(seed, epoch, 1, sampler.graph.indptr.device)
+        ids = epoch_order(ids, seed, epoch)
+    sampling = _generator(seed, epoch, stream, sampler.graph.indptr.device)
     for start in range(0, len(ids), batch_size):
         yield sampler.sample(ids[start : start + batch_size], sampling)
 
@@ -194,11 +204,9 @@ class Trainer:
         self.model.train()
         self.loader.start_epoch(epoch)
         self.loader.reset_stats()
-        train_ids = self.dataset.splits["train"]
         times = {"sample": 0.0, "gather": 0.0, "train": 0.0}
         losses, edges = [], 0
-        batches = minibatches(self.sampler, train_ids, self.batch_size, self.seed, epoch, shuffle=True)
-        total = -(-len(train_ids) // self.batch_size)
+        batches, total, _ = self._batches("train", epoch, shuffle=True)
         bar = tqdm(total=total, desc=f"epoch {epoch}", unit="batch", disable=not progress, leave=False)
         self.pcie.start()
         epoch_start = time.perf_counter()
@@ -237,17 +245,34 @@ class Trainer:
             losses=losses,
         )
 
-    @torch.no_grad()
-    def evaluate(self, split: str, epoch: int = 0) -> float:
-        """Accuracy on a split, with the same sampled neighbourhoods as training."""
-        self.model.eval()
+    def _batches(self, split: str, epoch: int, shuffle: bool):
+        """``(minibatches, how many, how many seeds count)`` of one pass over a split.
+
+        A single process takes the whole split; ``suite.distributed`` overrides
+        this to take the process's share (padded so every process runs as many
+        minibatches; the padding does not count).
+        """
         ids = self.dataset.splits[split]
-        correct, times = 0, {"sample": 0.0, "gather": 0.0, "train": 0.0}
-        batches = minibatches(self.sampler, ids, self.batch_size, self.seed, epoch + 10_000, shuffle=False)
+        batches = minibatches(self.sampler, ids, self.batch_size, self.seed, epoch, shuffle)
+        return batches, -(-len(ids) // self.batch_size), len(ids)
+
+    @torch.no_grad()
+    def count_correct(self, split: str, epoch: int = 0) -> tuple[int, int]:
+        """``(correct, counted)`` predictions on a split, with the same sampled neighbourhoods as training."""
+        self.model.eval()
+        correct, seen, times = 0, 0, {"sample": 0.0, "gather": 0.0, "train": 0.0}
+        batches, _, counted = self._batches(split, epoch + 10_000, shuffle=False)
         for batch, x, blocks in self._sequential(batches, times):
             predicted = self._step(batch, x, blocks, times, train=False).argmax(dim=1)
-            correct += int((predicted == self.labels[batch.seeds.to(self.device)]).sum())
-        return correct / len(ids) if len(ids) else float("nan")
+            right = predicted == self.labels[batch.seeds.to(self.device)]
+            correct += int(right[: max(0, counted - seen)].sum())
+            seen += len(right)
+        return correct, counted
+
+    def evaluate(self, split: str, epoch: int = 0) -> float:
+        """Accuracy on a split (NaN for an empty one)."""
+        correct, counted = self.count_correct(split, epoch)
+        return correct / counted if counted else float("nan")
 
 
 def majority_accuracy(dataset, split: str = "valid") -> float:

@@ -25,6 +25,13 @@ tensor's existing pages (shared memory and memory-mapped files included, where
 the driver accepts them; it says which when it refuses) and never copies.
 On 64-bit Linux the registered host address is itself the device address
 (``cudaDevAttrCanUseHostPointerForRegisteredMem``).
+
+UVA views: ``mapped_view`` wraps pinned host memory as a CUDA tensor (through
+CuPy's ``UnownedMemory`` and DLPack), so any torch CUDA op reads it over PCIe
+in place; ``mapped_graph`` does this for a CSR, which is how the torch sampler
+samples a graph kept in host memory from the GPU (UVA sampling, as DGL and
+PyG's UVA samplers do; compared with CPU and distributed GPU sampling in
+Figure 11).
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from __future__ import annotations
 import functools
 
 import torch
+
+from .graph import CSRGraph
 
 _SOURCE = r"""
 extern "C" __global__ void gather_rows(
@@ -126,3 +135,28 @@ def unregister_host_memory(tensor: torch.Tensor) -> None:
     error = int(torch.cuda.cudart().cudaHostUnregister(tensor.data_ptr()))
     if error != 0:
         raise RuntimeError(f"cudaHostUnregister failed at {tensor.data_ptr():#x} (CUDA error {error})")
+
+
+def mapped_view(tensor: torch.Tensor, device) -> torch.Tensor:
+    """A CUDA tensor on ``device`` aliasing ``tensor``'s pinned host memory (no copy; reads cross PCIe).
+
+    The view keeps ``tensor`` alive.  ``tensor`` must be pinned: allocated
+    pinned (``pin_memory()``) or registered with ``register_host_memory``.
+    """
+    import cupy
+
+    if tensor.device.type != "cpu" or not tensor.is_contiguous() or not tensor.is_pinned():
+        raise ValueError("only a contiguous, pinned CPU tensor can be viewed from the GPU")
+    device = torch.device(device)
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    nbytes = tensor.numel() * tensor.element_size()
+    memory = cupy.cuda.UnownedMemory(tensor.data_ptr(), nbytes, tensor, index)
+    flat = cupy.ndarray((tensor.numel(),), dtype=str(tensor.dtype).removeprefix("torch."),
+                        memptr=cupy.cuda.MemoryPointer(memory, 0))
+    return torch.from_dlpack(flat).view(tensor.shape)
+
+
+def mapped_graph(graph: CSRGraph, device) -> CSRGraph:
+    """``graph`` copied once into pinned host memory and viewed from ``device``: the CSR for UVA sampling."""
+    return CSRGraph(mapped_view(graph.indptr.pin_memory(), device), mapped_view(graph.indices.pin_memory(), device),
+                    validate=False)

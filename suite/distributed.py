@@ -1,0 +1,142 @@
+"""Data-parallel training on G processes, one per GPU (seeds/000 §4.2 and §5.5).
+
+``tierbench run --gpus G`` relaunches itself under ``torchrun`` (PyTorch's
+elastic launcher, ``python -m torch.distributed.run --standalone``): one
+process per GPU, joined by NCCL on GPUs and by gloo on the CPU (where G
+processes stand in for G GPUs, so CI can run the whole path).  Every process:
+
+* trains a replica of the model wrapped in ``DistributedDataParallel``, which
+  averages gradients so all replicas take the same step;
+* takes its share of each epoch's shuffled training seeds (the same order in
+  every process, split in G equal parts, the last padded by wrapping around,
+  so every process runs as many minibatches; padding does not count in the
+  accuracy);
+* samples with one of three samplers (``SAMPLING``): ``cpu``, the numba
+  sampler over the whole graph in host memory; ``uva``, the torch sampler on
+  the GPU reading a CSR in pinned host memory (``tiering.zero_copy.mapped_graph``);
+  ``distributed``, the collective sampler over a CSR split across the
+  processes (``tiering.distributed_sampling``), the GPU sampling of Figure 11;
+* gathers features through its own loader; with ``tiered`` that is the
+  multi-GPU combined tensor (``tiering.multi_gpu``): interleaved hot tier over
+  all GPUs, host tier in shared memory.
+
+An epoch's result is combined over processes: times are the slowest
+process's (the step waits for it), losses and accuracy are over all
+processes' minibatches, hit ratio and traffic are summed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from tiering.distributed_sampling import PARTITIONS, DistributedNeighborSampler, GraphPartition
+from tiering.sampling import NeighborSampler
+from tiering.zero_copy import mapped_graph
+
+from .train import EpochResult, Trainer, epoch_order, minibatches
+
+SAMPLING = ("cpu", "uva", "distributed")
+
+
+def launched_by_torchrun() -> bool:
+    """Whether this process is one of torchrun's workers."""
+    return "TORCHELASTIC_RUN_ID" in os.environ and "LOCAL_RANK" in os.environ
+
+
+def torchrun_command(gpus: int, argv: list[str]) -> list[str]:
+    """The command that runs ``tierbench <argv>`` in ``gpus`` processes on this machine."""
+    import sys
+
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={gpus}",
+            "-m", "suite.cli", *argv]
+
+
+def init_process_group(device: str) -> torch.device:
+    """Join torchrun's group (NCCL for CUDA, gloo for CPU); returns this process's device."""
+    if torch.device(device).type == "cuda":
+        local = int(os.environ.get("LOCAL_RANK", 0))
+        torch.cuda.set_device(local)
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+        return torch.device("cuda", local)
+    dist.init_process_group("gloo")
+    return torch.device("cpu")
+
+
+def share(ids: torch.Tensor, rank: int, world: int) -> tuple[torch.Tensor, int]:
+    """``(ids of this process, how many of them count)``: equal parts, the last padded by wrapping around."""
+    per = -(-len(ids) // world)
+    if len(ids) == 0:
+        return ids, 0
+    padded = torch.cat([ids, ids[: per * world - len(ids)]]) if per * world > len(ids) else ids
+    counted = max(0, min(per, len(ids) - rank * per))
+    return padded[rank * per : (rank + 1) * per], counted
+
+
+class DistributedTrainer(Trainer):
+    """``Trainer`` for one process of a data-parallel run; every process of the group must build one."""
+
+    def __init__(self, dataset, loader, fanouts, *, sampling: str = "cpu", partition: str = "interleaved", group=None,
+                 **options):
+        if sampling not in SAMPLING:
+            raise ValueError(f"sampling must be one of {SAMPLING}, got {sampling!r}")
+        if partition not in PARTITIONS:
+            raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
+        if getattr(loader, "make_sampler", None) is not None:
+            raise ValueError("a loader with its own sampler (gns) is not supported in distributed training")
+        super().__init__(dataset, loader, fanouts, **options)
+        self.group = group
+        self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
+        cuda = self.device.type == "cuda"
+        self.graph_bytes_resident = 0
+        if sampling == "uva":
+            if not cuda:
+                raise ValueError("uva sampling reads the CSR from pinned host memory on a GPU: it needs a CUDA device")
+            self.sampler = NeighborSampler(mapped_graph(dataset.graph, self.device), self.sampler.fanouts, backend="torch")
+        elif sampling == "distributed":
+            part = GraphPartition.of(dataset.graph, self.rank, self.world, partition).to(self.device)
+            self.graph_bytes_resident = (part.indptr.numel() * 8 + part.indices.numel() * part.indices.element_size()) if cuda else 0
+            self.sampler = DistributedNeighborSampler(part, self.sampler.fanouts, backend="torch" if cuda else "cpu",
+                                                      group=group)
+        self.sampling = sampling
+        self.model = DistributedDataParallel(self.model, device_ids=[self.device] if cuda else None, process_group=group)
+
+    def _batches(self, split: str, epoch: int, shuffle: bool):
+        ids = self.dataset.splits[split]
+        if shuffle:
+            ids = epoch_order(ids, self.seed, epoch)
+        mine, counted = share(ids, self.rank, self.world)
+        batches = minibatches(self.sampler, mine, self.batch_size, self.seed, epoch, shuffle=False, stream=1 + self.rank)
+        return batches, -(-len(mine) // self.batch_size), counted
+
+    def _sum(self, values) -> torch.Tensor:
+        total = torch.tensor(values, dtype=torch.float64)
+        dist.all_reduce(total, group=self.group)
+        return total
+
+    def evaluate(self, split: str, epoch: int = 0) -> float:
+        correct, counted = self._sum(list(self.count_correct(split, epoch))).tolist()
+        return correct / counted if counted else float("nan")
+
+    def train_epoch(self, epoch: int, progress: bool = True, pipeline: bool = False) -> EpochResult:
+        result = super().train_epoch(epoch, progress=progress and self.rank == 0, pipeline=pipeline)
+        slowest = torch.tensor([result.sample_s, result.gather_s, result.train_s, result.epoch_s], dtype=torch.float64)
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=self.group)
+        stats = self.loader.stats()
+        measured = result.pcie_rx_bytes_measured
+        sums = self._sum([stats.hits, stats.accesses, result.pcie_payload_bytes, result.pcie_requests,
+                          result.host_bytes_touched, result.gpu_bytes_resident + self.graph_bytes_resident,
+                          result.sampled_edges, measured or 0, measured is None])
+        hits, accesses, payload, requests, host, resident, edges, rx, unmeasured = (int(v) for v in sums.tolist())
+        losses = self._sum(result.losses) / self.world  # minibatch i's loss averaged over the processes
+        return dataclasses.replace(
+            result, loss=float(losses.mean()), sample_s=float(slowest[0]), gather_s=float(slowest[1]),
+            train_s=float(slowest[2]), epoch_s=float(slowest[3]), sampled_edges=edges,
+            hit_ratio=hits / accesses if accesses else float("nan"), pcie_payload_bytes=payload, pcie_requests=requests,
+            host_bytes_touched=host, gpu_bytes_resident=resident,
+            pcie_rx_bytes_measured=None if unmeasured else rx, losses=losses.tolist(),
+        )

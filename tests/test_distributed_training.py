@@ -1,0 +1,60 @@
+"""Data-parallel training (seeds/000 §5.5): DDP on gloo processes, shares of the seeds, collective sampling."""
+
+import json
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from baselines.in_memory import InMemoryLoader
+from suite.datasets import load_dataset
+from suite.distributed import DistributedTrainer, share
+from suite.train import majority_accuracy
+from tests.gloo import run_gloo
+
+
+def test_shares_are_equal_cover_every_id_and_count_it_once():
+    ids = torch.arange(10)
+    parts = [share(ids, rank, 4) for rank in range(4)]
+    assert [len(p) for p, _ in parts] == [3, 3, 3, 3]
+    assert [c for _, c in parts] == [3, 3, 3, 1]
+    counted = torch.cat([p[:c] for p, c in parts])
+    assert torch.equal(torch.sort(counted).values, ids)
+    assert share(torch.arange(0), 1, 2)[1] == 0
+
+
+def train_on_tiny(rank, world, out_dir, sampling):
+    tiny = load_dataset("tiny", progress=False)
+    trainer = DistributedTrainer(tiny, InMemoryLoader(tiny.features), (10, 5), sampling=sampling, batch_size=128, seed=0)
+    results = [trainer.train_epoch(epoch, progress=False) for epoch in range(4)]
+    params = torch.cat([p.detach().flatten() for p in trainer.model.parameters()])
+    replicas = [torch.empty_like(params) for _ in range(world)]
+    dist.all_gather(replicas, params)
+    assert all(torch.equal(replicas[0], other) for other in replicas[1:]), "the replicas diverged"
+    assert trainer.evaluate("valid", epoch=3) == results[-1].valid_accuracy  # every process sees the combined accuracy
+    if rank == 0:
+        (out_dir / "results.json").write_text(json.dumps([r.as_record() for r in results]))
+
+
+@pytest.mark.parametrize("sampling", ["cpu", "distributed"])
+def test_ddp_training_on_tiny_reduces_the_loss_and_keeps_replicas_identical(tiny, tmp_path, sampling):
+    run_gloo(train_on_tiny, 2, tmp_path, tmp_path, sampling)
+    results = json.loads((tmp_path / "results.json").read_text())
+    losses = [r["loss"] for r in results]
+    assert losses[-1] < losses[0] * 0.8, losses
+    assert results[-1]["valid_accuracy"] > majority_accuracy(tiny) + 0.1
+    # two processes, 128 seeds each per minibatch: half the single-process minibatches each
+    assert results[0]["batches"] == -(-len(tiny.splits["train"]) // 256)
+    assert results[0]["hit_ratio"] == 1.0 and results[0]["sampled_edges"] > 0
+
+
+def refuse_uva_on_cpu(rank, world):
+    tiny = load_dataset("tiny", progress=False)
+    with pytest.raises(ValueError, match="CUDA"):
+        DistributedTrainer(tiny, InMemoryLoader(tiny.features), (5,), sampling="uva")
+    with pytest.raises(ValueError, match="sampling"):
+        DistributedTrainer(tiny, InMemoryLoader(tiny.features), (5,), sampling="gpu")
+
+
+def test_unsupported_settings_are_refused(tiny, tmp_path):
+    run_gloo(refuse_uva_on_cpu, 2, tmp_path)
