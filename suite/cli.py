@@ -9,7 +9,8 @@
     tierbench profile --dataset NAME --figure 7|9 measured feature reuse by scorer (paper Figures 7 and 9)
     tierbench gpubench --out DIR                  gather microbenchmarks against same-run peers (needs a GPU)
     tierbench run --experiment fig8|fig10|demo    a sweep of training epochs over loaders and hot fractions
-    tierbench report --experiment NAME            tables and figures from a sweep's records (Figures 8, 10)
+    tierbench run --experiment fig11 --gpus G     the same on G processes, one per GPU (torchrun, DDP)
+    tierbench report --experiment NAME            tables and figures from a sweep's records (Figures 8, 10, 11)
     tierbench report --figure 7|9 --dataset NAME  redraw Figure 7 or 9 from its CSV
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import subprocess
 import sys
 
 import pandas as pd
@@ -197,17 +199,35 @@ def _names(text: str) -> list[str]:
 
 
 def _cmd_run(args) -> int:
-    from .harness import run_sweep
+    from . import distributed
+    from .harness import prepare_datasets, run_sweep, sweep_cells
 
-    path, summary = run_sweep(
-        args.experiment, args.runs, datasets=args.datasets, loaders=args.loaders, hot_fractions=args.hot_fractions,
-        fanouts=[args.fanout] if args.fanout else None, epochs=args.epochs, warmup=args.warmup,
-        batch_size=args.batch_size, device=args.device, scorer=args.scorer, seed=args.seed, pipeline=args.pipeline,
-        rerun=args.rerun,
-        ogb_root=args.ogb_root, progress=not args.quiet,
-    )
-    print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    print(f"records: {path}")
+    sweep = dict(datasets=args.datasets, loaders=args.loaders, hot_fractions=args.hot_fractions,
+                 fanouts=[args.fanout] if args.fanout else None, samplings=args.sampling)
+    if args.gpus is not None and not distributed.launched_by_torchrun():
+        if args.gpus < 1:
+            raise ValueError(f"--gpus must be at least 1, got {args.gpus}")
+        # datasets are generated and reordered here, once, before the processes open them
+        prepare_datasets(sweep_cells(args.experiment, **sweep, scorer=args.scorer), args.ogb_root, not args.quiet)
+        command = distributed.torchrun_command(args.gpus, args.argv)
+        print(f"launching {args.gpus} processes: {' '.join(command[1:])}", flush=True)
+        return subprocess.run(command, check=False).returncode
+    device = args.device
+    if args.gpus is not None:
+        device = distributed.init_process_group(args.device)
+    reporter = distributed.rank() == 0
+    try:
+        path, summary = run_sweep(
+            args.experiment, args.runs, **sweep, epochs=args.epochs, warmup=args.warmup, batch_size=args.batch_size,
+            device=device, scorer=args.scorer, seed=args.seed, pipeline=args.pipeline, rerun=args.rerun,
+            ogb_root=args.ogb_root, progress=not args.quiet,
+        )
+    finally:
+        if args.gpus is not None:
+            distributed.destroy_process_group()
+    if reporter:
+        print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print(f"records: {path}")
     return 0
 
 
@@ -322,13 +342,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--rerun", action="store_true", help="measure cells again even when recorded")
     run.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training (recorded per row)")
     run.add_argument("--runs", default="results/runs", help="directory of the records CSVs")
+    run.add_argument("--gpus", type=int, help="run on G processes, one per GPU, launched with torchrun (with "
+                     "--device cpu: G gloo processes standing in for GPUs)")
+    run.add_argument("--sampling", type=_names, help="with --gpus: comma-separated samplers, cpu, uva (needs a GPU), "
+                     "distributed (collective sampling over a CSR split across processes)")
     run.add_argument("--ogb-root")
     run.add_argument("-q", "--quiet", action="store_true")
     run.set_defaults(func=_cmd_run)
 
     report = sub.add_parser("report", help="tables and figures from records (Figures 8 and 10) or profiles (7 and 9)")
     report.add_argument("--experiment", help="the sweep whose records to report")
-    report.add_argument("--figure", choices=["7", "8", "9", "10"])
+    report.add_argument("--figure", choices=["7", "8", "9", "10", "11"])
     report.add_argument("--dataset", help="with --figure 7 or 9")
     report.add_argument("--runs", default="results/runs")
     report.add_argument("--out", help="output directory (default results/<experiment>, or the profile's)")
@@ -338,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what --gpus relaunches under torchrun
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)

@@ -67,6 +67,16 @@ def init_process_group(device: str) -> torch.device:
     return torch.device("cpu")
 
 
+def rank() -> int:
+    """This process's rank (0 outside a process group)."""
+    return dist.get_rank() if dist.is_initialized() else 0
+
+
+def destroy_process_group() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def share(ids: torch.Tensor, rank: int, world: int) -> tuple[torch.Tensor, int]:
     """``(ids of this process, how many of them count)``: equal parts, the last padded by wrapping around."""
     per = -(-len(ids) // world)

@@ -8,6 +8,12 @@
   (modelled, and measured where NVML gave them) and epoch time against the
   hot fraction, as reductions from 0% hot; paper (ogbn-papers100M): -97%
   traffic at 25% hot, -33% / -42% epoch time at 5% / 25%.
+* **Figure 11** (``--experiment fig11``, records of ``tierbench run --gpus
+  G``): epoch time against the size of the multi-GPU hot tier, with CPU
+  sampling and with distributed GPU sampling; paper (MAG240M, four V100s):
+  with CPU sampling a sharp drop at 5% hot and little beyond, distributed
+  GPU sampling notably faster, its curve shifted right by the graph's share
+  of GPU memory.
 
 Numbers measured on a CPU are labelled so: there the "GPU" tier is host
 memory, no byte crosses PCIe, and times compare code paths, not the paper's
@@ -25,6 +31,7 @@ from .plotting import pyplot, write_table_and_figure
 from .provenance import caption
 
 PAPER_FIG8 = {"uva": "2.5-4.6x over CPU gather", "tiered": "1.6-2.1x over zero-copy"}
+PAPER_FIG11 = {"cpu": "sharp drop at 5% hot, marginal beyond", "distributed": "notably faster than CPU sampling"}
 PAPER_FIG10 = {0.05: "-33% time", 0.25: "-97% traffic, -42% time"}
 LOADER_ORDER = ["cpu-gather", "uva-naive", "uva", "degree-cache", "gns", "tiered", "in-memory"]
 
@@ -111,11 +118,59 @@ def figure10(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     return write_table_and_figure(out_dir, "fig10", markdown, table, fig, record, index=False)
 
 
-FIGURES = {"fig8": figure8, "fig10": figure10}
+def _multi_gpu_warning(records: pd.DataFrame) -> str:
+    if records["device"].str.startswith("cpu").all():
+        return (
+            "**Not a multi-GPU measurement.** These processes ran on a CPU, joined by gloo, standing in for GPUs: "
+            "the code path of Figure 11, not its hardware. Run `tox -e fig11` on a machine with two or more GPUs "
+            "for the figure.\n\n"
+        )
+    if (records["gpus"] <= 1).all():
+        return (
+            "**One GPU.** The multi-GPU tier is a single GPU's memory here and nothing crosses a GPU interconnect: "
+            "these are not multi-GPU numbers. Figure 11 needs two or more GPUs (`tox -e fig11`).\n\n"
+        )
+    return ""
+
+
+def figure11(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
+    plt, sns = pyplot()
+    tiered = records[records["loader"] == "tiered"]
+    if tiered.empty:
+        raise ValueError("Figure 11 needs records of the tiered loader (tierbench run --experiment fig11 --gpus G)")
+    keys = ["dataset", "processes", "gpus", "sampling", "hot_fraction"]
+    columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "pcie_payload_bytes", "gpu_bytes_resident"]
+    table = tiered.groupby(keys)[columns].mean().reset_index()
+    table["paper"] = table["sampling"].map(PAPER_FIG11).where(table["hot_fraction"] == table["hot_fraction"].min(), "")
+    table["paper"] = table["paper"].fillna("")
+    record = _record_of(tiered)
+
+    long = table.assign(**{
+        "multi-GPU hot tier (% of rows)": 100 * table["hot_fraction"],
+        "GPU memory in use, all GPUs (GB)": table["gpu_bytes_resident"] / 1e9,
+        "processes": table["processes"].astype(str),
+    })
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, x in zip(axes, ["multi-GPU hot tier (% of rows)", "GPU memory in use, all GPUs (GB)"]):
+        sns.lineplot(data=long, x=x, y="epoch_s", hue="sampling", style="processes", marker="o", ax=ax)
+        ax.set(ylabel="epoch time (s)")
+    fig.suptitle("Figure 11: epoch time vs multi-GPU hot tier, CPU vs distributed GPU sampling (tiered loader)")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    markdown = (
+        f"# Figure 11: epoch time vs size of the multi-GPU hot tier\n\nMade by {command}; {caption(record)}.\n\n"
+        f"{_multi_gpu_warning(tiered)}Each process holds an equal, interleaved share of the hot tier (no replicated "
+        "tier, seeds/000 §5.5); times are the slowest process's; hit ratio counts rows served from any GPU's memory; "
+        "GPU memory in use adds every process's feature shard and, with distributed sampling on GPUs, its part of the "
+        "CSR.\n\n" + table.to_markdown(index=False, floatfmt=".3g") + "\n"
+    )
+    return write_table_and_figure(out_dir, "fig11", markdown, table, fig, record, index=False)
+
+
+FIGURES = {"fig8": figure8, "fig10": figure10, "fig11": figure11}
 
 
 def write_report(experiment: str, runs_dir="results/runs", out_dir=None, figure: str | None = None) -> list[Path]:
-    """Tables and figures for ``experiment``'s records; ``figure`` picks fig8 or fig10 (default by name)."""
+    """Tables and figures for ``experiment``'s records; ``figure`` picks fig8, fig10 or fig11 (default by name)."""
     path = Path(runs_dir) / f"{experiment}.csv"
     records = read_records(path)
     if records.empty:

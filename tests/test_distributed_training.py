@@ -58,3 +58,25 @@ def refuse_uva_on_cpu(rank, world):
 
 def test_unsupported_settings_are_refused(tiny, tmp_path):
     run_gloo(refuse_uva_on_cpu, 2, tmp_path)
+
+
+def test_run_with_gpus_launches_processes_that_train_identically_with_either_sampler(tiny, tmp_path, capsys):
+    from suite.cli import main
+    from suite.harness import read_records
+
+    argv = ["run", "--experiment", "fig11", "--datasets", "tiny", "--hot-fractions", "0,0.3", "--fanout", "5,5",
+            "--epochs", "1", "--warmup", "0", "--batch-size", "256", "--gpus", "2", "--device", "cpu",
+            "--runs", str(tmp_path), "-q"]
+    assert main(argv) == 0
+    records = read_records(tmp_path / "fig11.csv")
+    assert len(records) == 4 and set(records["sampling"]) == {"cpu", "distributed"}
+    assert (records["processes"] == 2).all() and (records["gpus"] == 0).all()
+    # the same minibatches whichever sampler drew them and wherever the rows lived: the same training
+    assert records["loss"].nunique() == 1 and records["valid_accuracy"].nunique() == 1
+    by_hot = records.groupby("hot_fraction")
+    assert (by_hot["hit_ratio"].max()[0.0], by_hot["hit_ratio"].min()[0.3]) == (0.0, by_hot["hit_ratio"].max()[0.3])
+    assert by_hot["hit_ratio"].min()[0.3] > 0.3  # the hot tier holds the most requested 30% of the rows
+    assert by_hot["pcie_payload_bytes"].max()[0.3] < by_hot["pcie_payload_bytes"].min()[0.0]
+    assert main(["report", "--experiment", "fig11", "--runs", str(tmp_path), "--out", str(tmp_path / "fig11")]) == 0
+    assert "Not a multi-GPU measurement" in (tmp_path / "fig11" / "fig11.md").read_text()
+    assert (tmp_path / "fig11" / "fig11.png").read_bytes()[:4] == b"\x89PNG"

@@ -69,9 +69,9 @@ own shared-memory file, the file names travel with ``all_gather_object``
 is ``index_select`` per tier.  Results and statistics are those of the GPU
 path.
 
-Statistics (``MultiGPUStats``): ``hits`` are rows served from this rank's own
-GPU memory (replicated and its own interleaved rows), ``peer_rows`` rows read
-from peers' GPUs, the rest came from the host; PCIe payload and requests are
+Statistics (``MultiGPUStats``): ``hits`` are rows served from GPU memory,
+this rank's (replicated and its own interleaved rows) or a peer's,
+``peer_rows`` the part read from peers' GPUs, the rest came from the host; PCIe payload and requests are
 the exact zero-copy traffic of the host rows (``tiering.traffic``).  Counters
 stay on the device, so a gather never synchronises for them.
 """
@@ -141,13 +141,18 @@ def _kernel(device_index: int):
 
 @dataclasses.dataclass
 class MultiGPUStats(LoaderStats):
-    """``LoaderStats`` plus the rows read from peer GPUs (hits count this rank's own GPU only)."""
+    """``LoaderStats`` plus the rows read from peer GPUs.
+
+    ``hits`` are rows served from GPU memory, this rank's or a peer's (the
+    collective GPU memory of seeds/000 Figure 5); ``peer_rows`` is the part of
+    them that crossed the GPU interconnect.
+    """
 
     peer_rows: int = 0
 
     @property
     def host_rows(self) -> int:
-        return self.accesses - self.hits - self.peer_rows
+        return self.accesses - self.hits
 
 
 def _check_inputs(features: torch.Tensor, placement: Placement) -> None:
@@ -368,7 +373,7 @@ class MultiGPUCombinedTensor(FeatureLoader):
         host_row = ids - self.host_from
         payload, requests = zero_copy_traffic_tensors(host_row, self.row_bytes, aligned=self.aligned, counted=from_host)
         self._stats.accesses += len(ids)
-        self._pending += torch.stack([own.sum(), peer.sum(), payload, requests])  # stays on the device: no sync here
+        self._pending += torch.stack([(own | peer).sum(), peer.sum(), payload, requests])  # stays on the device: no sync here
         out = torch.empty((len(ids), self.feature_dim), dtype=torch.float32, device=self.device)
         if self._cuda:
             self._launch(ids, out)
