@@ -138,7 +138,7 @@ def figure11(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     tiered = records[records["loader"] == "tiered"]
     if tiered.empty:
         raise ValueError("Figure 11 needs records of the tiered loader (tierbench run --experiment fig11 --gpus G)")
-    keys = ["dataset", "processes", "gpus", "sampling", "hot_fraction"]
+    keys = ["dataset", "device", "processes", "gpus", "sampling", "hot_fraction"]
     columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "pcie_payload_bytes", "gpu_bytes_resident"]
     table = tiered.groupby(keys)[columns].mean().reset_index()
     table["paper"] = table["sampling"].map(PAPER_FIG11).where(table["hot_fraction"] == table["hot_fraction"].min(), "")

@@ -91,11 +91,11 @@ import torch.distributed as dist
 from .feature_loader import FeatureLoader, LoaderStats
 from .placement import INTERLEAVED, REPLICATED, Placement, locate, plan_placement, shard
 from .traffic import zero_copy_traffic_tensors
-from .zero_copy import register_host_memory, unregister_host_memory
+from .zero_copy import COPY_ROW_SOURCE, register_host_memory, unregister_host_memory
 
 logger = logging.getLogger(__name__)
 
-_SOURCE = r"""
+_SOURCE = COPY_ROW_SOURCE + r"""
 extern "C" __global__ void gather_rows_multi(
     const float* const* __restrict__ shards, const float* __restrict__ host, const long long* __restrict__ ids,
     float* __restrict__ out, long long num_ids, long long num_rows, long long replicated, long long host_start,
@@ -119,13 +119,7 @@ extern "C" __global__ void gather_rows_multi(
         } else {
             src = host + (row - host_from) * (long long)dim;
         }
-        float* dst = out + i * (long long)dim;
-        // circular shift: start the warp at the 128-byte line boundary at or before the row
-        const int shift = aligned ? (int)(((unsigned long long)src & 127ULL) >> 2) : 0;
-        for (int base = -shift; base < dim; base += 32) {
-            const int j = base + lane;
-            if (j >= 0 && j < dim) dst[j] = src[j];
-        }
+        copy_row(src, out + i * (long long)dim, dim, lane, aligned);
     }
 }
 """

@@ -42,7 +42,22 @@ import torch
 
 from .graph import CSRGraph
 
-_SOURCE = r"""
+COPY_ROW_SOURCE = r"""
+// One warp copies one row.  With ``aligned``, the circular shift: the warp starts at the 128-byte
+// line boundary at or before the row, so each 32-float step covers exactly one line of the source.
+__device__ __forceinline__ void copy_row(const float* __restrict__ src, float* __restrict__ dst, int dim, int lane,
+                                         int aligned)
+{
+    const int shift = aligned ? (int)(((unsigned long long)src & 127ULL) >> 2) : 0;
+    for (int base = -shift; base < dim; base += 32) {
+        const int j = base + lane;
+        if (j >= 0 && j < dim) dst[j] = src[j];
+    }
+}
+"""
+"""The warp's row copy shared by this module's kernel and ``tiering.multi_gpu``'s."""
+
+_SOURCE = COPY_ROW_SOURCE + r"""
 extern "C" __global__ void gather_rows(
     const float* __restrict__ hot, const float* __restrict__ host, const long long* __restrict__ ids,
     float* __restrict__ out, long long num_ids, long long num_rows, long long hot_rows, int dim, int aligned)
@@ -55,13 +70,7 @@ extern "C" __global__ void gather_rows(
         const long long row = ids[i];
         if (row < 0 || row >= num_rows) continue;  // checked on the host; never read past the mapping
         const float* src = row < hot_rows ? hot + row * (long long)dim : host + row * (long long)dim;
-        float* dst = out + i * (long long)dim;
-        // circular shift: start the warp at the 128-byte line boundary at or before the row
-        const int shift = aligned ? (int)(((unsigned long long)src & 127ULL) >> 2) : 0;
-        for (int base = -shift; base < dim; base += 32) {
-            const int j = base + lane;
-            if (j >= 0 && j < dim) dst[j] = src[j];
-        }
+        copy_row(src, out + i * (long long)dim, dim, lane, aligned);
     }
 }
 """
