@@ -8,6 +8,7 @@ import torch
 
 from tiering.graph import CSRGraph
 from tiering.sampling import NeighborSampler, append_new_nodes, sample_neighbors
+from tiering.zero_copy import mapped_graph, mapped_view
 
 BACKENDS = ["cpu", "torch"]
 
@@ -178,3 +179,19 @@ def test_torch_sampler_on_the_gpu_is_valid_and_uniform():
     on_cpu = NeighborSampler(g, (10, 5, 3), backend="cpu").sample(seeds, torch.Generator().manual_seed(9))
     on_cuda = NeighborSampler(on_gpu, (10, 5, 3), backend="torch").sample(seeds.cuda(), torch.Generator().manual_seed(9))
     assert_same_batches(on_cpu, on_cuda)
+
+
+def test_only_pinned_memory_can_be_viewed_from_the_gpu():
+    with pytest.raises(ValueError, match="pinned"):
+        mapped_view(torch.zeros(3), "cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_uva_sampling_reads_a_pinned_csr_and_draws_what_the_cpu_draws():
+    g = star_and_friends()
+    mapped = mapped_graph(g, "cuda")
+    assert mapped.indptr.is_cuda and torch.equal(mapped.indices.cpu(), g.indices)
+    seeds = torch.arange(0, 200, 3)
+    on_cpu = NeighborSampler(g, (10, 5, 3)).sample(seeds, torch.Generator().manual_seed(9))
+    uva = NeighborSampler(mapped, (10, 5, 3), backend="torch").sample(seeds.cuda(), torch.Generator().manual_seed(9))
+    assert_same_batches(on_cpu, uva)

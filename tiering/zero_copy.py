@@ -152,10 +152,10 @@ def mapped_view(tensor: torch.Tensor, device) -> torch.Tensor:
     The view keeps ``tensor`` alive.  ``tensor`` must be pinned: allocated
     pinned (``pin_memory()``) or registered with ``register_host_memory``.
     """
-    import cupy
-
     if tensor.device.type != "cpu" or not tensor.is_contiguous() or not tensor.is_pinned():
         raise ValueError("only a contiguous, pinned CPU tensor can be viewed from the GPU")
+    import cupy
+
     device = torch.device(device)
     index = device.index if device.index is not None else torch.cuda.current_device()
     nbytes = tensor.numel() * tensor.element_size()

@@ -5,14 +5,18 @@
 ``track_time_ratio_vs_torch`` compares it with the vectorised torch version
 of the same algorithm on the CPU in the same run (below 1: numba is faster).
 ``NeighborSampler`` is timed for a whole three-layer minibatch, relabelling
-included.  Note that asv reads every number as lower-is-better; for the
-edges/s track a drop is the regression.
+included.  ``CSRLocation`` times the same minibatch with the CSR in host
+memory (numba), in GPU memory (the torch sampler on the GPU) and in pinned
+host memory read from the GPU (UVA sampling, ``tiering.zero_copy.mapped_graph``);
+the GPU cases are skipped without CUDA.  Note that asv reads every number as
+lower-is-better; for the edges/s track a drop is the regression.
 """
 
 import numba
 import torch
 
 from tiering.sampling import NeighborSampler, sample_neighbors
+from tiering.zero_copy import mapped_graph
 
 from .common import best_of, load_graph, make_graphs
 
@@ -71,3 +75,27 @@ class Minibatch:
 
     def time_sample_minibatch(self, root, fanouts):
         self.sampler.sample(self.seeds)
+
+
+class CSRLocation:
+    params = [["host", "gpu", "uva"]]
+    param_names = ["csr"]
+    timeout = 300
+
+    def setup_cache(self):
+        return make_graphs()
+
+    def setup(self, root, csr):
+        graph = load_graph(root, NODES)
+        if csr != "host":
+            if not torch.cuda.is_available():
+                raise NotImplementedError("needs a CUDA GPU")  # asv's way to skip a parameter
+            graph = graph.to("cuda") if csr == "gpu" else mapped_graph(graph, "cuda")
+        self.sampler = NeighborSampler(graph, (12, 12, 12), backend="cpu" if csr == "host" else "torch")
+        self.seeds = torch.randperm(NODES, generator=torch.Generator().manual_seed(0))[:1024].to(graph.indptr.device)
+        self.sampler.sample(self.seeds)
+
+    def time_sample_minibatch(self, root, csr):
+        self.sampler.sample(self.seeds)
+        if csr != "host":
+            torch.cuda.synchronize()
