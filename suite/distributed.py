@@ -102,6 +102,8 @@ class DistributedTrainer(Trainer):
         self.group = group
         self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
         cuda = self.device.type == "cuda"
+        # NCCL reduces GPU tensors only; gloo CPU ones
+        self.comm_device = self.device if dist.get_backend(group) == "nccl" else torch.device("cpu")
         self.graph_bytes_resident = 0
         if sampling == "uva":
             if not cuda:
@@ -123,26 +125,25 @@ class DistributedTrainer(Trainer):
         batches = minibatches(self.sampler, mine, self.batch_size, self.seed, epoch, shuffle=False, stream=1 + self.rank)
         return batches, -(-len(mine) // self.batch_size), counted
 
-    def _sum(self, values) -> torch.Tensor:
-        total = torch.tensor(values, dtype=torch.float64)
-        dist.all_reduce(total, group=self.group)
-        return total
+    def _reduce(self, values, op=dist.ReduceOp.SUM) -> torch.Tensor:
+        total = torch.tensor(values, dtype=torch.float64, device=self.comm_device)
+        dist.all_reduce(total, op=op, group=self.group)
+        return total.cpu()
 
     def evaluate(self, split: str, epoch: int = 0) -> float:
-        correct, counted = self._sum(list(self.count_correct(split, epoch))).tolist()
+        correct, counted = self._reduce(list(self.count_correct(split, epoch))).tolist()
         return correct / counted if counted else float("nan")
 
     def train_epoch(self, epoch: int, progress: bool = True, pipeline: bool = False) -> EpochResult:
         result = super().train_epoch(epoch, progress=progress and self.rank == 0, pipeline=pipeline)
-        slowest = torch.tensor([result.sample_s, result.gather_s, result.train_s, result.epoch_s], dtype=torch.float64)
-        dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=self.group)
+        slowest = self._reduce([result.sample_s, result.gather_s, result.train_s, result.epoch_s], dist.ReduceOp.MAX)
         stats = self.loader.stats()
         measured = result.pcie_rx_bytes_measured
-        sums = self._sum([stats.hits, stats.accesses, result.pcie_payload_bytes, result.pcie_requests,
+        sums = self._reduce([stats.hits, stats.accesses, result.pcie_payload_bytes, result.pcie_requests,
                           result.host_bytes_touched, result.gpu_bytes_resident + self.graph_bytes_resident,
                           result.sampled_edges, measured or 0, measured is None])
         hits, accesses, payload, requests, host, resident, edges, rx, unmeasured = (int(v) for v in sums.tolist())
-        losses = self._sum(result.losses) / self.world  # minibatch i's loss averaged over the processes
+        losses = self._reduce(result.losses) / self.world  # minibatch i's loss averaged over the processes
         return dataclasses.replace(
             result, loss=float(losses.mean()), sample_s=float(slowest[0]), gather_s=float(slowest[1]),
             train_s=float(slowest[2]), epoch_s=float(slowest[3]), sampled_edges=edges,
