@@ -154,7 +154,7 @@ def figure11(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     for ax, x in zip(axes, ["multi-GPU hot tier (% of rows)", "GPU memory in use, all GPUs (GB)"]):
         sns.lineplot(data=long, x=x, y="epoch_s", hue="sampling", style="processes", marker="o", ax=ax)
         ax.set(ylabel="epoch time (s)")
-    fig.suptitle("Figure 11: epoch time vs multi-GPU hot tier, CPU vs distributed GPU sampling (tiered loader)")
+    fig.suptitle("Figure 11: epoch time vs multi-GPU hot tier, CPU vs distributed sampling (tiered loader)")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     markdown = (
         f"# Figure 11: epoch time vs size of the multi-GPU hot tier\n\nMade by {command}; {caption(record)}.\n\n"
