@@ -62,6 +62,7 @@ class CombinedTensor(FeatureLoader):
             self._check_fits()
             self._registered = register_host_memory(features, read_only=read_only)
         self.hot = features[:hot_rows].to(self.device, copy=True)
+        self._gpu_tiers = torch.tensor([self.hot.data_ptr()], dtype=torch.int64, device=self.device)  # the kernel's table
         self._stats.gpu_bytes_resident = hot_rows * self.row_bytes
         self._pending = torch.zeros(3, dtype=torch.int64, device=self.device)  # hits, payload, requests
 
@@ -82,7 +83,8 @@ class CombinedTensor(FeatureLoader):
         self._pending += torch.stack([is_hot.sum(), payload, requests])  # stays on the device: no sync here
         if self.device.type == "cuda":
             out = torch.empty((len(ids), self.feature_dim), dtype=torch.float32, device=self.device)
-            launch_gather(self.hot, self.host.data_ptr(), ids, out, self.num_rows, self.aligned, self.max_blocks)
+            launch_gather(self._gpu_tiers, self.host.data_ptr(), ids, out, self.num_rows, replicated=self.hot_rows,
+                          host_start=self.hot_rows, aligned=self.aligned, max_blocks=self.max_blocks)
             return out
         out = torch.empty((len(ids), self.feature_dim), dtype=torch.float32)
         out[is_hot] = torch.index_select(self.hot, 0, ids[is_hot])
@@ -103,4 +105,4 @@ class CombinedTensor(FeatureLoader):
         if self._registered:
             unregister_host_memory(self.host)
             self._registered = False
-        self.hot = None
+        self.hot = self._gpu_tiers = None

@@ -55,13 +55,13 @@ on until ``close()`` and nothing is left in ``/dev/shm`` even if a process
 dies.  (Docker gives ``/dev/shm`` 64 MiB by default: pass ``shm_dir`` or
 enlarge it for real tables.)
 
-**One kernel launch per gather** (CUDA C through CuPy's ``RawKernel``, for the
-reasons given in ``tiering.zero_copy``: warp-level address arithmetic on raw
-pointers into registered host memory and peers' mappings).  The kernel gets a
-device-side table of G shard pointers (its own, its peers' IPC mappings, and
-null for a peer it cannot reach) plus the host pointer; one warp copies one
-row, grid-stride, with the optional 128-byte circular shift of seeds/004
-§3.2.1 and a cap on the grid (seeds/004 §3.2.2).
+**One kernel launch per gather**: ``tiering.zero_copy``'s gather kernel (CUDA
+C through CuPy's ``RawKernel``, for the reasons given there), the same one the
+single-GPU combined tensor uses, given a device-side table of G shard
+pointers (its own, its peers' IPC mappings, and null for a peer it cannot
+reach) plus the host pointer; one warp copies one row, grid-stride, with the
+optional 128-byte circular shift of seeds/004 §3.2.1 and a cap on the grid
+(seeds/004 §3.2.2).
 
 **CPU path** (CI): the exact emulation.  Each rank writes its shard into its
 own shared-memory file, the file names travel with ``all_gather_object``
@@ -79,7 +79,6 @@ stay on the device, so a gather never synchronises for them.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import os
 import socket
@@ -91,47 +90,9 @@ import torch.distributed as dist
 from .feature_loader import FeatureLoader, LoaderStats
 from .placement import INTERLEAVED, REPLICATED, Placement, locate, plan_placement, shard
 from .traffic import zero_copy_traffic_tensors
-from .zero_copy import COPY_ROW_SOURCE, register_host_memory, unregister_host_memory
+from .zero_copy import launch_gather, register_host_memory, unregister_host_memory
 
 logger = logging.getLogger(__name__)
-
-_SOURCE = COPY_ROW_SOURCE + r"""
-extern "C" __global__ void gather_rows_multi(
-    const float* const* __restrict__ shards, const float* __restrict__ host, const long long* __restrict__ ids,
-    float* __restrict__ out, long long num_ids, long long num_rows, long long replicated, long long host_start,
-    long long host_from, int gpus, int rank, int dim, int aligned)
-{
-    const int lane = threadIdx.x & 31;
-    const long long warps_per_block = blockDim.x >> 5;
-    const long long first = (long long)blockIdx.x * warps_per_block + (threadIdx.x >> 5);
-    const long long stride = (long long)gridDim.x * warps_per_block;
-    for (long long i = first; i < num_ids; i += stride) {
-        const long long row = ids[i];
-        if (row < 0 || row >= num_rows) continue;  // checked on the host; never read past a mapping
-        const float* src;
-        if (row < replicated) {
-            src = shards[rank] + row * (long long)dim;
-        } else if (row < host_start) {
-            const long long shifted = row - replicated;
-            const float* owner = shards[shifted % gpus];  // null: the owner is unreachable, read the host copy
-            src = owner != nullptr ? owner + (replicated + shifted / gpus) * (long long)dim
-                                   : host + (row - host_from) * (long long)dim;
-        } else {
-            src = host + (row - host_from) * (long long)dim;
-        }
-        copy_row(src, out + i * (long long)dim, dim, lane, aligned);
-    }
-}
-"""
-
-
-@functools.lru_cache(maxsize=None)
-def _kernel(device_index: int):
-    import cupy
-
-    with cupy.cuda.Device(device_index):
-        return cupy.RawKernel(_SOURCE, "gather_rows_multi")
-
 
 @dataclasses.dataclass
 class MultiGPUStats(LoaderStats):
@@ -370,7 +331,10 @@ class MultiGPUCombinedTensor(FeatureLoader):
         self._pending += torch.stack([(own | peer).sum(), peer.sum(), payload, requests])  # stays on the device: no sync here
         out = torch.empty((len(ids), self.feature_dim), dtype=torch.float32, device=self.device)
         if self._cuda:
-            self._launch(ids, out)
+            p = self.placement
+            launch_gather(self._pointer_table, self.host.data_ptr() if self.host is not None else 0, ids, out,
+                          self.num_rows, replicated=p.replicated, host_start=p.host_start, host_from=self.host_from,
+                          gpus=p.gpus, rank=self.rank, aligned=self.aligned, max_blocks=self.max_blocks)
             return out
         out[own] = torch.index_select(self._shards[self.rank], 0, local[own])
         for g, rows in enumerate(self._shards):
@@ -380,30 +344,6 @@ class MultiGPUCombinedTensor(FeatureLoader):
         if self.host is not None:
             out[from_host] = torch.index_select(self.host, 0, host_row[from_host])
         return out
-
-    def _launch(self, ids: torch.Tensor, out: torch.Tensor, threads: int = 256) -> None:
-        import cupy
-
-        if len(ids) == 0:
-            return
-        ids = ids.contiguous()
-        p = self.placement
-        warps_per_block = threads // 32
-        blocks = -(-len(ids) // warps_per_block)
-        if self.max_blocks is not None:
-            blocks = max(1, min(blocks, self.max_blocks))
-        host_ptr = self.host.data_ptr() if self.host is not None else 0
-        stream = cupy.cuda.ExternalStream(torch.cuda.current_stream(self.device).cuda_stream, self.device.index)
-        with cupy.cuda.Device(self.device.index), stream:
-            _kernel(self.device.index)(
-                (blocks,), (threads,),
-                (
-                    cupy.uint64(self._pointer_table.data_ptr()), cupy.uint64(host_ptr), cupy.uint64(ids.data_ptr()),
-                    cupy.uint64(out.data_ptr()), cupy.int64(len(ids)), cupy.int64(self.num_rows),
-                    cupy.int64(p.replicated), cupy.int64(p.host_start), cupy.int64(self.host_from),
-                    cupy.int32(p.gpus), cupy.int32(self.rank), cupy.int32(self.feature_dim), cupy.int32(int(self.aligned)),
-                ),
-            )
 
     def stats(self) -> MultiGPUStats:
         hits, peer_rows, payload, requests = (int(v) for v in self._pending.cpu())

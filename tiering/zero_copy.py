@@ -11,8 +11,13 @@ imported only when a CUDA gather runs, and launches on torch's current stream.
 
 The kernel: one warp copies one requested row at a time (grid-stride loop,
 so the grid can be capped to a few SMs and leave the rest to training,
-seeds/004 §3.2.2).  Row ``r < hot_rows`` is read from the GPU tier, any other
-from the host table through its registered pointer.  ``aligned`` shifts each
+seeds/004 §3.2.2).  It serves both the single-GPU combined tensor and the
+multi-GPU one (``tiering.multi_gpu``) from a device-side table of G GPU-tier
+pointers (``tiering.placement``'s tiers): row r < R is read from this GPU's
+tier, row R <= r < S from entry (r - R) mod G at local row R + (r - R) / G
+(a null entry: that GPU is out of reach, read the host copy), any other row
+from the host table through its registered pointer, at row r - host_from.
+One GPU is G = 1, R = S = H (the hot rows), host_from = 0.  ``aligned`` shifts each
 lane's element so every 32-float step of the warp covers exactly one
 128-byte line of the source row; the naive variant reads element
 ``32 s + lane`` and straddles two lines whenever the row is misaligned
@@ -42,25 +47,11 @@ import torch
 
 from .graph import CSRGraph
 
-COPY_ROW_SOURCE = r"""
-// One warp copies one row.  With ``aligned``, the circular shift: the warp starts at the 128-byte
-// line boundary at or before the row, so each 32-float step covers exactly one line of the source.
-__device__ __forceinline__ void copy_row(const float* __restrict__ src, float* __restrict__ dst, int dim, int lane,
-                                         int aligned)
-{
-    const int shift = aligned ? (int)(((unsigned long long)src & 127ULL) >> 2) : 0;
-    for (int base = -shift; base < dim; base += 32) {
-        const int j = base + lane;
-        if (j >= 0 && j < dim) dst[j] = src[j];
-    }
-}
-"""
-"""The warp's row copy shared by this module's kernel and ``tiering.multi_gpu``'s."""
-
-_SOURCE = COPY_ROW_SOURCE + r"""
+_SOURCE = r"""
 extern "C" __global__ void gather_rows(
-    const float* __restrict__ hot, const float* __restrict__ host, const long long* __restrict__ ids,
-    float* __restrict__ out, long long num_ids, long long num_rows, long long hot_rows, int dim, int aligned)
+    const float* const* __restrict__ gpu_tiers, const float* __restrict__ host, const long long* __restrict__ ids,
+    float* __restrict__ out, long long num_ids, long long num_rows, long long replicated, long long host_start,
+    long long host_from, int gpus, int rank, int dim, int aligned)
 {
     const int lane = threadIdx.x & 31;
     const long long warps_per_block = blockDim.x >> 5;
@@ -68,9 +59,25 @@ extern "C" __global__ void gather_rows(
     const long long stride = (long long)gridDim.x * warps_per_block;
     for (long long i = first; i < num_ids; i += stride) {
         const long long row = ids[i];
-        if (row < 0 || row >= num_rows) continue;  // checked on the host; never read past the mapping
-        const float* src = row < hot_rows ? hot + row * (long long)dim : host + row * (long long)dim;
-        copy_row(src, out + i * (long long)dim, dim, lane, aligned);
+        if (row < 0 || row >= num_rows) continue;  // checked on the host; never read past a mapping
+        const float* src;
+        if (row < replicated) {
+            src = gpu_tiers[rank] + row * (long long)dim;
+        } else if (row < host_start) {
+            const long long shifted = row - replicated;
+            const float* owner = gpu_tiers[shifted % gpus];  // null: the owner is out of reach, read the host copy
+            src = owner != nullptr ? owner + (replicated + shifted / gpus) * (long long)dim
+                                   : host + (row - host_from) * (long long)dim;
+        } else {
+            src = host + (row - host_from) * (long long)dim;
+        }
+        float* dst = out + i * (long long)dim;
+        // circular shift: start the warp at the 128-byte line boundary at or before the row
+        const int shift = aligned ? (int)(((unsigned long long)src & 127ULL) >> 2) : 0;
+        for (int base = -shift; base < dim; base += 32) {
+            const int j = base + lane;
+            if (j >= 0 && j < dim) dst[j] = src[j];
+        }
     }
 }
 """
@@ -88,11 +95,14 @@ def _kernel(device_index: int):
         return cupy.RawKernel(_SOURCE, "gather_rows")
 
 
-def launch_gather(hot: torch.Tensor, host_ptr: int, ids: torch.Tensor, out: torch.Tensor, num_rows: int,
+def launch_gather(gpu_tiers: torch.Tensor, host_ptr: int, ids: torch.Tensor, out: torch.Tensor, num_rows: int, *,
+                  replicated: int, host_start: int, host_from: int = 0, gpus: int = 1, rank: int = 0,
                   aligned: bool = True, max_blocks: int | None = None, threads: int = 256) -> None:
-    """Fill ``out[i] = row ids[i]`` from ``hot`` (GPU) or the registered host table at ``host_ptr``.
+    """Fill ``out[i] = row ids[i]`` from the GPU tiers or the registered host table at ``host_ptr``.
 
-    ``ids`` (int64) and ``out`` (float32, contiguous) are on ``hot``'s device;
+    ``gpu_tiers`` is the int64 table of the G GPU tiers' addresses, on
+    ``out``'s device; rows are placed as the module docstring says.  ``ids``
+    (int64) and ``out`` (float32, contiguous) are on that device;
     ``max_blocks`` caps the grid (``None``: enough blocks for one warp per id).
     """
     import cupy
@@ -111,9 +121,10 @@ def launch_gather(hot: torch.Tensor, host_ptr: int, ids: torch.Tensor, out: torc
         _kernel(device.index)(
             (blocks,), (threads,),
             (
-                cupy.uint64(hot.data_ptr()), cupy.uint64(host_ptr), cupy.uint64(ids.data_ptr()),
-                cupy.uint64(out.data_ptr()), cupy.int64(num_ids), cupy.int64(num_rows),
-                cupy.int64(hot.shape[0]), cupy.int32(out.shape[1]), cupy.int32(int(aligned)),
+                cupy.uint64(gpu_tiers.data_ptr()), cupy.uint64(host_ptr), cupy.uint64(ids.data_ptr()),
+                cupy.uint64(out.data_ptr()), cupy.int64(num_ids), cupy.int64(num_rows), cupy.int64(replicated),
+                cupy.int64(host_start), cupy.int64(host_from), cupy.int32(gpus), cupy.int32(rank),
+                cupy.int32(out.shape[1]), cupy.int32(int(aligned)),
             ),
         )
 
