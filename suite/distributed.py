@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -50,8 +51,6 @@ def launched_by_torchrun() -> bool:
 
 def torchrun_command(gpus: int, argv: list[str]) -> list[str]:
     """The command that runs ``tierbench <argv>`` in ``gpus`` processes on this machine."""
-    import sys
-
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={gpus}",
             "-m", "suite.cli", *argv]
 
@@ -79,10 +78,10 @@ def destroy_process_group() -> None:
 
 def share(ids: torch.Tensor, rank: int, world: int) -> tuple[torch.Tensor, int]:
     """``(ids of this process, how many of them count)``: equal parts, the last padded by wrapping around."""
-    per = -(-len(ids) // world)
     if len(ids) == 0:
         return ids, 0
-    padded = torch.cat([ids, ids[: per * world - len(ids)]]) if per * world > len(ids) else ids
+    per = -(-len(ids) // world)
+    padded = ids[torch.arange(per * world) % len(ids)]  # a part never holds an id twice: per <= len(ids)
     counted = max(0, min(per, len(ids) - rank * per))
     return padded[rank * per : (rank + 1) * per], counted
 
@@ -114,7 +113,6 @@ class DistributedTrainer(Trainer):
             self.graph_bytes_resident = (part.indptr.numel() * 8 + part.indices.numel() * part.indices.element_size()) if cuda else 0
             self.sampler = DistributedNeighborSampler(part, self.sampler.fanouts, backend="torch" if cuda else "cpu",
                                                       group=group)
-        self.sampling = sampling
         self.model = DistributedDataParallel(self.model, device_ids=[self.device] if cuda else None, process_group=group)
 
     def _batches(self, split: str, epoch: int, shuffle: bool):

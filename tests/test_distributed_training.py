@@ -21,6 +21,8 @@ def test_shares_are_equal_cover_every_id_and_count_it_once():
     counted = torch.cat([p[:c] for p, c in parts])
     assert torch.equal(torch.sort(counted).values, ids)
     assert share(torch.arange(0), 1, 2)[1] == 0
+    few = [share(torch.tensor([7]), rank, 4) for rank in range(4)]  # fewer ids than processes
+    assert [p.tolist() for p, _ in few] == [[7]] * 4 and [c for _, c in few] == [1, 0, 0, 0]
 
 
 def train_on_tiny(rank, world, out_dir, sampling):
