@@ -38,15 +38,15 @@ def train_on_tiny(rank, world, out_dir, sampling):
         (out_dir / "results.json").write_text(json.dumps([r.as_record() for r in results]))
 
 
-@pytest.mark.parametrize("sampling", ["cpu", "distributed"])
-def test_ddp_training_on_tiny_reduces_the_loss_and_keeps_replicas_identical(tiny, tmp_path, sampling):
-    run_gloo(train_on_tiny, 2, tmp_path, tmp_path, sampling)
+@pytest.mark.parametrize(("world", "sampling"), [(2, "cpu"), (2, "distributed"), (4, "distributed")])
+def test_ddp_training_on_tiny_reduces_the_loss_and_keeps_replicas_identical(tiny, tmp_path, world, sampling):
+    run_gloo(train_on_tiny, world, tmp_path, tmp_path, sampling)
     results = json.loads((tmp_path / "results.json").read_text())
     losses = [r["loss"] for r in results]
     assert losses[-1] < losses[0] * 0.8, losses
     assert results[-1]["valid_accuracy"] > majority_accuracy(tiny) + 0.1
-    # two processes, 128 seeds each per minibatch: half the single-process minibatches each
-    assert results[0]["batches"] == -(-len(tiny.splits["train"]) // 256)
+    # each process runs its share of the seeds, 128 per minibatch
+    assert results[0]["batches"] == -(-len(tiny.splits["train"]) // (128 * world))
     assert results[0]["hit_ratio"] == 1.0 and results[0]["sampled_edges"] > 0
 
 
