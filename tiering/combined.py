@@ -26,6 +26,14 @@ from .traffic import zero_copy_traffic_tensors
 from .zero_copy import launch_gather, register_host_memory, unregister_host_memory
 
 
+def check_host_features(features: torch.Tensor, why: str) -> None:
+    """Refuse anything but a 2-D float32 contiguous CPU table; ``why`` says what needs it so."""
+    if features.dim() != 2 or features.dtype != torch.float32:
+        raise TypeError(f"features must be a 2-D float32 tensor, got {tuple(features.shape)} {features.dtype}")
+    if features.device.type != "cpu" or not features.is_contiguous():
+        raise ValueError(f"features must be a contiguous CPU tensor ({why})")
+
+
 class HotTierTooLarge(MemoryError):
     """The requested hot tier does not fit in the GPU's free memory."""
 
@@ -45,10 +53,7 @@ class CombinedTensor(FeatureLoader):
 
     def __init__(self, features: torch.Tensor, hot_rows: int, device="cpu", *, aligned: bool = True,
                  max_blocks: int | None = None, read_only: bool = False):
-        if features.dim() != 2 or features.dtype != torch.float32:
-            raise TypeError(f"features must be a 2-D float32 tensor, got {tuple(features.shape)} {features.dtype}")
-        if features.device.type != "cpu" or not features.is_contiguous():
-            raise ValueError("features must be a contiguous CPU tensor (the host tier is read in place)")
+        check_host_features(features, "the host tier is read in place")
         super().__init__(features.shape[0], features.shape[1], device)
         if not 0 <= hot_rows <= self.num_rows:
             raise ValueError(f"hot_rows must be in [0, {self.num_rows}], got {hot_rows}")

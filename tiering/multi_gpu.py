@@ -87,6 +87,7 @@ import uuid
 import torch
 import torch.distributed as dist
 
+from .combined import check_host_features
 from .feature_loader import FeatureLoader, LoaderStats
 from .placement import INTERLEAVED, REPLICATED, Placement, locate, plan_placement, shard
 from .traffic import zero_copy_traffic_tensors
@@ -111,10 +112,7 @@ class MultiGPUStats(LoaderStats):
 
 
 def _check_inputs(features: torch.Tensor, placement: Placement) -> None:
-    if features.dim() != 2 or features.dtype != torch.float32:
-        raise TypeError(f"features must be a 2-D float32 tensor, got {tuple(features.shape)} {features.dtype}")
-    if features.device.type != "cpu" or not features.is_contiguous():
-        raise ValueError("features must be a contiguous CPU tensor (its rows are copied to the GPUs and the host segment)")
+    check_host_features(features, "its rows are copied to the GPUs and the host segment")
     if placement.num_rows != features.shape[0]:
         raise ValueError(f"the placement is for {placement.num_rows} rows but features has {features.shape[0]}")
     row_bytes = features.shape[1] * features.element_size()
