@@ -37,7 +37,7 @@ import torch
 import torch.distributed as dist
 
 from .graph import CSRGraph
-from .sampling import NeighborSampler, sample_rows, seed_from
+from .sampling import NeighborSampler, check_nodes, sample_rows, seed_from
 
 PARTITIONS = ("interleaved", "contiguous")
 
@@ -118,10 +118,7 @@ class DistributedNeighborSampler(NeighborSampler):
 
     def hop(self, nodes: torch.Tensor, fanout: int, generator):
         part = self.graph
-        if fanout < 1:
-            raise ValueError(f"fanout must be at least 1, got {fanout}")
-        if nodes.numel() and (int(nodes.min()) < 0 or int(nodes.max()) >= part.num_nodes):
-            raise ValueError(f"frontier holds ids outside [0, {part.num_nodes})")
+        check_nodes(part, nodes, fanout)
         world, device = part.world, nodes.device
         nodes = nodes.to(torch.int64)
         owner = part.owner(nodes)

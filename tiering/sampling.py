@@ -56,7 +56,8 @@ def seed_from(generator: torch.Generator | None) -> int:
     return int(torch.randint(0, 2**62, (1,), generator=generator, device=device).item())
 
 
-def check_nodes(graph: CSRGraph, nodes: torch.Tensor, fanout: int) -> None:
+def check_nodes(graph, nodes: torch.Tensor, fanout: int) -> None:
+    """Refuse a bad fanout and nodes that are not 1-D integer ids of ``graph`` (anything with ``num_nodes``)."""
     if fanout < 1:
         raise ValueError(f"fanout must be at least 1, got {fanout}")
     if nodes.dim() != 1:
@@ -163,8 +164,6 @@ def sample_neighbors(
     """
     nodes = torch.as_tensor(nodes)
     check_nodes(graph, nodes, fanout)
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if streams is None:
         streams = torch.arange(len(nodes), device=nodes.device)
     elif streams.shape != nodes.shape:
