@@ -16,6 +16,7 @@ import torch
 
 from tiering.feature_loader import FeatureLoader
 from tiering.traffic import dma_traffic
+from tiering.zero_copy import check_table_dtype
 
 
 class StagedCopy:
@@ -46,6 +47,7 @@ class StagedCopy:
 
 class CPUGatherLoader(FeatureLoader):
     def __init__(self, features: torch.Tensor, device="cpu"):
+        check_table_dtype(features.dtype)
         super().__init__(features.shape[0], features.shape[1], device)
         self.row_bytes = features.shape[1] * features.element_size()
         self._staging = StagedCopy(features, self.device)

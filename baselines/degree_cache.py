@@ -15,6 +15,7 @@ import torch
 
 from tiering.feature_loader import FeatureLoader
 from tiering.traffic import dma_traffic
+from tiering.zero_copy import check_table_dtype
 
 from .cpu_gather import StagedCopy
 
@@ -23,6 +24,7 @@ class CachedRowsLoader(FeatureLoader):
     """Some rows copied to GPU memory behind a node -> slot map; the rest gathered by the CPU and copied by DMA."""
 
     def __init__(self, features: torch.Tensor, capacity: int, device="cpu"):
+        check_table_dtype(features.dtype)
         super().__init__(features.shape[0], features.shape[1], device)
         if not 0 <= capacity <= self.num_rows:
             raise ValueError(f"capacity must be in [0, {self.num_rows}], got {capacity}")
@@ -51,7 +53,7 @@ class CachedRowsLoader(FeatureLoader):
         self._stats.pcie_payload_bytes += payload
         self._stats.pcie_requests += requests
         self._stats.host_bytes_touched += payload
-        out = torch.empty((len(ids), self.feature_dim), dtype=torch.float32, device=self.device)
+        out = torch.empty((len(ids), self.feature_dim), dtype=self.features.dtype, device=self.device)
         out[hit] = torch.index_select(self.cache, 0, slots[hit])
         out[~hit] = self._staging.gather(misses)
         return out

@@ -10,10 +10,12 @@ from __future__ import annotations
 import torch
 
 from tiering.feature_loader import FeatureLoader
+from tiering.zero_copy import check_table_dtype
 
 
 class InMemoryLoader(FeatureLoader):
     def __init__(self, features: torch.Tensor, device="cpu"):
+        check_table_dtype(features.dtype)
         super().__init__(features.shape[0], features.shape[1], device)
         self.features = features.to(self.device)
         self._stats.gpu_bytes_resident = self.features.numel() * self.features.element_size()

@@ -1,16 +1,18 @@
 """Plain zero-copy ("UVA") over the whole feature table: seeds/004's unified tensor.
 
 It is the combined tensor with no GPU tier (H = 0): every row is read from
-pinned host memory by the gather kernel.  ``aligned=False`` is seeds/004's
-naive zero-copy, ``aligned=True`` its circular-shift version; the pair
-reproduces seeds/004 Fig. 8.
+pinned host memory by the gather kernel.  ``variant="naive"`` is seeds/004's
+naive zero-copy, ``variant="aligned"`` its circular-shift version (§3.2.1);
+the pair reproduces seeds/004 Fig. 8.  ``variant="wide"`` adds 16-byte vector
+loads (``tiering.zero_copy``).
 """
 
 from __future__ import annotations
 
 from tiering.combined import CombinedTensor
+from tiering.zero_copy import DEFAULT_VARIANT
 
 
 class UVALoader(CombinedTensor):
-    def __init__(self, features, device="cpu", *, aligned: bool = True, max_blocks: int | None = None):
-        super().__init__(features, 0, device, aligned=aligned, max_blocks=max_blocks)
+    def __init__(self, features, device="cpu", *, variant: str = DEFAULT_VARIANT, max_blocks: int | None = None):
+        super().__init__(features, 0, device, variant=variant, max_blocks=max_blocks)

@@ -1,7 +1,7 @@
 """Crash-safe file writes: write beside the target, flush to disk, rename over it.
 
 A crash or Ctrl-C at any point leaves either the old file or the new one,
-never a half-written file under the final name (rule 5 of the house).
+never a half-written file under the final name.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@
     tierbench scorers --dataset NAME --out DIR    score concentration and scoring/reordering speed tables
     tierbench train --dataset NAME --epochs K     GraphSAGE training, timed per stage, with validation accuracy
     tierbench profile --dataset NAME --figure 7|9 measured feature reuse by scorer (paper Figures 7 and 9)
+    tierbench doctor                              preflight: versions, GPUs, PCIe links, pinning, ceilings -> results/machines
     tierbench gpubench --out DIR                  gather microbenchmarks against same-run peers (needs a GPU)
+    tierbench gpu-suite [--dry-run]               a first GPU visit in one resumable command -> results/gpu/<device>
     tierbench run --experiment fig8|fig10|demo    a sweep of training epochs over loaders and hot fractions
     tierbench run --experiment fig11 --gpus G     the same on G processes, one per GPU (torchrun, DDP)
     tierbench report --experiment NAME            tables and figures from a sweep's records (Figures 8, 10, 11)
@@ -134,7 +136,7 @@ def _cmd_train(args) -> int:
         dataset = load_dataset(args.dataset, ogb_root=args.ogb_root, progress=not args.quiet)
     fanouts = args.fanout or default_fanouts(args.dataset)
     device = torch.device(args.device)
-    loader = create_loader(args.loader, dataset, args.hot_fraction, device)
+    loader = create_loader(args.loader, dataset, args.hot_fraction, device, progress=not args.quiet)
     trainer = Trainer(
         dataset, loader, fanouts, batch_size=args.batch_size, hidden=args.hidden, dropout=args.dropout,
         lr=args.lr, seed=args.seed,
@@ -181,12 +183,39 @@ def _cmd_gpubench(args) -> int:
     import torch
 
     if not torch.cuda.is_available():
-        print("tierbench: error: gpubench needs a CUDA GPU and none is visible here; no GPU numbers were made", file=sys.stderr)
-        return 2
+        raise ValueError("gpubench needs a CUDA GPU and none is visible here; no GPU numbers were made")
     from .gpu_bench import run_gpu_benchmarks
+    from .gpu_suite import device_folder, visible_gpu
 
-    for path in run_gpu_benchmarks(args.out, args.device):
+    out = args.out or device_folder("results/gpu", visible_gpu()) / "microbench"
+    paths, summary = run_gpu_benchmarks(out, args.device, table_bytes=int(args.table_gib * 2**30), repeat=args.repeat,
+                                        progress=not args.quiet)
+    print(summary)
+    for path in paths:
         print(f"wrote {path}")
+    return 0
+
+
+def _cmd_gpu_suite(args) -> int:
+    from .gpu_suite import run_suite
+
+    return run_suite(args.out, dry_run=args.dry_run, rerun=args.rerun, skip=args.skip, max_minutes=args.max_minutes)
+
+
+def _cmd_doctor(args) -> int:
+    from .doctor import format_profile, host_tier_bytes_of, run_doctor
+
+    host_tier_bytes = args.host_tier_bytes
+    if args.dataset:
+        hot_fraction = 0.1 if args.hot_fraction is None else args.hot_fraction
+        host_tier_bytes = host_tier_bytes_of(args.dataset, hot_fraction)
+        print(f"host tier: the cold rows of {args.dataset} at {hot_fraction:.0%} hot, {host_tier_bytes:,} bytes")
+    elif args.hot_fraction is not None:
+        raise ValueError("--hot-fraction sizes the host tier of a --dataset: give the dataset too")
+    profile, path = run_doctor(args.out, host_tier_bytes=host_tier_bytes, measure=not args.no_measure,
+                               device=args.device)
+    print(format_profile(profile))
+    print(f"wrote {path}")
     return 0
 
 
@@ -199,9 +228,13 @@ def _names(text: str) -> list[str]:
 
 
 def _cmd_run(args) -> int:
+    from tiering.multi_gpu import check_shm_dir
+
     from . import distributed
     from .harness import prepare_datasets, run_sweep, sweep_cells
 
+    if args.gpus is not None:
+        check_shm_dir(args.shm_dir)  # before any process is launched or dataset prepared
     sweep = dict(datasets=args.datasets, loaders=args.loaders, hot_fractions=args.hot_fractions,
                  fanouts=[args.fanout] if args.fanout else None, samplings=args.sampling)
     if args.gpus is not None and not distributed.launched_by_torchrun():
@@ -220,7 +253,7 @@ def _cmd_run(args) -> int:
         path, summary = run_sweep(
             args.experiment, args.runs, **sweep, epochs=args.epochs, warmup=args.warmup, batch_size=args.batch_size,
             device=device, scorer=args.scorer, seed=args.seed, pipeline=args.pipeline, rerun=args.rerun,
-            ogb_root=args.ogb_root, progress=not args.quiet,
+            ogb_root=args.ogb_root, progress=not args.quiet, shm_dir=args.shm_dir,
         )
     finally:
         if args.gpus is not None:
@@ -322,10 +355,32 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("-q", "--quiet", action="store_true")
     profile.set_defaults(func=_cmd_profile)
 
+    doctor = sub.add_parser("doctor", help="check this machine before a sweep and write its profile (JSON)")
+    doctor.add_argument("--out", default="results/machines", help="directory of the machine profiles")
+    tier = doctor.add_mutually_exclusive_group()
+    tier.add_argument("--host-tier-bytes", type=int, help="try cudaHostRegister at this size (default 1 GiB)")
+    tier.add_argument("--dataset", help="try cudaHostRegister at the size of this preset's cold rows")
+    doctor.add_argument("--hot-fraction", type=float, help="with --dataset: share of rows in GPU memory (default 0.1)")
+    doctor.add_argument("--no-measure", action="store_true", help="skip measuring the bandwidth ceilings")
+    doctor.add_argument("--device", help="the GPU the ceilings are measured on (default: the current one)")
+    doctor.set_defaults(func=_cmd_doctor)
+
     gpubench = sub.add_parser("gpubench", help="gather microbenchmarks on a GPU (cold, hot, alignment, model check)")
-    gpubench.add_argument("--out", default="results/gpu")
+    gpubench.add_argument("--out", help="output directory (default results/gpu/<device>/microbench)")
     gpubench.add_argument("--device", default="cuda")
+    gpubench.add_argument("--table-gib", type=float, default=4.0, help="size of the host buffer the tables view")
+    gpubench.add_argument("--repeat", type=int, default=5, help="timed runs per measurement (the best is kept)")
+    gpubench.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     gpubench.set_defaults(func=_cmd_gpubench)
+
+    suite = sub.add_parser("gpu-suite", help="doctor, GPU tests, gpubench, Figures 8 and 10, reports: one resumable "
+                           "command")
+    suite.add_argument("--out", default="results/gpu", help="results go into OUT/<device>/ (default results/gpu)")
+    suite.add_argument("--dry-run", action="store_true", help="print each step, its command and whether it would run")
+    suite.add_argument("--rerun", nargs="+", default=[], metavar="STEP", help="run these steps again even if done")
+    suite.add_argument("--skip", nargs="+", default=[], metavar="STEP", help="leave these steps out of this run")
+    suite.add_argument("--max-minutes", type=float, help="start no step whose estimate would end past this budget")
+    suite.set_defaults(func=_cmd_gpu_suite)
 
     run = sub.add_parser("run", help="a sweep of training epochs: datasets x loaders x hot fractions x fanouts")
     run.add_argument("--experiment", required=True, help="fig8, fig10, demo, or a new name (then give what to sweep)")
@@ -346,6 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "--device cpu: G gloo processes standing in for GPUs)")
     run.add_argument("--sampling", type=_names, help="with --gpus: comma-separated samplers, cpu, uva (needs a GPU), "
                      "distributed (collective sampling over a CSR split across processes)")
+    run.add_argument("--shm-dir", default="/dev/shm", help="with --gpus: directory on a tmpfs for the host tier's "
+                     "shared-memory segment (Docker's /dev/shm holds 64 MiB unless run with --shm-size)")
     run.add_argument("--ogb-root")
     run.add_argument("-q", "--quiet", action="store_true")
     run.set_defaults(func=_cmd_run)

@@ -15,7 +15,16 @@ processes stand in for G GPUs, so CI can run the whole path).  Every process:
   sampler over the whole graph in host memory; ``uva``, the torch sampler on
   the GPU reading a CSR in pinned host memory (``tiering.zero_copy.mapped_graph``);
   ``distributed``, the collective sampler over a CSR split across the
-  processes (``tiering.distributed_sampling``), the GPU sampling of Figure 11;
+  processes (``tiering.distributed_sampling``), the GPU sampling of Figure 11.
+  Its collectives run on a process group of their own (the same ranks,
+  ``dist.new_group``): with ``pipeline=True`` the sampler thread's
+  all-to-alls run while the training thread's DDP all-reduces gradients,
+  and collectives on one group must be issued in the same order on every
+  rank, which two threads cannot promise.  On GPUs the two groups are two
+  NCCL communicators, which seeds/001 §5 warns can still deadlock if their
+  kernels, launched in different orders on different GPUs, cannot all be
+  resident at once (DSP orders the launches through a leader); this has not
+  run on GPUs yet;
 * gathers features through its own loader; with ``tiered`` that is the
   multi-GPU combined tensor (``tiering.multi_gpu``): interleaved hot tier over
   all GPUs, host tier in shared memory.
@@ -87,7 +96,8 @@ def share(ids: torch.Tensor, rank: int, world: int) -> tuple[torch.Tensor, int]:
 
 
 class DistributedTrainer(Trainer):
-    """``Trainer`` for one process of a data-parallel run; every process of the group must build one."""
+    """``Trainer`` for one process of a data-parallel run; every process of the default group must build one
+    (distributed sampling creates a process group, which every process joins) and ``close()`` it."""
 
     def __init__(self, dataset, loader, fanouts, *, sampling: str = "cpu", partition: str = "interleaved", group=None,
                  **options):
@@ -99,6 +109,7 @@ class DistributedTrainer(Trainer):
             raise ValueError("a loader with its own sampler (gns) is not supported in distributed training")
         super().__init__(dataset, loader, fanouts, **options)
         self.group = group
+        self.sampler_group = None  # the distributed sampler's own group, released by close()
         self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
         cuda = self.device.type == "cuda"
         # NCCL reduces GPU tensors only; gloo CPU ones
@@ -111,9 +122,17 @@ class DistributedTrainer(Trainer):
         elif sampling == "distributed":
             part = GraphPartition.of(dataset.graph, self.rank, self.world, partition).to(self.device)
             self.graph_bytes_resident = (part.indptr.numel() * 8 + part.indices.numel() * part.indices.element_size()) if cuda else 0
+            ranks = dist.get_process_group_ranks(group if group is not None else dist.group.WORLD)
+            self.sampler_group = dist.new_group(ranks)
             self.sampler = DistributedNeighborSampler(part, self.sampler.fanouts, backend="torch" if cuda else "cpu",
-                                                      group=group)
+                                                      group=self.sampler_group)
         self.model = DistributedDataParallel(self.model, device_ids=[self.device] if cuda else None, process_group=group)
+
+    def close(self) -> None:
+        """Release the distributed sampler's process group (collective: every process calls it); safe to call twice."""
+        if self.sampler_group is not None:
+            dist.destroy_process_group(self.sampler_group)
+            self.sampler_group = None
 
     def _batches(self, split: str, epoch: int, shuffle: bool):
         ids = self.dataset.splits[split]

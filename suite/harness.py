@@ -131,26 +131,37 @@ def _is_recorded(path: Path, *select) -> bool:
 
 
 def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, batch_size: int, device, seed: int, pipeline: bool,
-             progress: bool) -> list[dict]:
-    """Train one cell; in a distributed run every process calls this together."""
+             progress: bool, shm_dir: str = "/dev/shm") -> list[dict]:
+    """Train one cell; in a distributed run every process calls this together.
+
+    ``shm_dir`` holds the multi-GPU host tier's shared-memory segment (``tiered`` in a distributed run).
+    """
     processes = dist.get_world_size() if dist.is_initialized() else 1
     if dist.is_initialized():
         from .distributed import DistributedTrainer
 
-        loader = create_distributed_loader(cell.loader, dataset, cell.hot_fraction, device)
+        loader = create_distributed_loader(cell.loader, dataset, cell.hot_fraction, device, shm_dir=shm_dir,
+                                           progress=progress and dist.get_rank() == 0)
         make_trainer = functools.partial(DistributedTrainer, sampling=cell.sampling)
     elif cell.sampling != "cpu":
         raise ValueError(f"{cell.sampling} sampling is for multi-process runs (tierbench run --gpus G)")
     else:
-        loader = create_loader(cell.loader, dataset, cell.hot_fraction, device)
+        loader = create_loader(cell.loader, dataset, cell.hot_fraction, device, progress=progress)
         make_trainer = Trainer
     try:
         trainer = make_trainer(dataset, loader, cell.fanouts, batch_size=batch_size, seed=seed)
         for epoch in range(warmup):
             trainer.train_epoch(epoch, progress=False, pipeline=pipeline)
         results = [trainer.train_epoch(warmup + e, progress=progress, pipeline=pipeline) for e in range(epochs)]
-    finally:
-        loader.close()
+    except BaseException:
+        # closing is collective in a process group (the multi-GPU tensor waits for every rank): a failing
+        # process leaves it to its exit, since peers that did not fail would never join it
+        if processes == 1:
+            loader.close()
+        raise
+    if dist.is_initialized():
+        trainer.close()
+    loader.close()
     record = provenance(device)
     common = {
         "dataset": cell.dataset, "num_nodes": dataset.num_nodes, "num_edges": dataset.graph.num_edges,
@@ -207,11 +218,12 @@ def _on_rank_zero(decide):
 def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
               fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int = 1024, device="cpu",
               scorer: str = "wrpr", seed: int = 0, pipeline: bool = False, rerun: bool = False, ogb_root=None,
-              progress: bool = True) -> tuple[Path, pd.DataFrame]:
+              progress: bool = True, shm_dir: str = "/dev/shm") -> tuple[Path, pd.DataFrame]:
     """Run (or resume) a sweep; returns the CSV path and a summary table of the cells run or found.
 
     Inside a process group (``tierbench run --gpus G``) every process runs
-    every cell and rank 0 alone reads and writes the records.
+    every cell and rank 0 alone reads and writes the records; ``shm_dir`` is
+    where the multi-GPU host tier's shared-memory segment goes.
     """
     preset = EXPERIMENTS.get(experiment, {})
     processes = dist.get_world_size() if dist.is_initialized() else 1
@@ -237,7 +249,7 @@ def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders
         if key not in datasets_loaded:
             datasets_loaded[key] = _dataset(cell, ogb_root, progress=False)
         rows = run_cell(cell, datasets_loaded[key], epochs=epochs, warmup=warmup, batch_size=batch_size, device=device,
-                        seed=seed, pipeline=pipeline, progress=False)
+                        seed=seed, pipeline=pipeline, progress=False, shm_dir=shm_dir)
         if writer:  # a rerun replaces the cell's earlier records instead of averaging with them
             store_records(path, rows, _rows_of(read_records(path), *select))
     bar.close()

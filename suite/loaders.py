@@ -13,6 +13,15 @@
 ``load_reordered``); the hot tier is then simply its first rows.  In a
 multi-process run (``create_distributed_loader``) it is the multi-GPU
 combined tensor, its hot tier interleaved over every process's GPU.
+
+Host memory of the zero-copy loaders (``tiered``, ``uva``, ``uva-naive``) on
+a GPU: datasets open their feature table as a memory map of the cache file,
+which CUDA cannot pin in place, so ``host_table`` reads it once from the file
+into memory (``suite.datasets.host_copy``, with a progress bar) and the
+loader pins that memory in place (``cudaHostRegister``), with no further
+copy.  The multi-GPU tensor copies its host rows into a shared-memory segment
+and pins that instead.  On the CPU, and for every other loader, the loaders
+read the memory-mapped table as it is.
 """
 
 from __future__ import annotations
@@ -30,7 +39,10 @@ from tiering.feature_loader import FeatureLoader
 from tiering.multi_gpu import MultiGPUCombinedTensor
 from tiering.placement import plan_placement
 
+from .datasets.host_copy import read_into_memory
+
 LOADERS = ("in-memory", "cpu-gather", "uva", "uva-naive", "degree-cache", "gns", "tiered")
+ZERO_COPY_LOADERS = ("uva", "uva-naive", "tiered")  # they pin their host table and read it from the GPU
 
 
 def hot_rows(num_rows: int, hot_fraction: float) -> int:
@@ -47,37 +59,51 @@ def _check_reordered(dataset) -> None:
         )
 
 
-def create_loader(name: str, dataset, hot_fraction: float = 0.0, device="cpu", **options) -> FeatureLoader:
-    """A loader over ``dataset.features``; ``options`` go to the loader (e.g. ``max_blocks``)."""
+def host_table(name: str, features: torch.Tensor, device, progress: bool = True) -> torch.Tensor:
+    """The table loader ``name`` is built over: read into memory for a zero-copy loader on a GPU, else ``features``."""
+    if name in ZERO_COPY_LOADERS and torch.device(device).type == "cuda":
+        return read_into_memory(features, progress=progress)
+    return features
+
+
+def create_loader(name: str, dataset, hot_fraction: float = 0.0, device="cpu", *, progress: bool = True,
+                  **options) -> FeatureLoader:
+    """A loader over ``dataset.features``; ``options`` go to the loader (e.g. ``max_blocks``).
+
+    ``progress`` shows the bar of ``host_table``'s copy (zero-copy loaders on a GPU).
+    """
     device = torch.device(device)
-    features = dataset.features
+    if name == "tiered":
+        _check_reordered(dataset)  # before the table is copied
+    features = host_table(name, dataset.features, device, progress)
     if name == "in-memory":
         return InMemoryLoader(features, device)
     if name == "cpu-gather":
         return CPUGatherLoader(features, device)
     if name in ("uva", "uva-naive"):
-        return UVALoader(features, device, aligned=name == "uva", **options)
+        return UVALoader(features, device, variant="aligned" if name == "uva" else "naive", **options)
     if name in ("degree-cache", "gns"):
         appearances = dataset.graph.appearances()
         kind = DegreeCacheLoader if name == "degree-cache" else GNSLoader
         return kind(features, appearances, hot_rows(dataset.num_nodes, hot_fraction), device, **options)
     if name == "tiered":
-        _check_reordered(dataset)
         return CombinedTensor(features, hot_rows(dataset.num_nodes, hot_fraction), device, **options)
     raise KeyError(f"unknown loader {name!r}; choose one of {', '.join(LOADERS)}")
 
 
-def create_distributed_loader(name: str, dataset, hot_fraction: float = 0.0, device="cpu", **options) -> FeatureLoader:
+def create_distributed_loader(name: str, dataset, hot_fraction: float = 0.0, device="cpu", *,
+                              shm_dir: str = "/dev/shm", progress: bool = True, **options) -> FeatureLoader:
     """The loader of one process of a data-parallel run (every process calls this together).
 
     ``tiered`` becomes the multi-GPU combined tensor: ``hot_fraction`` of the
     rows interleaved over all the group's GPUs and no replicated tier, as in
-    seeds/000 §5.5; every other loader is one per process, as in one-GPU runs.
+    seeds/000 §5.5, its host tier in a segment in ``shm_dir``; every other
+    loader is one per process, as in one-GPU runs.
     """
     if name != "tiered":
-        return create_loader(name, dataset, hot_fraction, device, **options)
+        return create_loader(name, dataset, hot_fraction, device, progress=progress, **options)
     _check_reordered(dataset)
     row_bytes = dataset.feature_dim * dataset.features.element_size()
     placement = plan_placement(dataset.num_nodes, row_bytes, dist.get_world_size(), replicated=0,
                                interleaved=hot_rows(dataset.num_nodes, hot_fraction))
-    return MultiGPUCombinedTensor(dataset.features, placement, device, **options)
+    return MultiGPUCombinedTensor(dataset.features, placement, device, shm_dir=shm_dir, **options)

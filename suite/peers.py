@@ -1,4 +1,4 @@
-"""SciPy implementations of the same work as tierbench's kernels, timed beside them (rule 3).
+"""SciPy implementations of the same work as tierbench's kernels, timed beside them.
 
 A speed is only reported as a ratio against one of these, measured in the
 same run on the same data, so numbers from different machines stay

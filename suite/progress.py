@@ -1,4 +1,4 @@
-"""One progress bar over the named steps of a long job (rule 8: say what is being done)."""
+"""One progress bar over the named steps of a long job (it says what is being done)."""
 
 from __future__ import annotations
 

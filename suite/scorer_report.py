@@ -5,8 +5,8 @@
 * ``concentration.md`` / ``.csv`` / ``.png``: for degree, reverse PageRank and
   weighted reverse PageRank, the share of total score held by the top 10%
   and 25% of nodes, with the paper's Figure 7 numbers beside them.  Those are
-  shares of *measured accesses*, a different quantity that the sampling
-  issue measures; the column is there for orientation, not as a match.
+  shares of *measured accesses*, a different quantity that ``tierbench profile``
+  measures; the column is there for orientation, not as a match.
 * ``speed.md`` / ``.csv``: wall time and edges/s of ``reorder_graph`` against
   a SciPy row+column permutation of the same matrix, and of
   ``reverse_pagerank`` against a SciPy sparse power iteration, each pair

@@ -6,9 +6,10 @@ between layers, as in seeds/000 and seeds/001; Adam and cross-entropy on the
 training nodes; minibatches of 1024 seeds by default.
 
 An epoch runs three stages per minibatch and times each one, synchronising
-the GPU before reading the clock when training on CUDA (with
-``pipeline=True`` the stages of different minibatches overlap in threads,
-``suite.pipeline``, and each stage's time is its busy time):
+the training's CUDA stream (not the whole GPU) before reading the clock when
+training on CUDA (with ``pipeline=True`` the stages of different minibatches
+overlap in threads, ``suite.pipeline``, and each stage's time is its busy
+time, the gather's taken by CUDA events on its own stream):
 
 * **sample**: ``NeighborSampler`` draws the blocks for the batch's seeds;
 * **gather**: ``loader.gather(input_nodes)`` brings their features to the
@@ -94,6 +95,7 @@ class EpochResult:
     host_bytes_touched: int
     gpu_bytes_resident: int
     pcie_rx_bytes_measured: int | None  # NVML, None where unavailable (never 0 for "unknown")
+    pcie_measured_scope: str  # what the NVML bytes cover (suite.pcie.SCOPE), or why there are none
     pipeline: bool  # sampling, gathering and training overlapped (suite.pipeline)
     losses: list[float] = dataclasses.field(default_factory=list, repr=False)  # per minibatch, in order
 
@@ -162,11 +164,13 @@ class Trainer:
         self.model.to(self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr)
         self.labels = dataset.labels.to(self.device)
-        self.pcie = PCIeCounter((self.device.index or 0) if self.device.type == "cuda" else None)
+        self.pcie = PCIeCounter(self.device)
 
     def _sync(self):
+        """Wait for the work queued on the training's CUDA stream (other streams, such as the
+        pipeline's gather stream, run on)."""
         if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+            torch.cuda.current_stream(self.device).synchronize()
 
     def _prepare(self, batch: MiniBatch):
         """The gather stage: the batch's features and blocks on the training device."""
@@ -216,14 +220,17 @@ class Trainer:
             times["train"] = 0.0
         else:
             stages = self._sequential(batches, times)
-        for batch, x, blocks in stages:
-            edges += batch.num_sampled_edges
-            losses.append(float(self._step(batch, x, blocks, times, train=True)))
-            bar.set_postfix(loss=f"{losses[-1]:.3f}")
-            bar.update(1)
+        try:
+            for batch, x, blocks in stages:
+                edges += batch.num_sampled_edges
+                losses.append(float(self._step(batch, x, blocks, times, train=True)))
+                bar.set_postfix(loss=f"{losses[-1]:.3f}")
+                bar.update(1)
+            epoch_s = time.perf_counter() - epoch_start
+            measured = self.pcie.delta()
+        finally:
+            self.pcie.close()  # an interrupted epoch leaves no NVML reader running
         bar.close()
-        epoch_s = time.perf_counter() - epoch_start
-        measured = self.pcie.delta()
         stats = self.loader.stats()
         return EpochResult(
             epoch=epoch,
@@ -241,6 +248,7 @@ class Trainer:
             host_bytes_touched=stats.host_bytes_touched,
             gpu_bytes_resident=stats.gpu_bytes_resident,
             pcie_rx_bytes_measured=None if measured is None else measured["rx_bytes"],
+            pcie_measured_scope=self.pcie.scope,
             pipeline=pipeline,
             losses=losses,
         )

@@ -82,3 +82,64 @@ def test_run_with_gpus_launches_processes_that_train_identically_with_either_sam
     assert main(["report", "--experiment", "fig11", "--runs", str(tmp_path), "--out", str(tmp_path / "fig11")]) == 0
     assert "Not a multi-GPU measurement" in (tmp_path / "fig11" / "fig11.md").read_text()
     assert (tmp_path / "fig11" / "fig11.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def pipelined_and_plain(rank, world):
+    tiny = load_dataset("tiny", progress=False)
+    runs = {}
+    for pipeline in (True, False):
+        trainer = DistributedTrainer(tiny, InMemoryLoader(tiny.features), (10, 5), sampling="distributed",
+                                     batch_size=128, seed=0)
+        runs[pipeline] = [trainer.train_epoch(epoch, progress=False, pipeline=pipeline) for epoch in range(2)]
+        trainer.close()
+        trainer.close()
+    return {pipeline: [(r.losses, r.valid_accuracy, r.sampled_edges) for r in results]
+            for pipeline, results in runs.items()}
+
+
+def test_a_pipelined_epoch_with_distributed_sampling_trains_as_an_unpipelined_one(tiny, tmp_path):
+    # the sampler thread's all-to-alls run beside the training thread's all-reduces, on a group of their own
+    for result in run_gloo(pipelined_and_plain, 2, tmp_path):
+        assert result[True] == result[False]
+        assert all(len(losses) == -(-len(tiny.splits["train"]) // 256) for losses, _, _ in result[True])
+
+
+def sweep_with_shm_dir(rank, world, runs, shm_dir):
+    from suite.harness import run_sweep
+
+    sweep = dict(datasets=["tiny"], loaders=["tiered"], hot_fractions=[0.3], fanouts=[(5, 5)],
+                 samplings=["distributed"], epochs=1, warmup=0, batch_size=256, progress=False)
+    try:
+        run_sweep("pipelined", runs, **sweep, shm_dir=f"{shm_dir}/missing")
+    except ValueError as error:
+        refused = str(error)
+    for pipeline in (False, True):
+        run_sweep("pipelined", runs, **sweep, pipeline=pipeline, shm_dir=shm_dir)
+    return refused
+
+
+def test_a_sweep_pipelines_distributed_sampling_with_its_host_tier_in_the_given_shm_dir(tiny, tmp_path):
+    from suite.datasets.reordered import load_reordered
+    from suite.harness import read_records
+
+    load_reordered("tiny", "wrpr", progress=False)  # prepared once, before the processes open it
+    shm_dir = tmp_path / "shm"
+    shm_dir.mkdir()
+    refusals = run_gloo(sweep_with_shm_dir, 2, tmp_path, str(tmp_path / "runs"), str(shm_dir))
+    assert refusals == [f"the shared-memory directory {shm_dir}/missing is not a directory: pass --shm-dir DIR "
+                        "(shm_dir=), a directory on a tmpfs such as /dev/shm"] * 2
+    records = read_records(tmp_path / "runs" / "pipelined.csv")
+    assert sorted(records["pipeline"]) == [False, True] and (records["sampling"] == "distributed").all()
+    assert records["loss"].nunique() == 1 and records["valid_accuracy"].nunique() == 1
+    assert (records["hit_ratio"] > 0.3).all() and list(shm_dir.iterdir()) == []
+
+
+def test_run_refuses_a_shm_dir_that_is_not_a_directory_before_launching(tmp_path, capsys):
+    from suite.cli import main
+
+    argv = ["run", "--experiment", "fig11", "--datasets", "tiny", "--gpus", "2", "--device", "cpu",
+            "--shm-dir", str(tmp_path / "missing"), "--runs", str(tmp_path), "-q"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tierbench: error: the shared-memory directory") and err.count("\n") == 1
+    assert "--shm-dir DIR" in err and list(tmp_path.iterdir()) == []

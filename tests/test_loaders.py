@@ -10,7 +10,9 @@ from suite.datasets.reordered import load_reordered
 from suite.loaders import LOADERS, create_loader
 from suite.pcie import PCIeCounter
 from tiering.combined import CombinedTensor, HotTierTooLarge
+from tests.tables import table_at
 from tiering.traffic import dma_traffic, zero_copy_traffic
+from tiering.zero_copy import VARIANTS
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +58,8 @@ def test_the_registry_explains_its_refusals(tiny):
 
 
 def table(dim, rows=4):
-    return torch.arange(rows * dim, dtype=torch.float32).view(rows, dim)
+    """A float32 table whose row 0 starts on a 128-byte line, as the hand counts below assume."""
+    return table_at(rows, dim)
 
 
 # (row bytes, row read, aligned payload/requests, naive payload/requests), computed by hand:
@@ -72,8 +75,9 @@ HAND = [
 
 @pytest.mark.parametrize("row_bytes, row, aligned, naive", HAND)
 def test_zero_copy_traffic_matches_hand_counts(row_bytes, row, aligned, naive):
-    assert zero_copy_traffic(torch.tensor([row]), row_bytes, aligned=True) == aligned
-    assert zero_copy_traffic(torch.tensor([row]), row_bytes, aligned=False) == naive
+    assert zero_copy_traffic(torch.tensor([row]), row_bytes, variant="aligned") == aligned
+    assert zero_copy_traffic(torch.tensor([row]), row_bytes, variant="wide") == aligned  # steps on whole lines too
+    assert zero_copy_traffic(torch.tensor([row]), row_bytes, variant="naive") == naive
 
 
 def test_naive_steps_for_516_byte_rows_by_hand():
@@ -87,8 +91,8 @@ def test_naive_steps_for_516_byte_rows_by_hand():
 @pytest.mark.parametrize("row_bytes, row, aligned, naive", HAND)
 def test_combined_tensor_counts_hits_and_traffic_of_cold_rows(row_bytes, row, aligned, naive):
     features = table(row_bytes // 4)
-    for flag, expected in ((True, aligned), (False, naive)):
-        loader = CombinedTensor(features, hot_rows=1, aligned=flag)
+    for variant, expected in (("aligned", aligned), ("wide", aligned), ("naive", naive)):
+        loader = CombinedTensor(features, hot_rows=1, variant=variant)
         assert torch.equal(loader.gather(torch.tensor([0, row, 0])), features[[0, row, 0]])
         stats = loader.stats()
         assert (stats.accesses, stats.hits) == (3, 2)
@@ -97,6 +101,25 @@ def test_combined_tensor_counts_hits_and_traffic_of_cold_rows(row_bytes, row, al
         assert stats.gpu_bytes_resident == row_bytes
         loader.reset_stats()
         assert loader.stats().accesses == 0 and loader.stats().gpu_bytes_resident == row_bytes
+
+
+# a 400-byte row 1 of a table starting at byte `offset` of a line, counted by hand: [400 + offset, 800 + offset)
+AT_OFFSET = [
+    (0, (13 * 32, 4), (16 * 32, 7)),  # as in HAND
+    (16, (13 * 32, 4), (13 * 32, 7)),  # [416, 816): sectors 13..25, lines 3..6; naive steps of 4+4+4+1 sectors
+    (64, (13 * 32, 4), (16 * 32, 7)),  # [464, 864): sectors 14..26, lines 3..6; naive steps of 5+5+5+1 sectors
+    (100, (14 * 32, 5), (17 * 32, 8)),  # [500, 900): sectors 15..28, lines 3..7; naive 5+5+5+2 sectors, 2+2+2+2 lines
+]
+
+
+@pytest.mark.parametrize("offset, aligned, naive", AT_OFFSET)
+def test_traffic_is_counted_at_the_tables_real_offset(offset, aligned, naive):
+    features = table_at(4, 100, offset=offset)  # a view starting `offset` bytes into a 128-byte line
+    for variant, expected in (("aligned", aligned), ("naive", naive)):
+        loader = CombinedTensor(features, hot_rows=1, variant=variant)
+        assert loader.host_offset == offset
+        assert torch.equal(loader.gather(torch.tensor([0, 1, 0])), features[[0, 1, 0]])
+        assert (loader.stats().pcie_payload_bytes, loader.stats().pcie_requests) == expected, variant
 
 
 def test_dma_loaders_count_dense_bytes():
@@ -143,9 +166,9 @@ def test_nvml_counter_says_unavailable_instead_of_zero():
     counter.start()
     assert counter.delta() is None and counter.reason == "no GPU in use"
     if not torch.cuda.is_available():
-        nvml = PCIeCounter(0)
+        nvml = PCIeCounter(torch.device("cuda", 0))
         nvml.start()
-        assert nvml.delta() is None and "unavailable" in nvml.reason
+        assert nvml.delta() is None and "unavailable" in nvml.reason and nvml.scope == nvml.reason
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -162,10 +185,10 @@ def test_gpu_loaders_are_bit_exact_against_index_select(name, reordered_tiny):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("row_bytes", [400, 512, 516, 1028, 1044])
-@pytest.mark.parametrize("aligned", [True, False])
-def test_gpu_gather_kernel_is_exact_for_misaligned_rows(row_bytes, aligned):
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_gpu_gather_kernel_is_exact_for_misaligned_rows(row_bytes, variant):
     features = torch.randn(3000, row_bytes // 4)
-    loader = CombinedTensor(features, hot_rows=700, device="cuda", aligned=aligned, max_blocks=4)
+    loader = CombinedTensor(features, hot_rows=700, device="cuda", variant=variant, max_blocks=4)
     ids = torch.randint(0, 3000, (5000,), device="cuda")
     assert torch.equal(loader.gather(ids).cpu(), features[ids.cpu()])
     loader.close()

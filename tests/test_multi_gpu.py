@@ -5,16 +5,20 @@ Each test spawns G processes that form a gloo group through a file store
 they gathered and counted, and the assertions run here, in the parent.
 """
 
+import errno
 import os
 import pathlib
 import shutil
+import time
 import uuid
 
 import pytest
 import torch
 import torch.distributed as dist
 
+from suite.datasets.host_copy import read_into_memory
 from tests.gloo import run_gloo
+from tiering import multi_gpu
 from tiering.combined import CombinedTensor
 from tiering.multi_gpu import MultiGPUCombinedTensor
 from tiering.placement import INTERLEAVED, REPLICATED, locate, plan_placement
@@ -26,6 +30,11 @@ ROW_BYTES = 4 * D
 
 def table() -> torch.Tensor:
     return torch.randn(N, D, generator=torch.Generator().manual_seed(0))
+
+
+def page_aligned_table() -> torch.Tensor:
+    """``table()`` starting on a page boundary, as the host segment does: both count host rows at the same offsets."""
+    return read_into_memory(table(), progress=False)
 
 
 def id_sets() -> dict[str, torch.Tensor]:
@@ -89,7 +98,7 @@ def expected_counts(ids, placement, rank, peers_mapped):
     own = (tier == REPLICATED) | ((tier == INTERLEAVED) & (gpu == rank))
     peer = (tier == INTERLEAVED) & ~own & peers_mapped
     host_from = placement.host_start if peers_mapped else placement.replicated
-    payload, requests = zero_copy_traffic(ids[~(own | peer)].long() - host_from, ROW_BYTES, aligned=True)
+    payload, requests = zero_copy_traffic(ids[~(own | peer)].long() - host_from, ROW_BYTES)
     return int((own | peer).sum()), int(peer.sum()), payload, requests
 
 
@@ -138,7 +147,7 @@ def test_four_ranks_with_an_uneven_interleaved_tier_and_an_empty_shard(tmp_path,
 def test_one_rank_counts_what_the_single_gpu_combined_tensor_counts(tmp_path, shm_dir):
     # R + M = 32 rows of 400 bytes = 100 lines, so host row r - 32 of the segment lines up as row r of the table does
     [[result]] = run_gloo(gather_all, 1, tmp_path, [(10, 22, None)], str(shm_dir))
-    single = CombinedTensor(table(), hot_rows=32)
+    single = CombinedTensor(page_aligned_table(), hot_rows=32)
     ids = id_sets()["random"]
     assert torch.equal(result["random"]["out"], single.gather(ids))
     mine, theirs = result["random"]["stats"], single.stats().as_dict()
@@ -166,13 +175,112 @@ def test_bad_input_is_refused_before_any_collective():
         MultiGPUCombinedTensor(table(), placement)
 
 
+def count_barriers() -> list:
+    """Make ``dist.barrier`` record each call (in a spawned process: the patch dies with it)."""
+    calls, barrier = [], dist.barrier
+
+    def counted(*args, **kwargs):
+        calls.append(time.time())
+        return barrier(*args, **kwargs)
+
+    dist.barrier = counted
+    return calls
+
+
+def close_twice(rank, world, shm_dir):
+    loader = MultiGPUCombinedTensor(table(), plan_placement(N, ROW_BYTES, world, 5, 40), shm_dir=shm_dir)
+    loader.gather(torch.arange(N))
+    barriers = count_barriers()
+    if rank == 0:
+        time.sleep(0.5)  # rank 1 must not free its shard before rank 0 has stopped reading it
+    entered = time.time()
+    loader.close()
+    left = time.time()
+    in_first_close = len(barriers)
+    loader.close()
+    ranks = [None] * world
+    dist.all_gather_object(ranks, rank)  # the group is still in step: no rank waits in a second close()
+    return {"entered": entered, "left": left, "first": in_first_close, "second": len(barriers) - in_first_close,
+            "ranks": ranks, "segments": sorted(os.listdir(shm_dir))}
+
+
+def test_close_waits_for_every_rank_once_and_a_second_close_does_nothing(tmp_path, shm_dir):
+    first, second = run_gloo(close_twice, 2, tmp_path, str(shm_dir))
+    assert second["left"] >= first["entered"]  # rank 1's close() returned only once rank 0 had called its own
+    for result in (first, second):
+        assert (result["first"], result["second"]) == (2, 0)  # stop reading; closed every mapping of a peer's shard
+        assert result["ranks"] == [0, 1] and result["segments"] == []
+
+
+class TinyTmpfs:
+    """``os.statvfs`` of a filesystem with ``free`` bytes left."""
+
+    def __init__(self, free: int):
+        self.f_bavail, self.f_frsize = free, 1
+
+
+def host_segment_refused(rank, world, shm_dir):
+    os.statvfs = lambda path: TinyTmpfs(32 * 1024)  # room for each rank's 10,000-byte shard, not the host rows
+    barriers = count_barriers()
+    try:
+        MultiGPUCombinedTensor(table(), plan_placement(N, ROW_BYTES, world, 5, 40), shm_dir=shm_dir)
+    except ValueError as error:
+        return {"error": str(error), "barriers": len(barriers)}
+    return {"error": None}
+
+
+def test_a_host_segment_larger_than_the_free_shared_memory_is_refused_on_every_rank(tmp_path, shm_dir):
+    results = run_gloo(host_segment_refused, 2, tmp_path, str(shm_dir))
+    need = (N - 45) * ROW_BYTES  # rows [R + M, N) of 400 bytes
+    for result in results:
+        assert result["error"] == results[0]["error"]  # rank 1 raises rank 0's refusal instead of waiting for it
+        assert f"needs 0.00 GiB ({need:,} bytes)" in result["error"]
+        assert "has 0.00 GiB (32,768 bytes) free" in result["error"] and "--shm-dir" in result["error"]
+        assert result["barriers"] == 0  # the failed constructor's close() waited for no one
+    assert list(shm_dir.iterdir()) == []  # every shard file and the refused segment are gone
+
+
+def test_a_segment_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "statvfs", lambda path: TinyTmpfs(1000))
+    refusal = rf"needs 0.00 GiB \(4,000 bytes\) but {tmp_path} has 0.00 GiB \(1,000 bytes\)"
+    with pytest.raises(ValueError, match=refusal):
+        multi_gpu._create_segment(str(tmp_path / "segment"), torch.zeros(10, 100))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_tmpfs_filled_by_another_process_refuses_with_enospc_instead_of_sigbus(tmp_path, monkeypatch):
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(ValueError, match=r"needs 0.00 GiB \(4,000 bytes\) but .* free: pass --shm-dir DIR"):
+        multi_gpu._create_segment(str(tmp_path / "segment"), torch.zeros(10, 100))
+    assert list(tmp_path.iterdir()) == []  # the file is removed, never left half-sized
+
+
+def test_a_segment_gets_its_blocks_before_the_copy(tmp_path):
+    rows = torch.randn(10, 100)
+    mapped = multi_gpu._create_segment(str(tmp_path / "segment"), rows)
+    assert torch.equal(mapped, rows)
+    assert os.stat(tmp_path / "segment").st_blocks * 512 >= rows.numel() * 4  # allocated, not a sparse file
+
+
+def test_a_shared_memory_directory_that_is_not_one_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="is not a directory: pass --shm-dir DIR"):
+        multi_gpu.check_shm_dir(str(tmp_path / "missing"))
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match="file is not a directory"):
+        multi_gpu.check_shm_dir(str(tmp_path / "file"))
+    multi_gpu.check_shm_dir(str(tmp_path))
+
+
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 def gpu_child(rank, world, configs, shm_dir):
     device = torch.device("cuda", rank % torch.cuda.device_count())
     torch.cuda.set_device(device)
-    return gather_all(rank, configs, shm_dir, device)
+    return gather_all(rank, world, configs, shm_dir, device)
 
 
 def too_large(rank, world, shm_dir):
@@ -189,7 +297,7 @@ def too_large(rank, world, shm_dir):
 def test_gpu_one_rank_matches_the_combined_tensor(tmp_path, shm_dir):
     [[result]] = run_gloo(gpu_child, 1, tmp_path, [(10, 22, None)], str(shm_dir))
     check([[result]], [(10, 22, None)], world=1)
-    single = CombinedTensor(table(), hot_rows=32, device="cuda")
+    single = CombinedTensor(page_aligned_table(), hot_rows=32, device="cuda")
     ids = id_sets()["random"]
     assert torch.equal(result["random"]["out"], single.gather(ids.cuda()).cpu())
     theirs = single.stats().as_dict()

@@ -24,6 +24,33 @@ def test_blocks_feed_sageconv_and_the_loss_decreases_on_tiny(tiny):
     r = results[0]
     assert r.batches == 5 and r.sampled_edges > 0 and r.hit_ratio == 1.0
     assert r.sample_s > 0 and r.gather_s > 0 and r.train_s > 0 and r.epoch_s >= r.train_s
+    assert r.pcie_rx_bytes_measured is None and r.as_record()["pcie_measured_scope"] == "no GPU in use"
+
+
+def test_a_step_on_cuda_waits_for_the_training_stream_not_the_whole_gpu(tiny, monkeypatch):
+    t = trainer(tiny)
+    waited = []
+    stream = type("Stream", (), {"synchronize": lambda self: waited.append(self)})()
+
+    def whole_device(device=None):
+        raise AssertionError("torch.cuda.synchronize would wait for the pipeline's gather stream too")
+
+    monkeypatch.setattr(torch.cuda, "synchronize", whole_device)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device: {torch.device("cuda:0"): stream}[device])
+    t.device = torch.device("cuda:0")
+    t._sync()
+    assert waited == [stream]
+
+
+def test_an_interrupted_epoch_stops_the_nvml_reader(tiny, monkeypatch):
+    t = trainer(tiny)
+    calls = []
+    monkeypatch.setattr(t.pcie, "start", lambda: calls.append("start"))
+    monkeypatch.setattr(t.pcie, "close", lambda: calls.append("close"))
+    monkeypatch.setattr(t.model, "forward", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        t.train_epoch(0, progress=False)
+    assert calls == ["start", "close"]
 
 
 def test_training_is_reproducible_for_a_seed(tiny):

@@ -26,7 +26,11 @@ graph with the same generator: the tests check this with 2 and 4 gloo
 processes.  Four collectives per hop; every rank must call ``sample`` the
 same number of times (the training loop gives every rank the same number of
 minibatches).  Collectives run on the process group's device: CPU tensors
-for gloo, the current GPU for NCCL.
+for gloo, the current GPU for NCCL.  Collectives on one group must be issued
+in the same order on every rank, so a sampler that runs beside other
+collectives (a pipeline's sampler thread beside DDP's gradient all-reduce,
+seeds/001 §5) needs a group of its own: ``dist.new_group`` over the same
+ranks.
 """
 
 from __future__ import annotations
@@ -101,6 +105,8 @@ class DistributedNeighborSampler(NeighborSampler):
 
     ``backend`` picks the local sampling primitive (``cpu``: numba; ``torch``:
     where the partition lives, a GPU for distributed GPU sampling).
+    ``group`` is the process group of its collectives: one of its own when
+    sampling runs beside other collectives.
     """
 
     def __init__(self, partition: GraphPartition, fanouts, backend: str = "cpu", group=None):

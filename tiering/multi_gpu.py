@@ -41,10 +41,11 @@ shard is mapped; ``reachable`` says which; the mode is logged on construction.
 bound to the process that allocated it, and a copy per process would multiply
 the host footprint; so the memory is allocated shareable first and each
 process then registers it with CUDA).  Group rank 0 creates a file in
-``shm_dir`` (``/dev/shm``, a tmpfs) and copies the host rows into it; the
-other ranks map the same file after a barrier, and on a GPU every rank pins
-its mapping in place with ``cudaHostRegister``
-(``tiering.zero_copy.register_host_memory``).  The segment holds rows
+``shm_dir`` (``/dev/shm``, a tmpfs) and copies the host rows into it: an
+explicit copy, read once from the (memory-mapped) table into shared memory.
+The other ranks map the same file after it is written, and on a GPU every
+rank pins its mapping of that shared memory in place with ``cudaHostRegister``
+(``tiering.zero_copy.register_host_memory``): no further copy.  The segment holds rows
 [R + M, N) when every rank maps every peer, and rows [R, N) when some rank
 lacks a peer holding interleaved rows (it must find those rows on the host);
 replicated rows are never needed there, and the whole table is never
@@ -52,16 +53,23 @@ duplicated.  Row r is row ``r - host_from`` of the segment, and the traffic
 model counts it at that offset (the segment starts on a page boundary).  Once
 every rank has mapped every file, the files are unlinked: the mappings live
 on until ``close()`` and nothing is left in ``/dev/shm`` even if a process
-dies.  (Docker gives ``/dev/shm`` 64 MiB by default: pass ``shm_dir`` or
-enlarge it for real tables.)
+dies.  A tmpfs hands out pages only when they are first written, so a file
+sized with ``ftruncate`` on a full one kills the writer with SIGBUS; each
+file's blocks are therefore allocated up front (``posix_fallocate``, after a
+free-space check with ``statvfs``), and a segment that does not fit is refused
+on every rank with a ``ValueError`` giving both sizes.  Docker gives
+``/dev/shm`` 64 MiB by default: pass ``shm_dir`` (``tierbench run --shm-dir``)
+on a larger tmpfs, or enlarge it (``docker run --shm-size``).  On the CPU
+path each rank also writes its own shard there.
 
 **One kernel launch per gather**: ``tiering.zero_copy``'s gather kernel (CUDA
-C through CuPy's ``RawKernel``, for the reasons given there), the same one the
+C through CuPy's ``RawModule``, for the reasons given there), the same one the
 single-GPU combined tensor uses, given a device-side table of G shard
 pointers (its own, its peers' IPC mappings, and null for a peer it cannot
-reach) plus the host pointer; one warp copies one row, grid-stride, with the
-optional 128-byte circular shift of seeds/004 §3.2.1 and a cap on the grid
-(seeds/004 §3.2.2).
+reach) plus the host pointer; one warp copies one row, grid-stride, in the
+chosen variant (naive, the 128-byte circular shift of seeds/004 §3.2.1, or
+wide) and with a cap on the grid (seeds/004 §3.2.2).  Tables are float32,
+float16 or bfloat16; the kernel copies bytes.
 
 **CPU path** (CI): the exact emulation.  Each rank writes its shard into its
 own shared-memory file, the file names travel with ``all_gather_object``
@@ -79,6 +87,7 @@ stay on the device, so a gather never synchronises for them.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 import os
 import socket
@@ -87,11 +96,12 @@ import uuid
 import torch
 import torch.distributed as dist
 
-from .combined import check_host_features
+from .combined import DeviceCounters, check_host_features
 from .feature_loader import FeatureLoader, LoaderStats
 from .placement import INTERLEAVED, REPLICATED, Placement, locate, plan_placement, shard
-from .traffic import zero_copy_traffic_tensors
-from .zero_copy import launch_gather, register_host_memory, unregister_host_memory
+from .traffic import LINE, zero_copy_traffic_tensors
+from .zero_copy import (DEFAULT_VARIANT, check_variant, launch_gather, mapped_pointer, register_host_memory,
+                        unregister_host_memory)
 
 logger = logging.getLogger(__name__)
 
@@ -111,8 +121,9 @@ class MultiGPUStats(LoaderStats):
         return self.accesses - self.hits
 
 
-def _check_inputs(features: torch.Tensor, placement: Placement) -> None:
+def _check_inputs(features: torch.Tensor, placement: Placement, variant: str) -> None:
     check_host_features(features, "its rows are copied to the GPUs and the host segment")
+    check_variant(variant)
     if placement.num_rows != features.shape[0]:
         raise ValueError(f"the placement is for {placement.num_rows} rows but features has {features.shape[0]}")
     row_bytes = features.shape[1] * features.element_size()
@@ -120,20 +131,62 @@ def _check_inputs(features: torch.Tensor, placement: Placement) -> None:
         raise ValueError(f"the placement has {placement.row_bytes}-byte rows but features' rows are {row_bytes} bytes")
 
 
+def check_shm_dir(shm_dir: str) -> None:
+    """Refuse a directory that cannot hold the shared-memory files (not a directory, not writable)."""
+    if not os.path.isdir(shm_dir):
+        raise ValueError(f"the shared-memory directory {shm_dir} is not a directory: pass --shm-dir DIR (shm_dir=), "
+                         "a directory on a tmpfs such as /dev/shm")
+    if not os.access(shm_dir, os.W_OK | os.X_OK):
+        raise ValueError(f"the shared-memory directory {shm_dir} is not writable by this user: pass --shm-dir DIR "
+                         "(shm_dir=), a writable directory on a tmpfs")
+
+
+def _free_bytes(directory: str) -> int:
+    """Bytes an unprivileged process may still write into ``directory``'s filesystem."""
+    status = os.statvfs(directory)
+    return status.f_bavail * status.f_frsize
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**30:.2f} GiB ({nbytes:,} bytes)"
+
+
+def _no_room(path: str, need: int) -> ValueError:
+    directory = os.path.dirname(path)
+    return ValueError(
+        f"the shared-memory file {os.path.basename(path)} needs {_size(need)} but {directory} has "
+        f"{_size(_free_bytes(directory))} free: pass --shm-dir DIR (shm_dir=) on a larger tmpfs, or enlarge "
+        "/dev/shm (docker run --shm-size=..., or mount -o remount,size=... /dev/shm)"
+    )
+
+
 def _create_segment(path: str, rows: torch.Tensor) -> torch.Tensor:
-    """A new shared-memory file at ``path`` holding a copy of ``rows``, mapped shared."""
+    """A new shared-memory file at ``path`` holding a copy of ``rows``, mapped shared.
+
+    The file's blocks are allocated up front (``posix_fallocate``): a tmpfs
+    that is too small then refuses with ENOSPC here, instead of killing the
+    process with SIGBUS when the copy touches a page it cannot back.
+    """
+    need = rows.numel() * rows.element_size()
+    if need > _free_bytes(os.path.dirname(path)):
+        raise _no_room(path, need)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.ftruncate(fd, rows.numel() * rows.element_size())
+        os.posix_fallocate(fd, 0, need)
+    except OSError as error:
+        os.unlink(path)
+        if error.errno in (errno.ENOSPC, errno.EFBIG):  # another process took the room since the check
+            raise _no_room(path, need) from None
+        raise
     finally:
         os.close(fd)
-    mapped = _attach_segment(path, rows.shape[0], rows.shape[1])
+    mapped = _attach_segment(path, rows.shape[0], rows.shape[1], rows.dtype)
     mapped.copy_(rows)
     return mapped
 
 
-def _attach_segment(path: str, num_rows: int, dim: int) -> torch.Tensor:
-    return torch.from_file(path, shared=True, size=num_rows * dim, dtype=torch.float32).view(num_rows, dim)
+def _attach_segment(path: str, num_rows: int, dim: int, dtype: torch.dtype) -> torch.Tensor:
+    return torch.from_file(path, shared=True, size=num_rows * dim, dtype=dtype).view(num_rows, dim)
 
 
 def _bus_id(device: torch.device) -> str:
@@ -163,13 +216,13 @@ class MultiGPUCombinedTensor(FeatureLoader):
 
     Parameters
     ----------
-    features : contiguous float32 CPU tensor (N, D), the whole table in hotness order
+    features : contiguous float32, float16 or bfloat16 CPU tensor (N, D), the whole table in hotness order
     placement : from ``plan_placement`` with ``gpus`` equal to the group's size
     device : this rank's training device (``cuda:k``; ``cpu`` for the emulation)
     group : the process group (default: the default group); gloo or NCCL
     peer_access : ``None`` maps every peer GPU this one can reach, ``False`` none
         ("one GPU + host"), ``True`` requires all and raises otherwise
-    aligned : circular-shift the warps' reads onto 128-byte lines (seeds/004 §3.2.1)
+    variant : the gather kernel's access pattern, one of ``tiering.zero_copy.VARIANTS`` (seeds/004 §3.2.1)
     max_blocks : cap on the gather kernel's grid (seeds/004 §3.2.2)
     shm_dir : directory of the shared-memory files (a tmpfs)
 
@@ -177,26 +230,29 @@ class MultiGPUCombinedTensor(FeatureLoader):
     shard is read from GPU memory), ``peer_access`` (all of them),
     ``host_from`` (first row held by the host segment), ``row_bytes``.
 
-    ``close()`` is local: call it on every rank once no rank gathers any more
-    (after a barrier), since it frees the shard that peers read.
+    ``close()`` is collective: every rank calls it when it has gathered its
+    last rows, and it waits for all of them before freeing the shard that
+    peers read.
     """
 
     def __init__(self, features: torch.Tensor, placement: Placement, device="cpu", *, group=None,
-                 peer_access: bool | None = None, aligned: bool = True, max_blocks: int | None = None,
+                 peer_access: bool | None = None, variant: str = DEFAULT_VARIANT, max_blocks: int | None = None,
                  shm_dir: str = "/dev/shm"):
-        _check_inputs(features, placement)
+        _check_inputs(features, placement, variant)
         if not dist.is_available() or not dist.is_initialized():
             raise RuntimeError("MultiGPUCombinedTensor needs an initialised torch.distributed process group (one rank per GPU)")
         world = dist.get_world_size(group)
         if world != placement.gpus:
             raise ValueError(f"the placement is for {placement.gpus} GPUs but the process group has {world} ranks")
+        check_shm_dir(shm_dir)
         super().__init__(features.shape[0], features.shape[1], device)
         if self.device.type not in ("cpu", "cuda"):
             raise ValueError(f"device must be cpu or cuda, got {self.device}")
         self.placement = placement
         self.group = group
         self.rank = dist.get_rank(group)
-        self.aligned = aligned
+        self.variant = variant
+        self.dtype = features.dtype
         self.max_blocks = max_blocks
         self.row_bytes = placement.row_bytes
         self._cuda = self.device.type == "cuda"
@@ -207,6 +263,7 @@ class MultiGPUCombinedTensor(FeatureLoader):
         self._pointer_table: torch.Tensor | None = None  # CUDA path: the kernel's copy of _pointers
         self._registered = False
         self.host: torch.Tensor | None = None  # the shared host segment, rows [host_from, N)
+        self._peers_may_read = False  # set once built: close() then waits for every rank before freeing
         try:
             if self._cuda:
                 with torch.cuda.device(self.device):
@@ -214,10 +271,11 @@ class MultiGPUCombinedTensor(FeatureLoader):
             else:
                 self._build(features, peer_access, shm_dir)
         except BaseException:
-            self.close()
+            self.close()  # this rank's resources only: a peer that did not fail is not calling close()
             raise
+        self._peers_may_read = True
         self._stats.gpu_bytes_resident = placement.bytes_per_gpu()[self.rank]
-        self._pending = torch.zeros(4, dtype=torch.int64, device=self.device)  # hits, peer rows, payload, requests
+        self._counters = DeviceCounters(4, self.device)  # hits, peer rows, payload, requests
 
     def _all_gather(self, value) -> list:
         gathered = [None] * self.placement.gpus
@@ -275,14 +333,24 @@ class MultiGPUCombinedTensor(FeatureLoader):
         return meta
 
     def _share_host_tier(self, features: torch.Tensor, path: str) -> None:
-        """Rank 0 writes rows [host_from, N) into the shared segment; the others map it once it is written."""
+        """Rank 0 writes rows [host_from, N) into the shared segment; the others map it once it is written.
+
+        A segment that does not fit in ``shm_dir`` is refused on every rank
+        alike, so no rank waits for a segment that will not come.
+        """
         rows = self.num_rows - self.host_from
+        refusal = None
         if self.rank == 0 and rows:
             self._paths.append(path)
-            self.host = _create_segment(path, features[self.host_from:])
-        dist.barrier(group=self.group)
+            try:
+                self.host = _create_segment(path, features[self.host_from:])
+            except ValueError as error:
+                refusal = str(error)
+        refusal = self._all_gather(refusal)[0]  # also the barrier: rank 0 has written the segment
+        if refusal is not None:
+            raise ValueError(refusal)
         if self.rank != 0 and rows:
-            self.host = _attach_segment(path, rows, self.feature_dim)
+            self.host = _attach_segment(path, rows, self.feature_dim, self.dtype)
 
     def _export(self, rows: torch.Tensor, path: str):
         """Place this rank's shard and return what a peer needs to map it (None for an empty shard)."""
@@ -305,7 +373,7 @@ class MultiGPUCombinedTensor(FeatureLoader):
     def _import(self, gpu: int, handle) -> None:
         rows = self.placement.replicated + self.placement.interleaved_rows_on(gpu)
         if not self._cuda:
-            self._shards[gpu] = _attach_segment(handle, rows, self.feature_dim)
+            self._shards[gpu] = _attach_segment(handle, rows, self.feature_dim, self.dtype)
             return
         import cupy
 
@@ -324,15 +392,18 @@ class MultiGPUCombinedTensor(FeatureLoader):
         peer = (tier == INTERLEAVED) & ~own & self._reachable_mask[gpu.clamp(min=0)]
         from_host = ~(own | peer)
         host_row = ids - self.host_from
-        payload, requests = zero_copy_traffic_tensors(host_row, self.row_bytes, aligned=self.aligned, counted=from_host)
+        host_offset = self.host.data_ptr() % LINE if self.host is not None else 0
+        payload, requests = zero_copy_traffic_tensors(host_row, self.row_bytes, host_offset, self.variant,
+                                                      counted=from_host)
         self._stats.accesses += len(ids)
-        self._pending += torch.stack([(own | peer).sum(), peer.sum(), payload, requests])  # stays on the device: no sync here
-        out = torch.empty((len(ids), self.feature_dim), dtype=torch.float32, device=self.device)
+        self._counters.add(torch.stack([(own | peer).sum(), peer.sum(), payload, requests]))  # no sync here
+        out = torch.empty((len(ids), self.feature_dim), dtype=self.dtype, device=self.device)
         if self._cuda:
             p = self.placement
-            launch_gather(self._pointer_table, self.host.data_ptr() if self.host is not None else 0, ids, out,
-                          self.num_rows, replicated=p.replicated, host_start=p.host_start, host_from=self.host_from,
-                          gpus=p.gpus, rank=self.rank, aligned=self.aligned, max_blocks=self.max_blocks)
+            launch_gather(self._pointer_table, mapped_pointer(self.host, self.device) if self.host is not None else 0,
+                          ids, out, self.num_rows, replicated=p.replicated, host_start=p.host_start,
+                          host_from=self.host_from, gpus=p.gpus, rank=self.rank, variant=self.variant,
+                          max_blocks=self.max_blocks)
             return out
         out[own] = torch.index_select(self._shards[self.rank], 0, local[own])
         for g, rows in enumerate(self._shards):
@@ -344,29 +415,51 @@ class MultiGPUCombinedTensor(FeatureLoader):
         return out
 
     def stats(self) -> MultiGPUStats:
-        hits, peer_rows, payload, requests = (int(v) for v in self._pending.cpu())
+        hits, peer_rows, payload, requests = self._counters.read()
         return MultiGPUStats(**{**dataclasses.asdict(super().stats()), "hits": hits, "peer_rows": peer_rows,
                                 "pcie_payload_bytes": payload, "pcie_requests": requests, "host_bytes_touched": payload})
 
     def reset_stats(self) -> None:
         super().reset_stats()
-        self._pending.zero_()
+        self._counters.zero()
 
     def close(self) -> None:
-        """Unpin the host segment, close the peers' IPC mappings, free this rank's shard, unlink leftover files."""
+        """Wait for every rank to stop gathering, then unpin the host segment, close the peers' IPC mappings,
+        free this rank's shard and unlink leftover files.
+
+        Collective once the constructor has returned: peers read this rank's
+        shard until they stop gathering, so every rank must call ``close()``;
+        each one finishes its own gathers on the device and all meet at a
+        barrier of the group; each then closes its mappings of its peers'
+        shards, and all meet again before any rank frees its own.  When the
+        constructor fails it calls ``close()`` itself, which then releases
+        this rank's resources without waiting (the other ranks may not be
+        failing, and would never reach the barrier).  A second call does nothing.
+        """
+        collective, self._peers_may_read = self._peers_may_read, False  # a failed constructor gathered nothing
+        if collective:
+            if self._cuda:
+                torch.cuda.synchronize(self.device)  # no kernel of this rank still reads host memory or a shard
+            dist.barrier(group=self.group)  # nor any peer's: every rank has synchronised and reached close()
         if self._registered:
             unregister_host_memory(self.host)
             self._registered = False
+        own = self._pointers[self.rank]
         if any(self._pointers):
             import cupy
 
             with cupy.cuda.Device(self.device.index):
                 for g, ptr in enumerate(self._pointers):
-                    self._pointers[g] = 0
-                    if ptr and g == self.rank:
-                        cupy.cuda.runtime.free(ptr)
-                    elif ptr:
+                    if ptr and g != self.rank:
                         cupy.cuda.runtime.ipcCloseMemHandle(ptr)
+                self._pointers = [0] * len(self._pointers)
+        if collective:
+            dist.barrier(group=self.group)  # every peer has closed its mapping of this rank's shard
+        if own:
+            import cupy
+
+            with cupy.cuda.Device(self.device.index):
+                cupy.cuda.runtime.free(own)
         self._pointer_table = None
         self._shards = [None] * len(self._shards)
         self.host = None

@@ -191,6 +191,10 @@ class Block:
         weight = None if self.edge_weight is None else self.edge_weight.to(device, non_blocking=True)
         return Block(self.edge_index.to(device, non_blocking=True), self.num_src, self.num_dst, weight)
 
+    def tensors(self) -> list[torch.Tensor]:
+        """Every tensor the block holds (what a consumer on another CUDA stream must mark as in use)."""
+        return [self.edge_index] if self.edge_weight is None else [self.edge_index, self.edge_weight]
+
 
 @dataclasses.dataclass
 class MiniBatch:
@@ -201,6 +205,10 @@ class MiniBatch:
     @property
     def num_sampled_edges(self) -> int:
         return sum(int(b.edge_index.shape[1]) for b in self.blocks)
+
+    def tensors(self) -> list[torch.Tensor]:
+        """Every tensor the minibatch holds, its blocks' included."""
+        return [self.seeds, self.input_nodes] + [t for block in self.blocks for t in block.tensors()]
 
 
 def append_new_nodes(frontier: torch.Tensor, neighbors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

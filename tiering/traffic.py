@@ -2,20 +2,29 @@
 
 A GPU reads host memory by zero-copy in 32-byte sectors, grouped into
 requests of at most one 128-byte cache line (seeds/004 §3.2.1, Fig. 4).  A
-warp copying a row issues one request per 128-byte line its 32 lanes touch
-in each step, so the count depends on how the row's bytes line up:
+warp copying a row (``tiering.zero_copy``) issues, in each step, one request
+per 128-byte line its 32 lanes touch; a step covers 32 units of 2, 4 or 16
+bytes (``zero_copy.copy_unit``: 64, 128 or 512 bytes).  So the count depends
+on how the row's bytes line up and on the kernel variant:
 
-* **aligned** (seeds/004's circular shift, ``CombinedTensor(aligned=True)``):
-  each step reads one whole line, so a row costs exactly the lines it
-  overlaps and the sectors it overlaps;
-* **naive** (lane k of step s reads element 32 s + k): each 128-byte step
-  starts wherever the row starts, so a misaligned row pays for up to two
-  lines and five sectors per step, and sectors at step borders twice.
+* **aligned** (seeds/004's circular shift) and **wide**: the steps start on
+  the 128-byte line at or before the row, so a row costs exactly the sectors
+  it overlaps, and one request per line it overlaps (per 64-byte half line
+  where it moves in 2-byte units, each half being its own step);
+* **naive** (lane k of step s reads unit 32 s + k): each step starts where
+  the previous one ended, from the row's first byte, so a misaligned row pays
+  for up to two lines and five sectors per 128-byte step, and sectors at step
+  borders twice.
 
-Offsets are the rows' real byte offsets in their allocation
-(``base_offset + row * row_bytes``), so a 400-byte row 1 starts at byte 400.
-DMA loaders instead move dense buffers: their payload is the bytes copied,
-counted in 128-byte units as requests so the columns compare across loaders.
+Offsets are the rows' real byte offsets: ``base_offset + row * row_bytes``
+with ``base_offset`` the table's address modulo 128 (``data_ptr() % 128``:
+``torch.empty`` does not align large tables to 128 bytes), so a 400-byte row 1
+of an aligned table starts at byte 400.  Rows of float16 and bfloat16 tables
+are ``D * 2`` bytes and are counted at that size.  The model assumes the
+kernel writes into an output whose rows start 16-byte aligned, as a fresh
+allocation does.  DMA loaders instead move dense buffers: their payload is
+the bytes copied, counted in 128-byte units as requests so the columns
+compare across loaders.
 
 Everything here is integer arithmetic on tensors and runs on whatever device
 the ids are on.
@@ -24,6 +33,8 @@ the ids are on.
 from __future__ import annotations
 
 import torch
+
+from .zero_copy import DEFAULT_VARIANT, WARP, check_variant, copy_unit
 
 SECTOR = 32
 LINE = 128
@@ -35,35 +46,40 @@ def _span(start: torch.Tensor, end: torch.Tensor, unit: int) -> torch.Tensor:
     return torch.where(end > start, count, torch.zeros_like(count))
 
 
-def zero_copy_traffic_tensors(rows: torch.Tensor, row_bytes: int, base_offset: int = 0, aligned: bool = True,
-                              counted: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def zero_copy_traffic_tensors(rows: torch.Tensor, row_bytes: int, base_offset: int = 0,
+                              variant: str = DEFAULT_VARIANT, counted: torch.Tensor | None = None,
+                              ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(payload_bytes, requests)`` as 0-d int64 tensors on ``rows``' device, without synchronising.
 
     ``counted`` (a boolean mask over ``rows``) limits the count to those rows,
     e.g. the cold ones of a gather, so no data-dependent indexing is needed.
     """
+    check_variant(variant)
     if row_bytes <= 0:
         raise ValueError(f"row_bytes must be positive, got {row_bytes}")
+    if not 0 <= base_offset < LINE:
+        raise ValueError(f"base_offset must be in [0, {LINE}), got {base_offset}")
+    step = WARP * copy_unit(variant, base_offset, row_bytes)
     start = rows.to(torch.int64) * row_bytes + base_offset
     end = start + row_bytes
     if counted is not None:
         end = torch.where(counted, end, start)  # an uncounted row spans nothing
-    if aligned:
-        return _span(start, end, SECTOR).sum() * SECTOR, _span(start, end, LINE).sum()
-    steps = -(-row_bytes // LINE)
-    offsets = torch.arange(steps, device=rows.device, dtype=torch.int64) * LINE
+    if variant != "naive":
+        return _span(start, end, SECTOR).sum() * SECTOR, _span(start, end, min(step, LINE)).sum()
+    offsets = torch.arange(-(-row_bytes // step), device=rows.device, dtype=torch.int64) * step
     step_start = start[:, None] + offsets[None, :]
-    step_end = torch.minimum(step_start + LINE, end[:, None])
+    step_end = torch.minimum(step_start + step, end[:, None])
     return _span(step_start, step_end, SECTOR).sum() * SECTOR, _span(step_start, step_end, LINE).sum()
 
 
-def zero_copy_traffic(rows: torch.Tensor, row_bytes: int, base_offset: int = 0, aligned: bool = True) -> tuple[int, int]:
+def zero_copy_traffic(rows: torch.Tensor, row_bytes: int, base_offset: int = 0,
+                      variant: str = DEFAULT_VARIANT) -> tuple[int, int]:
     """``(payload_bytes, requests)`` for reading ``rows`` of a table by zero-copy.
 
     ``rows`` are row numbers in the host allocation; ``base_offset`` is the
-    byte offset of row 0 in it.
+    byte offset of row 0 within its 128-byte line.
     """
-    payload, requests = zero_copy_traffic_tensors(rows, row_bytes, base_offset, aligned)
+    payload, requests = zero_copy_traffic_tensors(rows, row_bytes, base_offset, variant)
     return int(payload), int(requests)
 
 

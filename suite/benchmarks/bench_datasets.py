@@ -1,4 +1,4 @@
-"""Throughput of graph generation and of OGB -> CSR conversion (foundation issue).
+"""Throughput of graph generation and of OGB -> CSR conversion.
 
 Speeds are reported as nanoseconds per edge (lower is better, as asv
 assumes) and, for CSR construction, as a ratio against SciPy's COO -> CSR

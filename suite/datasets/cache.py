@@ -22,7 +22,6 @@ import os
 import shutil
 from pathlib import Path
 
-import platformdirs
 from tqdm.auto import tqdm
 
 from .. import atomic
@@ -37,7 +36,14 @@ _PROGRESS_BYTES = 256 << 20  # show a progress bar when hashing more than this
 def cache_root() -> Path:
     """``$TIERBENCH_DATA`` or the per-user cache directory."""
     env = os.environ.get("TIERBENCH_DATA")
-    return Path(env).expanduser() if env else Path(platformdirs.user_cache_dir("tierbench"))
+    if env:
+        return Path(env).expanduser()
+    try:
+        import platformdirs  # only here: with $TIERBENCH_DATA set, an offline install does without it
+    except ImportError:
+        raise ValueError("platformdirs is not installed: install it, or set TIERBENCH_DATA to the dataset cache "
+                         "directory") from None
+    return Path(platformdirs.user_cache_dir("tierbench"))
 
 
 def sha256_file(path: Path, progress: bool = True) -> str:

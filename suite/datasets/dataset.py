@@ -1,8 +1,11 @@
 """A prepared dataset in memory, and its files in a cache entry.
 
-On disk an entry holds one ``.npy`` file per array (never pickles), which
-load memory-mapped: a feature table larger than RAM opens instantly and pages
-in on demand, and the later tiers (pinned host memory, GPU) read from it::
+On disk an entry holds one ``.npy`` file per array (never pickles).  The
+feature table and the adjacency lists load memory-mapped copy-on-write: a
+table larger than RAM opens instantly and pages in on demand, and the
+loaders read from it.  A mapping of the file cannot be pinned in place, so
+the zero-copy loaders on a GPU read the table into memory first
+(``suite.datasets.host_copy``) and pin that::
 
     indptr.npy  int64 (N + 1)      indices.npy  int32/int64 (E)
     features.npy  float32 (N, D)   labels.npy  int64 (N), -1 = no label
