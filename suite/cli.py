@@ -3,7 +3,7 @@
     tierbench datasets list                       presets, their shapes, and whether they are cached
     tierbench datasets generate NAME [NAME ...]   build cache entries (synthetic, or a real ogbn-* with --ogb-root)
     tierbench datasets info NAME [NAME ...]       statistics from the manifests; --out DIR writes a table and a figure
-    tierbench prepare --dataset NAME --scorer S   score, reorder and cache a dataset (S: degree, rpr, wrpr)
+    tierbench prepare --dataset NAME --scorer S   score, reorder and cache a dataset (S: see prepare --help)
     tierbench scorers --dataset NAME --out DIR    score concentration and scoring/reordering speed tables
     tierbench train --dataset NAME --epochs K     GraphSAGE training, timed per stage, with validation accuracy
     tierbench profile --dataset NAME --figure 7|9 measured feature reuse by scorer (paper Figures 7 and 9)
@@ -14,20 +14,33 @@
     tierbench run --experiment fig11 --gpus G     the same on G processes, one per GPU (torchrun, DDP)
     tierbench report --experiment NAME            tables and figures from a sweep's records (Figures 8, 10, 11)
     tierbench report --figure 7|9 --dataset NAME  redraw Figure 7 or 9 from its CSV
+
+Every subcommand's --help lists its options with their defaults.  A user error ends the command with one line,
+"tierbench: error: ...", and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import subprocess
 import sys
 
 import pandas as pd
+import torch
+
+from tiering.scores import SCORERS
 
 from .datasets import PRESETS, DatasetFileError, entry_path, prepare_dataset
-from .datasets.cache import MANIFEST, read_manifest
+from .datasets.cache import describe_root, entry_bytes, is_complete, read_manifest
 from .datasets.build import regenerate_hint
+from .datasets.reordered import DEFAULT_PARAMS
+from .devices import resolve_device
+from .loaders import HOT_TIER_LOADERS, LOADERS, REORDERED_LOADERS, create_loader
+
+DEFAULT_SCORER = "wrpr"  # weighted reverse PageRank, the scorer seeds/000 §3.1 trains with
+DEFAULT_HOT_FRACTION = 0.1
 
 
 def _human_bytes(n: float) -> str:
@@ -42,6 +55,8 @@ def _human_bytes(n: float) -> str:
 def _cmd_list(args) -> int:
     rows = []
     for p in PRESETS.values():
+        entry = entry_path(p.name)
+        cached = is_complete(entry)
         rows.append(
             {
                 "name": p.name,
@@ -53,19 +68,22 @@ def _cmd_list(args) -> int:
                 "D": p.feature_dim,
                 "C": p.num_classes,
                 "labelled": f"{p.num_labeled / p.num_nodes:.1%}",
-                "size (est.)": _human_bytes(p.estimated_bytes()),
-                "cached": (entry_path(p.name) / MANIFEST).exists(),
+                "size": _human_bytes(entry_bytes(entry)) if cached else f"~{_human_bytes(p.estimated_bytes())} (est.)",
+                "cached": cached,
             }
         )
+    print(f"dataset cache: {describe_root()}\n")
     print(pd.DataFrame(rows).to_string(index=False))
-    print("\nReal OGB datasets: tierbench datasets generate ogbn-NAME --ogb-root DIR (never downloads).")
+    print("\nsize: what a cached entry takes on disk, or an estimate (features + CSR) for one not built yet.")
+    print("Real OGB datasets: tierbench datasets generate ogbn-NAME --ogb-root DIR (never downloads).")
     return 0
 
 
 def _cmd_generate(args) -> int:
+    print(f"dataset cache: {describe_root()}")
     for name in args.names:
         entry = prepare_dataset(name, ogb_root=args.ogb_root, force=args.force, progress=not args.quiet)
-        print(f"{name}: {entry}")
+        print(f"{name}: {entry} ({_human_bytes(entry_bytes(entry))})")
     return 0
 
 
@@ -75,6 +93,10 @@ def _cmd_info(args) -> int:
     manifests = {}
     for name in args.names:
         entry = entry_path(name, args.ogb_root)
+        if not is_complete(entry):
+            root = f" --ogb-root {args.ogb_root}" if args.ogb_root else ""
+            raise ValueError(f"{name} is not in the dataset cache {describe_root()}: build it with "
+                             f"`tierbench datasets generate {name}{root}`")
         manifests[name] = read_manifest(entry, regenerate_hint(name, args.ogb_root))
         manifests[name]["path"] = str(entry)
     table = summarize(manifests)
@@ -121,29 +143,88 @@ def _fanouts(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"fanouts are comma-separated integers such as 12,12,12, got {text!r}") from None
 
 
-def _cmd_train(args) -> int:
-    import torch
+def _number(text: str, kind):
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
+
+def _positive_int(text: str) -> int:
+    """An option's value that must be an integer of at least 1 (epochs, sizes, repeats)."""
+    value = _number(text, int)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    """An option's value that must be a number above 0 (learning rate, sizes in GiB)."""
+    value = _number(text, float)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text!r}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    """A share of rows, in [0, 1] (hot fractions)."""
+    value = _number(text, float)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text!r}")
+    return value
+
+
+def _dropout(text: str) -> float:
+    value = _number(text, float)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"is a probability in [0, 1), got {text!r}")
+    return value
+
+
+def _warn(message: str) -> None:
+    print(f"tierbench: warning: {message}", file=sys.stderr)
+
+
+def _loader_hot_fraction(loader: str, hot_fraction: float | None) -> float:
+    """The share of rows ``loader`` keeps in GPU memory: ``hot_fraction`` for a loader with a hot tier, else all or
+    none of them (``--hot-fraction`` given to such a loader is ignored, with a warning)."""
+    if loader in HOT_TIER_LOADERS:
+        return DEFAULT_HOT_FRACTION if hot_fraction is None else hot_fraction
+    share = 1.0 if loader == "in-memory" else 0.0
+    if hot_fraction is not None:
+        _warn(f"--hot-fraction {hot_fraction} is ignored: loader {loader} has no hot tier (it keeps {share:.0%} of "
+              f"the rows in GPU memory); the loaders with one are {', '.join(HOT_TIER_LOADERS)}")
+    return share
+
+
+def _cmd_train(args) -> int:
     from .datasets import load_dataset
     from .datasets.reordered import load_reordered
-    from .loaders import create_loader
     from .train import Trainer, default_fanouts, majority_accuracy
     from .train_report import write_training_report
 
+    hot_fraction = _loader_hot_fraction(args.loader, args.hot_fraction)
+    device = torch.device(args.device)  # checked by main
+    if args.scorer is None and args.loader in REORDERED_LOADERS:
+        args.scorer = DEFAULT_SCORER
+        print(f"loader {args.loader} needs a dataset reordered hottest-first: using --scorer {DEFAULT_SCORER} "
+              f"(weighted reverse PageRank; --scorer chooses another)")
     if args.scorer:
         dataset = load_reordered(args.dataset, args.scorer, ogb_root=args.ogb_root, progress=not args.quiet)
     else:
         dataset = load_dataset(args.dataset, ogb_root=args.ogb_root, progress=not args.quiet)
     fanouts = args.fanout or default_fanouts(args.dataset)
-    device = torch.device(args.device)
-    loader = create_loader(args.loader, dataset, args.hot_fraction, device, progress=not args.quiet)
+    loader = create_loader(args.loader, dataset, hot_fraction, device, progress=not args.quiet)
     trainer = Trainer(
         dataset, loader, fanouts, batch_size=args.batch_size, hidden=args.hidden, dropout=args.dropout,
         lr=args.lr, seed=args.seed,
     )
     majority = majority_accuracy(dataset)
     print(
-        f"{dataset}\nloader {args.loader} (hot fraction {args.hot_fraction}), fanouts {fanouts}, batch {args.batch_size}, "
+        f"{dataset}\nloader {args.loader} (hot fraction {hot_fraction}), fanouts {fanouts}, batch {args.batch_size}, "
         f"device {device}; majority-class valid accuracy {majority:.3f}"
     )
     results = []
@@ -158,7 +239,7 @@ def _cmd_train(args) -> int:
     loader.close()
     if args.out:
         settings = {"dataset": args.dataset, "scorer": args.scorer or "none", "fanouts": ",".join(map(str, fanouts)),
-                    "batch_size": args.batch_size, "loader": args.loader, "hot_fraction": args.hot_fraction,
+                    "batch_size": args.batch_size, "loader": args.loader, "hot_fraction": hot_fraction,
                     "majority_valid_accuracy": majority}
         for path in write_training_report(results, settings, args.out, device):
             print(f"wrote {path}")
@@ -180,10 +261,8 @@ def _cmd_profile(args) -> int:
 
 
 def _cmd_gpubench(args) -> int:
-    import torch
-
-    if not torch.cuda.is_available():
-        raise ValueError("gpubench needs a CUDA GPU and none is visible here; no GPU numbers were made")
+    if torch.device(args.device).type != "cuda":
+        raise ValueError(f"gpubench measures a CUDA GPU, not {args.device}: give --device cuda or cuda:N")
     from .gpu_bench import run_gpu_benchmarks
     from .gpu_suite import device_folder, visible_gpu
 
@@ -207,7 +286,7 @@ def _cmd_doctor(args) -> int:
 
     host_tier_bytes = args.host_tier_bytes
     if args.dataset:
-        hot_fraction = 0.1 if args.hot_fraction is None else args.hot_fraction
+        hot_fraction = DEFAULT_HOT_FRACTION if args.hot_fraction is None else args.hot_fraction
         host_tier_bytes = host_tier_bytes_of(args.dataset, hot_fraction)
         print(f"host tier: the cold rows of {args.dataset} at {hot_fraction:.0%} hot, {host_tier_bytes:,} bytes")
     elif args.hot_fraction is not None:
@@ -227,34 +306,51 @@ def _names(text: str) -> list[str]:
     return [part for part in text.split(",") if part]
 
 
+def _interrupted(sweep, rerun: bool) -> str:
+    """The line that ends an interrupted sweep: what its CSV kept, and how to go on."""
+    again = "run it again without --rerun" if rerun else "run the same command again"
+    return (f"tierbench: interrupted: {len(sweep.recorded())} of {len(sweep.cells)} cells recorded in {sweep.path}; "
+            f"{again} to resume (finished cells are skipped)")
+
+
 def _cmd_run(args) -> int:
     from tiering.multi_gpu import check_shm_dir
 
     from . import distributed
-    from .harness import prepare_datasets, run_sweep, sweep_cells
+    from .harness import plan_sweep, prepare_datasets, run_sweep
 
     if args.gpus is not None:
-        check_shm_dir(args.shm_dir)  # before any process is launched or dataset prepared
-    sweep = dict(datasets=args.datasets, loaders=args.loaders, hot_fractions=args.hot_fractions,
-                 fanouts=[args.fanout] if args.fanout else None, samplings=args.sampling)
-    if args.gpus is not None and not distributed.launched_by_torchrun():
         if args.gpus < 1:
             raise ValueError(f"--gpus must be at least 1, got {args.gpus}")
-        # datasets are generated and reordered here, once, before the processes open them
-        prepare_datasets(sweep_cells(args.experiment, **sweep, scorer=args.scorer), args.ogb_root, not args.quiet)
-        command = distributed.torchrun_command(args.gpus, args.argv)
-        print(f"launching {args.gpus} processes: {' '.join(command[1:])}", flush=True)
-        return subprocess.run(command, check=False).returncode
+        check_shm_dir(args.shm_dir)  # before any process is launched or dataset prepared
+    settings = dict(datasets=args.datasets, loaders=args.loaders, hot_fractions=args.hot_fractions,
+                    fanouts=[args.fanout] if args.fanout else None, samplings=args.sampling, epochs=args.epochs,
+                    warmup=args.warmup, batch_size=args.batch_size, scorer=args.scorer, pipeline=args.pipeline,
+                    ogb_root=args.ogb_root)
+    if args.gpus is not None and not distributed.launched_by_torchrun():
+        sweep = plan_sweep(args.experiment, args.runs, **settings, device=args.device, processes=args.gpus)
+        try:
+            # datasets are generated and reordered here, once, before the processes open them
+            prepare_datasets(sweep.cells, args.ogb_root, not args.quiet)
+            command = distributed.torchrun_command(args.gpus, args.argv)
+            print(f"launching {args.gpus} processes: {' '.join(command[1:])}", flush=True)
+            return subprocess.run(command, check=False).returncode
+        except KeyboardInterrupt:
+            print(_interrupted(sweep, args.rerun), file=sys.stderr)
+            return 130
     device = args.device
     if args.gpus is not None:
         device = distributed.init_process_group(args.device)
     reporter = distributed.rank() == 0
     try:
-        path, summary = run_sweep(
-            args.experiment, args.runs, **sweep, epochs=args.epochs, warmup=args.warmup, batch_size=args.batch_size,
-            device=device, scorer=args.scorer, seed=args.seed, pipeline=args.pipeline, rerun=args.rerun,
-            ogb_root=args.ogb_root, progress=not args.quiet, shm_dir=args.shm_dir,
-        )
+        sweep = plan_sweep(args.experiment, args.runs, **settings, device=device)  # every check, before any cell
+        try:
+            path, summary = run_sweep(args.experiment, args.runs, **settings, device=device, seed=args.seed,
+                                      rerun=args.rerun, progress=not args.quiet, shm_dir=args.shm_dir)
+        except KeyboardInterrupt:
+            if reporter and args.gpus is None:  # under --gpus, the process that launched the group says it
+                print(_interrupted(sweep, args.rerun), file=sys.stderr)
+            return 130
     finally:
         if args.gpus is not None:
             distributed.destroy_process_group()
@@ -282,8 +378,43 @@ def _cmd_report(args) -> int:
     return 0
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Descriptions as written, and each option's default after its help (unless it has none, is a flag, or the help
+    already says it)."""
+
+    def _get_help_string(self, action):
+        if (action.default is None or isinstance(action.default, bool) or action.default == []
+                or "default" in (action.help or "")):
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """tierbench's parser and its subcommands': defaults shown in --help, a bad option reported in one line."""
+
+    def __init__(self, *args, formatter_class=_HelpFormatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+    def error(self, message):
+        self.exit(2, f"tierbench: error: {message} (see {self.prog} --help)\n")
+
+
+DATASET_HELP = f"a preset ({', '.join(PRESETS)}), or ogbn-* with --ogb-root"
+OGB_ROOT_HELP = "directory holding real OGB datasets (as ogb lays them out; nothing is downloaded)"
+
+
+def _scorer_param_help(name: str, what: str) -> str:
+    """Which scorers take parameter ``name`` and its default in each (from the scorers' defaults)."""
+    takers = {scorer: params[name] for scorer, params in DEFAULT_PARAMS.items() if name in params}
+    if len(set(takers.values())) == 1:
+        defaults = f"{next(iter(takers.values())):g}"
+    else:
+        defaults = ", ".join(f"{value:g} for {scorer}" for scorer, value in takers.items())
+    return f"{', '.join(takers)}: {what} (default {defaults})"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tierbench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="tierbench", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log what is being done")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -306,53 +437,61 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(func=_cmd_info)
 
     prepare = sub.add_parser("prepare", help="score a dataset's nodes, reorder it hottest-first, and cache the result")
-    prepare.add_argument("--dataset", required=True, help="a preset name, or ogbn-* with --ogb-root")
-    prepare.add_argument("--scorer", required=True, choices=["degree", "rpr", "wrpr"])
-    prepare.add_argument("--damping", type=float, help="rpr, wrpr: damping factor (default 0.85)")
-    prepare.add_argument("--iterations", type=int, help="wrpr: number of updates (default 5)")
-    prepare.add_argument("--tol", type=float, help="rpr: L1 change to stop at (default 1e-10)")
-    prepare.add_argument("--max-iter", type=int, help="rpr: most updates (default 1000)")
-    prepare.add_argument("--ogb-root", help="directory holding real OGB datasets")
+    prepare.add_argument("--dataset", required=True, help=DATASET_HELP)
+    prepare.add_argument("--scorer", required=True, choices=list(SCORERS), help="how nodes are scored (seeds/000 §3.1): "
+                         "out-degree, reverse PageRank, or weighted reverse PageRank")
+    prepare.add_argument("--damping", type=float, help=_scorer_param_help("damping", "damping factor"))
+    prepare.add_argument("--iterations", type=int, help=_scorer_param_help("iterations", "number of updates"))
+    prepare.add_argument("--tol", type=float, help=_scorer_param_help("tol", "L1 change to stop at"))
+    prepare.add_argument("--max-iter", type=int, help=_scorer_param_help("max_iter", "most updates"))
+    prepare.add_argument("--ogb-root", help=OGB_ROOT_HELP)
     prepare.add_argument("--force", action="store_true", help="rebuild even when the reordered entry exists")
     prepare.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     prepare.set_defaults(func=_cmd_prepare)
 
     scorers = sub.add_parser("scorers", help="compare the scorers on a dataset: concentration and speed tables")
-    scorers.add_argument("--dataset", required=True)
+    scorers.add_argument("--dataset", required=True, help=DATASET_HELP)
     scorers.add_argument("--out", required=True, help="directory for the tables and the figure")
-    scorers.add_argument("--ogb-root")
-    scorers.add_argument("-q", "--quiet", action="store_true")
+    scorers.add_argument("--ogb-root", help=OGB_ROOT_HELP)
+    scorers.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     scorers.set_defaults(func=_cmd_scorers)
 
     train = sub.add_parser("train", help="train GraphSAGE and time sampling, gathering and training")
-    train.add_argument("--dataset", required=True)
-    train.add_argument("--epochs", type=int, default=3)
-    train.add_argument("--scorer", choices=["degree", "rpr", "wrpr"], help="train on the dataset reordered by this scorer")
-    train.add_argument("--fanout", type=_fanouts, help="neighbours per layer from the seeds out, e.g. 12,12,12")
-    train.add_argument("--batch-size", type=int, default=1024)
-    train.add_argument("--loader", default="in-memory", help="in-memory, cpu-gather, uva, uva-naive, degree-cache, tiered")
-    train.add_argument("--hot-fraction", type=float, default=0.1, help="share of rows in GPU memory (degree-cache, tiered)")
+    train.add_argument("--dataset", required=True, help=DATASET_HELP)
+    train.add_argument("--epochs", type=_positive_int, default=3, help="training epochs")
+    train.add_argument("--scorer", choices=list(SCORERS), help="train on the dataset reordered by this scorer "
+                       f"(default: {DEFAULT_SCORER} for {', '.join(REORDERED_LOADERS)}, which needs a reordered "
+                       "dataset; the original order for the other loaders)")
+    train.add_argument("--fanout", type=_fanouts, help="neighbours per layer from the seeds out, e.g. 12,12,12 "
+                       "(default: the dataset's)")
+    train.add_argument("--batch-size", type=_positive_int, default=1024, help="seed nodes per minibatch")
+    train.add_argument("--loader", default="in-memory", choices=LOADERS, help="how features reach the model "
+                       "(README: Feature loaders)")
+    train.add_argument("--hot-fraction", type=_fraction, help="share of rows kept in GPU memory, for the "
+                       f"loaders with a hot tier ({', '.join(HOT_TIER_LOADERS)}; default {DEFAULT_HOT_FRACTION})")
     train.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training")
-    train.add_argument("--hidden", type=int, default=256)
-    train.add_argument("--dropout", type=float, default=0.5)
-    train.add_argument("--lr", type=float, default=3e-3)
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--hidden", type=_positive_int, default=256, help="GraphSAGE hidden width")
+    train.add_argument("--dropout", type=_dropout, default=0.5, help="dropout probability, in [0, 1)")
+    train.add_argument("--lr", type=_positive_float, default=3e-3, help="Adam learning rate")
+    train.add_argument("--seed", type=int, default=0, help="seed of the model and the minibatches")
     train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    train.add_argument("--ogb-root")
+    train.add_argument("--ogb-root", help=OGB_ROOT_HELP)
     train.add_argument("--out", help="write train-<dataset>.md and .csv into this directory")
-    train.add_argument("-q", "--quiet", action="store_true")
+    train.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     train.set_defaults(func=_cmd_train)
 
     profile = sub.add_parser("profile", help="measure feature reuse under sampling (paper Figures 7 and 9)")
-    profile.add_argument("--dataset", required=True)
-    profile.add_argument("--figure", type=int, required=True, choices=[7, 9])
+    profile.add_argument("--dataset", required=True, help=DATASET_HELP)
+    profile.add_argument("--figure", type=int, required=True, choices=[7, 9], help="7: reuse by scorer; 9: reuse by "
+                         "sampling depth")
     profile.add_argument("--fanout", type=_fanouts, help="figure 7 only: fanouts (default: the dataset's training fanouts)")
-    profile.add_argument("--epochs", type=int, default=1, help="epochs of sampling to count over")
-    profile.add_argument("--batch-size", type=int, help="seeds per minibatch (default: 1024 scaled to the imitated dataset's size)")
-    profile.add_argument("--seed", type=int, default=0)
-    profile.add_argument("--ogb-root")
+    profile.add_argument("--epochs", type=_positive_int, default=1, help="epochs of sampling to count over")
+    profile.add_argument("--batch-size", type=_positive_int, help="seeds per minibatch (default: 1024 scaled to the "
+                         "imitated dataset's size)")
+    profile.add_argument("--seed", type=int, default=0, help="seed of the minibatches")
+    profile.add_argument("--ogb-root", help=OGB_ROOT_HELP)
     profile.add_argument("--out", help="output directory (default results/profile/<dataset>)")
-    profile.add_argument("-q", "--quiet", action="store_true")
+    profile.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     profile.set_defaults(func=_cmd_profile)
 
     doctor = sub.add_parser("doctor", help="check this machine before a sweep and write its profile (JSON)")
@@ -360,16 +499,19 @@ def build_parser() -> argparse.ArgumentParser:
     tier = doctor.add_mutually_exclusive_group()
     tier.add_argument("--host-tier-bytes", type=int, help="try cudaHostRegister at this size (default 1 GiB)")
     tier.add_argument("--dataset", help="try cudaHostRegister at the size of this preset's cold rows")
-    doctor.add_argument("--hot-fraction", type=float, help="with --dataset: share of rows in GPU memory (default 0.1)")
+    doctor.add_argument("--hot-fraction", type=_fraction, help="with --dataset: share of rows in GPU memory "
+                        f"(default {DEFAULT_HOT_FRACTION})")
     doctor.add_argument("--no-measure", action="store_true", help="skip measuring the bandwidth ceilings")
     doctor.add_argument("--device", help="the GPU the ceilings are measured on (default: the current one)")
     doctor.set_defaults(func=_cmd_doctor)
 
     gpubench = sub.add_parser("gpubench", help="gather microbenchmarks on a GPU (cold, hot, alignment, model check)")
     gpubench.add_argument("--out", help="output directory (default results/gpu/<device>/microbench)")
-    gpubench.add_argument("--device", default="cuda")
-    gpubench.add_argument("--table-gib", type=float, default=4.0, help="size of the host buffer the tables view")
-    gpubench.add_argument("--repeat", type=int, default=5, help="timed runs per measurement (the best is kept)")
+    gpubench.add_argument("--device", default="cuda", help="the GPU measured: cuda or cuda:N")
+    gpubench.add_argument("--table-gib", type=_positive_float, default=4.0, help="size of the host buffer the tables "
+                          "view, in GiB")
+    gpubench.add_argument("--repeat", type=_positive_int, default=5, help="timed runs per measurement (the best is "
+                          "kept)")
     gpubench.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     gpubench.set_defaults(func=_cmd_gpubench)
 
@@ -383,16 +525,21 @@ def build_parser() -> argparse.ArgumentParser:
     suite.set_defaults(func=_cmd_gpu_suite)
 
     run = sub.add_parser("run", help="a sweep of training epochs: datasets x loaders x hot fractions x fanouts")
-    run.add_argument("--experiment", required=True, help="fig8, fig10, demo, or a new name (then give what to sweep)")
-    run.add_argument("--datasets", type=_names, help="comma-separated dataset names")
-    run.add_argument("--loaders", type=_names, help="comma-separated loader names")
-    run.add_argument("--hot-fractions", type=_floats, help="comma-separated, e.g. 0,0.05,0.1")
+    run.add_argument("--experiment", required=True, help="a predefined sweep (demo, fig8, fig10, fig11, pipeline), or a "
+                     "new name of letters, digits, '.', '_' and '-' (then give --datasets and --loaders); its records "
+                     "are <runs>/<experiment>.csv")
+    run.add_argument("--datasets", type=_names, help=f"comma-separated; each {DATASET_HELP}")
+    run.add_argument("--loaders", type=_names, help=f"comma-separated, from {', '.join(LOADERS)}")
+    run.add_argument("--hot-fractions", type=_floats, help="comma-separated shares of the rows in [0, 1] for the loaders "
+                     f"with a hot tier ({', '.join(HOT_TIER_LOADERS)}), e.g. 0,0.05,0.1 (default: the experiment's, "
+                     "else 0.1)")
     run.add_argument("--fanout", type=_fanouts, help="fanouts for every cell (default: each dataset's)")
-    run.add_argument("--epochs", type=int, help="recorded epochs per cell")
-    run.add_argument("--warmup", type=int, help="unrecorded epochs per cell before them")
-    run.add_argument("--batch-size", type=int, default=1024)
+    run.add_argument("--epochs", type=int, help="recorded epochs per cell, at least 1 (default: the experiment's, else 1)")
+    run.add_argument("--warmup", type=int, help="unrecorded epochs per cell before them, 0 or more (default: the "
+                     "experiment's, else 1)")
+    run.add_argument("--batch-size", type=int, default=1024, help="seed nodes per minibatch")
     run.add_argument("--device", default="cpu")
-    run.add_argument("--scorer", default="wrpr", choices=["degree", "rpr", "wrpr"], help="ordering used by the tiered loader")
+    run.add_argument("--scorer", default=DEFAULT_SCORER, choices=list(SCORERS), help="ordering used by the tiered loader")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--rerun", action="store_true", help="measure cells again even when recorded")
     run.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training (recorded per row)")
@@ -403,8 +550,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "distributed (collective sampling over a CSR split across processes)")
     run.add_argument("--shm-dir", default="/dev/shm", help="with --gpus: directory on a tmpfs for the host tier's "
                      "shared-memory segment (Docker's /dev/shm holds 64 MiB unless run with --shm-size)")
-    run.add_argument("--ogb-root")
-    run.add_argument("-q", "--quiet", action="store_true")
+    run.add_argument("--ogb-root", help=OGB_ROOT_HELP)
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     run.set_defaults(func=_cmd_run)
 
     report = sub.add_parser("report", help="tables and figures from records (Figures 8 and 10) or profiles (7 and 9)")
@@ -422,11 +569,16 @@ def main(argv=None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what --gpus relaunches under torchrun
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
+        if getattr(args, "device", None) is not None:
+            resolve_device(args.device)  # before any work: CUDA asked for where there is none, or no such device
         return args.func(args)
-    except (DatasetFileError, KeyError, ValueError) as err:
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"tierbench: error: {message}", file=sys.stderr)
-        return 2
+    except (DatasetFileError, KeyError, ValueError, MemoryError) as err:  # MemoryError: HotTierTooLarge, host RAM
+        message = err.args[0] if isinstance(err, KeyError) and err.args else (str(err) or "out of host memory")
+    except torch.OutOfMemoryError as err:
+        message = (f"{str(err).splitlines()[0]} (out of GPU memory while running; lower --batch-size or the hot "
+                   "fraction)")
+    print(f"tierbench: error: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -8,10 +8,14 @@ scorer, hot fraction, GPU count, device name, git revision and time; epoch,
 sample, gather and train seconds; hit ratio; modelled and measured PCIe
 bytes; host bytes touched; GPU bytes resident; validation accuracy.
 
-Rows are appended as each cell finishes, through a temporary file and a
-rename, so an interrupted sweep keeps every finished cell, and a rerun skips
-the cells already in the file (``rerun=True`` measures them again and
-replaces their earlier rows).
+A sweep is checked whole before its first cell runs (``plan_sweep``): every
+dataset, loader, scorer, sampling, hot fraction and fanout, the epoch
+counts, the batch size, the experiment's name and whether its records can be
+written.  Rows are appended under a lock as each cell finishes
+(``suite.records``), so an interrupted sweep keeps every finished cell, and
+a rerun skips the cells already in the file (``rerun=True`` measures them
+again and replaces their earlier rows).  Two sweeps running the same cell at
+once may both record it; neither loses a row.
 
 Which dataset a loader sees: ``tiered`` needs the dataset reordered
 hottest-first (by ``scorer``, weighted reverse PageRank by default); every
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import numbers
 from pathlib import Path
 
 import pandas as pd
@@ -40,14 +45,16 @@ import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
-from . import atomic
-from .datasets import load_dataset
-from .datasets.reordered import load_reordered
-from .loaders import create_distributed_loader, create_loader
-from .provenance import provenance
-from .train import Trainer, default_fanouts
+from tiering.scores import SCORERS
 
-HOT_TIER_LOADERS = ("tiered", "degree-cache", "gns")
+from .datasets import entry_path, get_preset, load_dataset
+from .datasets.build import is_real_ogb
+from .datasets.reordered import load_reordered
+from .distributed import SAMPLING
+from .loaders import HOT_TIER_LOADERS, LOADERS, REORDERED_LOADERS, create_distributed_loader, create_loader
+from .provenance import provenance
+from .records import check_writable, read_records, records_path, store_records
+from .train import Trainer, default_fanouts
 
 EXPERIMENTS = {
     "demo": dict(datasets=["tiny"], loaders=["in-memory", "cpu-gather", "uva", "degree-cache", "tiered"],
@@ -91,8 +98,8 @@ def cells(datasets, loaders, hot_fractions, fanouts, scorer: str = "wrpr", sampl
                 for sampling in samplings:
                     for hot in fractions:
                         resolved = tuple(fanout) if fanout else default_fanouts(dataset)
-                        out.append(Cell(dataset, loader, float(hot), resolved, scorer if loader == "tiered" else "none",
-                                        sampling))
+                        out.append(Cell(dataset, loader, float(hot), resolved,
+                                        scorer if loader in REORDERED_LOADERS else "none", sampling))
     return out
 
 
@@ -100,18 +107,6 @@ def _dataset(cell: Cell, ogb_root, progress: bool):
     if cell.scorer != "none":
         return load_reordered(cell.dataset, cell.scorer, ogb_root=ogb_root, progress=progress)
     return load_dataset(cell.dataset, ogb_root=ogb_root, progress=progress)
-
-
-def read_records(path: Path) -> pd.DataFrame:
-    """The records of an experiment; rows from before the ``pipeline``, ``sampling`` and ``processes``
-    columns existed ran without a pipeline, with CPU sampling, in one process."""
-    if not path.exists():
-        return pd.DataFrame()
-    records = pd.read_csv(path)
-    records["pipeline"] = records["pipeline"].fillna(False).astype(bool) if "pipeline" in records else False
-    records["sampling"] = records["sampling"].fillna("cpu") if "sampling" in records else "cpu"
-    records["processes"] = records["processes"].fillna(1).astype(int) if "processes" in records else 1
-    return records
 
 
 def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, batch_size: int, device: str, pipeline: bool,
@@ -124,10 +119,6 @@ def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, batch_size: int, d
         & (records["hot_fraction"].round(6) == round(cell.hot_fraction, 6)) & (records["fanouts"] == fanouts)
         & (records["batch_size"] == batch_size) & (records["device"] == device)
     )
-
-
-def _is_recorded(path: Path, *select) -> bool:
-    return bool(_rows_of(read_records(path), *select).any())
 
 
 def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, batch_size: int, device, seed: int, pipeline: bool,
@@ -173,14 +164,6 @@ def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, batch_size: int, 
     return [{**common, **r.as_record()} for r in results]
 
 
-def store_records(path: Path, rows: list[dict], replace: pd.Series | None = None) -> None:
-    """Add rows to the CSV (dropping the ``replace``d ones) through a temporary file, so a crash leaves the previous file whole."""
-    records = read_records(path)
-    if replace is not None and replace.any():
-        records = records[~replace]
-    atomic.write_csv(path, pd.concat([records, pd.DataFrame(rows)], ignore_index=True), index=False)
-
-
 def sweep_cells(experiment: str, *, datasets=None, loaders=None, hot_fractions=None, fanouts=None, samplings=None,
                 scorer: str = "wrpr") -> list[Cell]:
     """The cells of a sweep: a predefined experiment's, with any setting given here replacing its own."""
@@ -215,45 +198,143 @@ def _on_rank_zero(decide):
     return box[0]
 
 
-def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
-              fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int = 1024, device="cpu",
-              scorer: str = "wrpr", seed: int = 0, pipeline: bool = False, rerun: bool = False, ogb_root=None,
-              progress: bool = True, shm_dir: str = "/dev/shm") -> tuple[Path, pd.DataFrame]:
-    """Run (or resume) a sweep; returns the CSV path and a summary table of the cells run or found.
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """A checked sweep: its cells, the settings every cell runs with, and the CSV that records them."""
 
-    Inside a process group (``tierbench run --gpus G``) every process runs
-    every cell and rank 0 alone reads and writes the records; ``shm_dir`` is
-    where the multi-GPU host tier's shared-memory segment goes.
+    path: Path
+    cells: list[Cell]
+    epochs: int
+    warmup: int
+    batch_size: int
+    device: torch.device | str
+    pipeline: bool
+    processes: int
+
+    @functools.cached_property
+    def device_name(self) -> str:
+        """The device as records name it; asked for only when records are read or written (a process that
+        launches GPU processes never touches a GPU itself)."""
+        return provenance(self.device)["device"]
+
+    def rows_of(self, cell: Cell):
+        """``records -> mask`` of the records of ``cell`` measured with this sweep's settings on this device."""
+        return functools.partial(_rows_of, cell=cell, fanouts=",".join(map(str, cell.fanouts)),
+                                 batch_size=self.batch_size, device=self.device_name, pipeline=self.pipeline,
+                                 processes=self.processes)
+
+    def is_recorded(self, cell: Cell) -> bool:
+        return bool(self.rows_of(cell)(read_records(self.path)).any())
+
+    def recorded(self) -> list[Cell]:
+        """The cells of the sweep its CSV holds."""
+        records = read_records(self.path)
+        return [cell for cell in self.cells if self.rows_of(cell)(records).any()]
+
+
+def _check_count(value, least: int, option: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{option} must be an integer of at least {least}, got {value!r}")
+    return value
+
+
+def _check_dataset(name: str, ogb_root) -> None:
+    """Refuse a dataset that is neither a preset nor a real OGB dataset under ``ogb_root``, without building it."""
+    if is_real_ogb(name):
+        entry_path(name, ogb_root)  # needs --ogb-root and a name ogb knows
+    else:
+        get_preset(name)
+
+
+def _check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distributed: bool) -> None:
+    """Refuse any setting of the sweep that its cells could not run with, naming it and the valid choices."""
+    for name in dict.fromkeys(cell.dataset for cell in todo):
+        _check_dataset(name, ogb_root)
+    for name in dict.fromkeys(cell.loader for cell in todo):
+        if name not in LOADERS:
+            raise ValueError(f"unknown loader {name!r}; choose from {', '.join(LOADERS)}")
+    if any(cell.loader in REORDERED_LOADERS for cell in todo) and scorer not in SCORERS:
+        raise ValueError(f"the {'/'.join(REORDERED_LOADERS)} loader needs a dataset reordered by a scorer, got "
+                         f"scorer {scorer!r}; choose from {', '.join(SCORERS)} (--scorer)")
+    for fraction in hot_fractions:
+        if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 <= fraction <= 1:
+            raise ValueError(f"hot fractions are shares of the rows, in [0, 1]; got {fraction!r} (--hot-fractions)")
+    for fanout in {cell.fanouts for cell in todo}:
+        if not fanout or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in fanout):
+            raise ValueError(f"fanouts are one or more neighbour counts of at least 1, got {fanout!r} (--fanout)")
+    for sampling in dict.fromkeys(cell.sampling for cell in todo):
+        if sampling not in SAMPLING:
+            raise ValueError(f"unknown sampling {sampling!r}; choose from {', '.join(SAMPLING)} (--sampling)")
+        if sampling != "cpu" and not distributed:
+            raise ValueError(f"{sampling} sampling is for multi-process runs: add --gpus G (or give --sampling cpu)")
+        if sampling == "uva" and torch.device(device).type != "cuda":
+            raise ValueError("uva sampling reads the CSR from pinned host memory on a GPU: it needs --device cuda")
+
+
+def plan_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
+               fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int = 1024, device="cpu",
+               scorer: str | None = "wrpr", pipeline: bool = False, ogb_root=None,
+               processes: int | None = None) -> Sweep:
+    """The sweep's cells and settings, every one checked before anything runs (nothing is built or written).
+
+    ``processes``: how many processes run the sweep together (``tierbench
+    run --gpus G`` before it launches them); by default this process group's
+    size, or one process outside a group.  A bad setting, an experiment name
+    that is not a plain file name, a records directory that cannot be
+    written, or a records file that does not parse raises ``ValueError`` (or
+    ``KeyError`` for an unknown dataset) naming it.
     """
+    path = records_path(out_dir, experiment)
     preset = EXPERIMENTS.get(experiment, {})
-    processes = dist.get_world_size() if dist.is_initialized() else 1
-    if not dist.is_initialized():
+    distributed = processes is not None or dist.is_initialized()
+    if processes is None:
+        processes = dist.get_world_size() if dist.is_initialized() else 1
+    if not distributed:
         samplings = samplings or ["cpu"]  # the other samplers need a process group
     elif not samplings and torch.device(device).type != "cuda":
         samplings = [name for name in preset.get("samplings", ["cpu"]) if name != "uva"]
+    epochs = _check_count(epochs if epochs is not None else preset.get("epochs", 1), 1, "epochs (--epochs)")
+    warmup = _check_count(warmup if warmup is not None else preset.get("warmup", 1), 0, "warmup (--warmup)")
+    batch_size = _check_count(batch_size, 1, "batch size (--batch-size)")
     todo = sweep_cells(experiment, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions, fanouts=fanouts,
                        samplings=samplings, scorer=scorer)
-    epochs = epochs if epochs is not None else preset.get("epochs", 1)
-    warmup = warmup if warmup is not None else preset.get("warmup", 1)
-    device_name = provenance(device)["device"]
-    path = Path(out_dir) / f"{experiment}.csv"
+    fractions = hot_fractions if hot_fractions is not None else preset.get("hot_fractions", [])
+    _check_cells(todo, fractions, scorer, ogb_root, device, distributed)
+    check_writable(path)
+    read_records(path)  # a records file that does not parse is refused now, not after the first cell
+    return Sweep(path, todo, epochs, warmup, batch_size, device, pipeline, processes)
+
+
+def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
+              fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int = 1024, device="cpu",
+              scorer: str | None = "wrpr", seed: int = 0, pipeline: bool = False, rerun: bool = False, ogb_root=None,
+              progress: bool = True, shm_dir: str = "/dev/shm") -> tuple[Path, pd.DataFrame]:
+    """Run (or resume) a sweep; returns the CSV path and a summary table of the cells run or found.
+
+    The whole sweep is checked first (``plan_sweep``).  Inside a process
+    group (``tierbench run --gpus G``) every process runs every cell and
+    rank 0 alone reads and writes the records; ``shm_dir`` is where the
+    multi-GPU host tier's shared-memory segment goes.
+    """
+    sweep = plan_sweep(experiment, out_dir, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions,
+                       fanouts=fanouts, samplings=samplings, epochs=epochs, warmup=warmup, batch_size=batch_size,
+                       device=device, scorer=scorer, pipeline=pipeline, ogb_root=ogb_root)
     writer = not dist.is_initialized() or dist.get_rank() == 0
     datasets_loaded = {}  # (dataset, scorer) -> Dataset: each is opened and checksummed once per sweep
-    bar = tqdm(todo, desc=experiment, unit="cell", disable=not (progress and writer))
-    for cell in bar:
-        bar.set_postfix_str(cell.describe())
-        select = (cell, ",".join(map(str, cell.fanouts)), batch_size, device_name, pipeline, processes)
-        if not rerun and _on_rank_zero(functools.partial(_is_recorded, path, *select)):
-            continue
-        key = (cell.dataset, cell.scorer)
-        if key not in datasets_loaded:
-            datasets_loaded[key] = _dataset(cell, ogb_root, progress=False)
-        rows = run_cell(cell, datasets_loaded[key], epochs=epochs, warmup=warmup, batch_size=batch_size, device=device,
-                        seed=seed, pipeline=pipeline, progress=False, shm_dir=shm_dir)
-        if writer:  # a rerun replaces the cell's earlier records instead of averaging with them
-            store_records(path, rows, _rows_of(read_records(path), *select))
-    bar.close()
-    return path, summarize_runs(read_records(path))
+    with tqdm(sweep.cells, desc=experiment, unit="cell", disable=not (progress and writer)) as bar:
+        for cell in bar:
+            bar.set_postfix_str(cell.describe())
+            if not rerun and _on_rank_zero(functools.partial(sweep.is_recorded, cell)):
+                continue
+            key = (cell.dataset, cell.scorer)
+            if key not in datasets_loaded:
+                datasets_loaded[key] = _dataset(cell, ogb_root, progress=False)
+            rows = run_cell(cell, datasets_loaded[key], epochs=sweep.epochs, warmup=sweep.warmup,
+                            batch_size=sweep.batch_size, device=device, seed=seed, pipeline=pipeline, progress=False,
+                            shm_dir=shm_dir)
+            if writer:  # a rerun replaces the cell's earlier rows, chosen under the file's lock
+                store_records(sweep.path, rows, sweep.rows_of(cell) if rerun else None)
+    return sweep.path, summarize_runs(read_records(sweep.path))
 
 
 def summarize_runs(records: pd.DataFrame) -> pd.DataFrame:

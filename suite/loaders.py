@@ -22,6 +22,13 @@ loader pins that memory in place (``cudaHostRegister``), with no further
 copy.  The multi-GPU tensor copies its host rows into a shared-memory segment
 and pins that instead.  On the CPU, and for every other loader, the loaders
 read the memory-mapped table as it is.
+
+GPU memory: on a CUDA device ``create_loader`` first checks that what the
+loader keeps there fits in the free memory (``check_gpu_memory``): every row
+for ``in-memory``, the hot rows and an N-entry int64 node -> slot map for
+``degree-cache`` and ``gns``, rows [0, H) for ``tiered``; a loader that does
+not fit is refused with ``tiering.combined.HotTierTooLarge`` before any
+table is copied.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from baselines.degree_cache import DegreeCacheLoader
 from baselines.gns import GNSLoader
 from baselines.in_memory import InMemoryLoader
 from baselines.uva import UVALoader
-from tiering.combined import CombinedTensor
+from tiering.combined import CombinedTensor, check_fits
 from tiering.feature_loader import FeatureLoader
 from tiering.multi_gpu import MultiGPUCombinedTensor
 from tiering.placement import plan_placement
@@ -43,6 +50,8 @@ from .datasets.host_copy import read_into_memory
 
 LOADERS = ("in-memory", "cpu-gather", "uva", "uva-naive", "degree-cache", "gns", "tiered")
 ZERO_COPY_LOADERS = ("uva", "uva-naive", "tiered")  # they pin their host table and read it from the GPU
+HOT_TIER_LOADERS = ("degree-cache", "gns", "tiered")  # they keep a hot fraction of the rows in GPU memory
+REORDERED_LOADERS = ("tiered",)  # they need a dataset reordered hottest-first
 
 
 def hot_rows(num_rows: int, hot_fraction: float) -> int:
@@ -66,6 +75,30 @@ def host_table(name: str, features: torch.Tensor, device, progress: bool = True)
     return features
 
 
+def check_gpu_memory(name: str, dataset, hot_fraction: float, device) -> None:
+    """Refuse loader ``name`` with ``HotTierTooLarge`` if the rows it keeps on CUDA ``device`` exceed its free memory.
+
+    Nothing is checked on a CPU or for loaders that keep no rows on the GPU
+    (``cpu-gather``, ``uva``, ``uva-naive``).
+    """
+    device = torch.device(device)
+    if device.type != "cuda" or name not in ("in-memory", *HOT_TIER_LOADERS):
+        return
+    row_bytes = dataset.feature_dim * dataset.features.element_size()
+    if name == "in-memory":
+        check_fits(dataset.num_nodes * row_bytes, device, "the in-memory loader's table",
+                   f"{dataset.num_nodes} rows x {row_bytes} B",
+                   f"use a loader with a hot tier ({', '.join(HOT_TIER_LOADERS)}) or a smaller dataset")
+        return
+    rows = hot_rows(dataset.num_nodes, hot_fraction)
+    detail = f"{rows} rows x {row_bytes} B"
+    slot_map = 0
+    if name != "tiered":
+        slot_map = dataset.num_nodes * torch.iinfo(torch.int64).bits // 8
+        detail += f" + a {dataset.num_nodes}-entry node -> slot map"
+    check_fits(rows * row_bytes + slot_map, device, f"the hot tier of {name}", detail, "lower the hot fraction")
+
+
 def create_loader(name: str, dataset, hot_fraction: float = 0.0, device="cpu", *, progress: bool = True,
                   **options) -> FeatureLoader:
     """A loader over ``dataset.features``; ``options`` go to the loader (e.g. ``max_blocks``).
@@ -73,8 +106,9 @@ def create_loader(name: str, dataset, hot_fraction: float = 0.0, device="cpu", *
     ``progress`` shows the bar of ``host_table``'s copy (zero-copy loaders on a GPU).
     """
     device = torch.device(device)
-    if name == "tiered":
+    if name in REORDERED_LOADERS:
         _check_reordered(dataset)  # before the table is copied
+    check_gpu_memory(name, dataset, hot_fraction, device)
     features = host_table(name, dataset.features, device, progress)
     if name == "in-memory":
         return InMemoryLoader(features, device)

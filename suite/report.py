@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .harness import read_records
+from .records import read_records, records_path
 from .plotting import pyplot, write_table_and_figure
 from .provenance import caption
 
@@ -34,6 +34,24 @@ PAPER_FIG8 = {"uva": "2.5-4.6x over CPU gather", "tiered": "1.6-2.1x over zero-c
 PAPER_FIG11 = {"cpu": "sharp drop at 5% hot, marginal beyond", "distributed": "notably faster than CPU sampling"}
 PAPER_FIG10 = {0.05: "-33% time", 0.25: "-97% traffic, -42% time"}
 LOADER_ORDER = ["cpu-gather", "uva-naive", "uva", "degree-cache", "gns", "tiered", "in-memory"]
+SETTINGS = ["dataset", "device", "processes", "gpus", "pipeline", "sampling", "fanouts", "batch_size", "loader", "scorer",
+            "hot_fraction"]
+"""The columns that make two records different measurements: epochs are averaged within one value of each, never across."""
+SPREAD_COLUMNS = ["epoch_s", "epoch_s min", "epoch_s max", "epochs"]
+MARKS = "mean of the recorded epochs; error bars: fastest-slowest epoch"
+_NAMES = {
+    "dataset": "dataset {}".format,
+    "loader": "loader {}".format,
+    "device": "device {}".format,
+    "hot_fraction": lambda value: f"hot {100 * value:g}%",
+    "pipeline": lambda value: "pipeline" if value else "no pipeline",
+    "sampling": "{} sampling".format,
+    "processes": lambda value: f"{value} process" + ("" if value == 1 else "es"),
+    "gpus": lambda value: f"{value} GPU" + ("" if value == 1 else "s"),
+    "batch_size": "batch {}".format,
+    "fanouts": "fanouts {}".format,
+    "scorer": "scorer {}".format,
+}
 
 
 def _record_of(records: pd.DataFrame) -> dict:
@@ -54,32 +72,157 @@ def _cpu_warning(records: pd.DataFrame) -> str:
     return ""
 
 
+def _settings(records: pd.DataFrame) -> list[str]:
+    return [column for column in SETTINGS if column in records.columns]
+
+
+def _describe(column: str, value) -> str:
+    """A setting's value as a reader names it: "hot 10%", "pipeline", "2 processes"."""
+    return _NAMES.get(column, str)(value)
+
+
+def _varying(records: pd.DataFrame, columns: list[str], within: list[str] | None = None) -> list[str]:
+    """Those of ``columns`` that take more than one value in ``records`` (in some group of ``within``, if given)."""
+    columns = [column for column in columns if column not in (within or [])]
+    if not columns:
+        return []
+    if not within:
+        return [column for column in columns if records[column].nunique(dropna=False) > 1]
+    counts = records.groupby(within, dropna=False)[columns].nunique(dropna=False)
+    return [column for column in columns if counts[column].max() > 1]
+
+
+def _common_settings(records: pd.DataFrame, settings: list[str]) -> str:
+    """The settings every record shares, as a sentence of the table's text ("" where none is shared)."""
+    shared = [column for column in settings if records[column].nunique(dropna=False) == 1]
+    if not shared:
+        return ""
+    return "Every row: " + ", ".join(_describe(column, records[column].iloc[0]) for column in shared) + ".\n\n"
+
+
+def _labelled(records: pd.DataFrame, columns: list[str], name: str) -> tuple[pd.DataFrame, list[str] | None]:
+    """``records`` with a column ``name`` naming each row's values of ``columns``, and those names in order.
+
+    The figures separate the settings a plot has no axis for by this label (as hue or style), so that no mark
+    averages records of different settings; without ``columns`` the records come back as they are, with ``None``.
+    """
+    if not columns:
+        return records, None
+
+    def text(row) -> str:
+        return ", ".join(_describe(column, row[column]) for column in columns)
+
+    order = [text(row) for _, row in records[columns].drop_duplicates().sort_values(columns).iterrows()]
+    return records.assign(**{name: records.apply(text, axis=1)}), order
+
+
+def _epoch_range(values):
+    """The error bar of every figure: the fastest and the slowest recorded epoch (min-max)."""
+    return values.min(), values.max()
+
+
+def _per_cell(records: pd.DataFrame, settings: list[str], columns: list[str]) -> pd.DataFrame:
+    """One row per cell (one value of every setting): ``columns`` averaged over its recorded epochs, and the spread
+    of its epoch time: its fastest (``epoch_s min``) and slowest (``epoch_s max``) of ``epochs`` recorded epochs."""
+    grouped = records.groupby(settings, sort=False, dropna=False)
+    means = grouped[columns].mean()
+    spread = grouped["epoch_s"].agg(["min", "max", "size"]).set_axis(SPREAD_COLUMNS[1:], axis=1)
+    return pd.concat([means[["epoch_s"]], spread, means.drop(columns="epoch_s")], axis=1).reset_index()
+
+
+def _matching(table: pd.DataFrame, reference: pd.DataFrame, same: list[str], columns: list[str]) -> pd.DataFrame:
+    """``reference``'s ``columns`` for each row of ``table``: from its row with the same values of ``same``, else NaN."""
+    matched = table[same].merge(reference[same + columns], on=same, how="left", validate="many_to_one")
+    return matched[columns].set_axis(table.index)
+
+
+def _within_spread(table: pd.DataFrame, reference: pd.DataFrame) -> pd.Series:
+    """Whether each cell's epoch times overlap its reference's (min-max): a difference smaller than the noise."""
+    overlap = (reference["epoch_s min"] <= table["epoch_s max"]) & (table["epoch_s min"] <= reference["epoch_s max"])
+    return overlap.astype("boolean").mask(reference["epoch_s"].isna())
+
+
+def _spread_text(table: pd.DataFrame) -> str:
+    """What the numbers and their spread are, for a table's text."""
+    fewest, most = int(table["epochs"].min()), int(table["epochs"].max())
+    epochs = f"{fewest}" if fewest == most else f"{fewest}-{most}"
+    text = (
+        f"One row per setting: its numbers are the mean over its {epochs} recorded epochs; the epoch time's spread, in "
+        "parentheses and as the figure's error bars, is its fastest and slowest epoch (min-max). A difference whose two "
+        "cells' spreads overlap is marked (noise): it is smaller than the variation from epoch to epoch."
+    )
+    if fewest < 2:
+        text += (" A cell with one recorded epoch has no spread, so a difference from it cannot be told from noise: "
+                 "record more epochs (`--epochs`).")
+    return text + "\n\n"
+
+
+def _epoch_text(table: pd.DataFrame) -> pd.Series:
+    return table.apply(lambda row: f"{row['epoch_s']:.3g} ({row['epoch_s min']:.3g}-{row['epoch_s max']:.3g})", axis=1)
+
+
+def _flagged(values: pd.Series, fmt: str, noise: pd.Series | None = None) -> pd.Series:
+    """``values`` as ``fmt`` makes them text, "(noise)" after those ``noise`` marks as within the spread, empty where
+    there is nothing to compare with."""
+    noise = noise.fillna(False) if noise is not None else pd.Series(False, index=values.index)
+    return pd.Series(["" if pd.isna(value) else fmt.format(value) + (" (noise)" if flag else "")
+                      for value, flag in zip(values, noise)], index=values.index)
+
+
+def _markdown(display: pd.DataFrame) -> str:
+    """``display`` as a markdown table, numbers to 3 digits, missing values (measured counters, say) empty."""
+    return display.astype(object).where(display.notna(), None).to_markdown(index=False, floatfmt=".3g", missingval="") + "\n"
+
+
 def figure8(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     plt, sns = pyplot()
-    keys = ["dataset", "pipeline", "loader", "hot_fraction"]
-    table = records.groupby(keys, sort=False)[["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "valid_accuracy"]].mean()
-    table = table.reset_index()
-    for reference in ("cpu-gather", "uva"):  # compared within the same dataset and pipeline setting
-        base = table[table["loader"] == reference].set_index(["dataset", "pipeline"])["epoch_s"]
-        index = pd.MultiIndex.from_frame(table[["dataset", "pipeline"]])
-        table[f"speedup over {reference}"] = base.reindex(index).to_numpy() / table["epoch_s"].to_numpy()
+    settings = _settings(records)
+    table = _per_cell(records, settings, ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "valid_accuracy"])
+    same = [column for column in settings if column not in ("loader", "scorer", "hot_fraction")]
+    notes = []
+    for reference in ("cpu-gather", "uva"):  # compared within the same setting: every setting but the loader's own
+        rows = table[table["loader"] == reference]
+        if rows.empty:
+            notes.append(f"No {reference} records in this sweep: speedup over {reference} omitted.")
+            continue
+        base = _matching(table, rows, same, SPREAD_COLUMNS[:3])
+        table[f"speedup over {reference}"] = base["epoch_s"] / table["epoch_s"]
+        table[f"within spread of {reference}"] = _within_spread(table, base)
+        if base["epoch_s"].isna().any():
+            notes.append(f"{int(base['epoch_s'].isna().sum())} rows have no {reference} cell in the same setting: "
+                         f"their speedup over {reference} is empty.")
     table["paper"] = table["loader"].map(PAPER_FIG8).fillna("")
     order = [name for name in LOADER_ORDER if name in set(table["loader"])]
+    order += sorted(set(table["loader"]) - set(order))
     table["loader"] = pd.Categorical(table["loader"], order, ordered=True)
-    table = table.sort_values(["dataset", "pipeline", "loader"])
+    table = table.sort_values(same + ["loader", "hot_fraction"]).reset_index(drop=True)
     record = _record_of(records)
 
-    hue = "pipeline" if table["pipeline"].nunique() > 1 else None
-    grid = sns.catplot(data=table, x="loader", y="epoch_s", col="dataset", hue=hue, kind="bar", order=order, height=4.2,
-                       aspect=1.7, sharey=False)
+    shown = _varying(table, settings)
+    shown = [column for column in settings if column in shown or column == "loader"]
+    display = table[shown].assign(**{"epoch s, mean (min-max)": _epoch_text(table)})
+    display = pd.concat([display, table[["sample_s", "gather_s", "train_s", "hit_ratio", "valid_accuracy"]]], axis=1)
+    for reference in ("cpu-gather", "uva"):
+        if f"speedup over {reference}" in table:
+            text = _flagged(table[f"speedup over {reference}"], "{:.2f}x", table[f"within spread of {reference}"])
+            display[f"speedup over {reference}"] = text.where(table["loader"] != reference, "reference")
+    display["paper"] = table["paper"]
+
+    hue = _varying(records, settings, within=["dataset", "loader"])
+    plotted, hue_order = _labelled(records, hue, "setting")
+    datasets = records["dataset"].nunique()
+    grid = sns.catplot(data=plotted, x="loader", y="epoch_s", col="dataset", col_wrap=3 if datasets > 3 else None,
+                       hue="setting" if hue else None, hue_order=hue_order, kind="bar", order=order,
+                       errorbar=_epoch_range, capsize=0.2, height=4.2, aspect=1.7, sharey=False)
     grid.set_axis_labels("", "epoch time (s)")
     grid.set_xticklabels(rotation=20)
-    grid.figure.suptitle("Figure 8: epoch time by feature loader")
-    grid.figure.subplots_adjust(top=0.85, bottom=0.2)
+    grid.figure.suptitle(f"Figure 8: epoch time by feature loader\n{MARKS}")
+    grid.figure.subplots_adjust(top=0.8, bottom=0.2)
     markdown = (
         f"# Figure 8: epoch time by feature loader\n\nMade by {command}; {caption(record)}.\n\n{_cpu_warning(records)}"
-        "Mean over the recorded epochs of each cell; speedup = epoch time of the reference / this loader's.\n\n"
-        + table.to_markdown(index=False, floatfmt=".3g") + "\n"
+        f"{_common_settings(records, settings)}{_spread_text(table)}"
+        "Speedup = mean epoch time of the reference loader in the same setting / this row's."
+        + "".join(f" {note}" for note in notes) + "\n\n" + _markdown(display)
     )
     return write_table_and_figure(out_dir, "fig8", markdown, table, grid.figure, record, index=False)
 
@@ -89,31 +232,51 @@ def figure10(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     tiered = records[records["loader"] == "tiered"]
     if tiered.empty:
         raise ValueError("Figure 10 needs records of the tiered loader (tierbench run --experiment fig10)")
-    columns = ["epoch_s", "pcie_payload_bytes", "pcie_rx_bytes_measured", "hit_ratio"]
-    table = tiered.groupby(["dataset", "hot_fraction"])[columns].mean().reset_index()
-    for _, rows in table.groupby("dataset"):
-        zero = rows[rows["hot_fraction"] == 0.0]
-        if zero.empty:
-            continue
-        for column, label in (("pcie_payload_bytes", "traffic vs 0% (model)"), ("epoch_s", "time vs 0%")):
-            table.loc[rows.index, label] = rows[column] / float(zero[column].iloc[0]) - 1.0
+    settings = _settings(tiered)
+    table = _per_cell(tiered, settings, ["epoch_s", "pcie_payload_bytes", "pcie_rx_bytes_measured", "hit_ratio"])
+    same = [column for column in settings if column != "hot_fraction"]
+    table = table.sort_values(settings).reset_index(drop=True)
+    zero = table[table["hot_fraction"] == 0.0]
+    base = _matching(table, zero, same, SPREAD_COLUMNS[:3] + ["pcie_payload_bytes"])
+    table["traffic vs 0% (model)"] = table["pcie_payload_bytes"] / base["pcie_payload_bytes"] - 1.0
+    table["time vs 0%"] = table["epoch_s"] / base["epoch_s"] - 1.0
+    table["time vs 0% within spread"] = _within_spread(table, base)
     table["paper"] = table["hot_fraction"].round(2).map(PAPER_FIG10).fillna("")
+    missing = int(base["epoch_s"].isna().sum())
+    note = f" {missing} rows have no 0% hot cell in the same setting: their changes are empty." if missing else ""
     record = _record_of(tiered)
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    long = table.assign(**{"hot fraction (%)": 100 * table["hot_fraction"], "PCIe payload (GB, model)": table["pcie_payload_bytes"] / 1e9})
-    sns.lineplot(data=long, x="hot fraction (%)", y="PCIe payload (GB, model)", hue="dataset", marker="o", ax=axes[0])
-    if long["pcie_rx_bytes_measured"].notna().any():
-        measured = long.assign(**{"PCIe RX (GB, NVML)": long["pcie_rx_bytes_measured"] / 1e9})
-        sns.lineplot(data=measured, x="hot fraction (%)", y="PCIe RX (GB, NVML)", hue="dataset", marker="x", linestyle="--", ax=axes[0], legend=False)
-    sns.lineplot(data=long, x="hot fraction (%)", y="epoch_s", hue="dataset", marker="o", ax=axes[1])
+    shown = [column for column in settings if column in _varying(table, settings) or column == "hot_fraction"]
+    display = table[shown].assign(**{"epoch s, mean (min-max)": _epoch_text(table)})
+    display = pd.concat([display, table[["pcie_payload_bytes", "pcie_rx_bytes_measured", "hit_ratio"]]], axis=1)
+    reference = table["hot_fraction"] == 0.0
+    display["traffic vs 0% (model)"] = _flagged(table["traffic vs 0% (model)"], "{:+.0%}").mask(reference, "reference")
+    display["time vs 0%"] = _flagged(table["time vs 0%"], "{:+.0%}", table["time vs 0% within spread"]).mask(
+        reference, "reference")
+    display["paper"] = table["paper"]
+
+    lines = _varying(tiered, [column for column in settings if column != "hot_fraction"])
+    plotted, hue_order = _labelled(tiered, lines, "setting")
+    plotted = plotted.assign(**{
+        "hot fraction (%)": 100 * plotted["hot_fraction"],
+        "PCIe payload (GB, model)": plotted["pcie_payload_bytes"] / 1e9,
+        "PCIe RX (GB, NVML)": plotted["pcie_rx_bytes_measured"] / 1e9,
+    })
+    style = dict(hue="setting" if lines else None, hue_order=hue_order, errorbar=_epoch_range, err_style="bars")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+    sns.lineplot(data=plotted, x="hot fraction (%)", y="PCIe payload (GB, model)", marker="o", ax=axes[0], **style)
+    if plotted["PCIe RX (GB, NVML)"].notna().any():
+        sns.lineplot(data=plotted, x="hot fraction (%)", y="PCIe RX (GB, NVML)", marker="x", linestyle="--", ax=axes[0],
+                     legend=False, **style)
+    sns.lineplot(data=plotted, x="hot fraction (%)", y="epoch_s", marker="o", ax=axes[1], **style)
     axes[1].set(ylabel="epoch time (s)")
-    fig.suptitle("Figure 10: PCIe traffic and epoch time vs hot fraction (tiered loader)")
+    fig.suptitle(f"Figure 10: PCIe traffic and epoch time vs hot fraction (tiered loader)\n{MARKS}")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     markdown = (
         f"# Figure 10: PCIe traffic and epoch time vs hot fraction\n\nMade by {command}; {caption(record)}.\n\n"
-        f"{_cpu_warning(tiered)}Changes are relative to the 0% hot tier of the same dataset; measured PCIe bytes "
-        "are NVML's receive counter, empty where unavailable.\n\n" + table.to_markdown(index=False, floatfmt=".3g") + "\n"
+        f"{_cpu_warning(tiered)}{_common_settings(tiered, settings)}{_spread_text(table)}"
+        f"Changes are relative to the 0% hot tier of the same setting;{note} measured PCIe bytes are NVML's receive "
+        "counter, empty where unavailable.\n\n" + _markdown(display)
     )
     return write_table_and_figure(out_dir, "fig10", markdown, table, fig, record, index=False)
 
@@ -138,30 +301,37 @@ def figure11(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     tiered = records[records["loader"] == "tiered"]
     if tiered.empty:
         raise ValueError("Figure 11 needs records of the tiered loader (tierbench run --experiment fig11 --gpus G)")
-    keys = ["dataset", "device", "processes", "gpus", "sampling", "hot_fraction"]
+    settings = _settings(tiered)
     columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "pcie_payload_bytes", "gpu_bytes_resident"]
-    table = tiered.groupby(keys)[columns].mean().reset_index()
+    table = _per_cell(tiered, settings, columns).sort_values(settings).reset_index(drop=True)
     table["paper"] = table["sampling"].map(PAPER_FIG11).where(table["hot_fraction"] == table["hot_fraction"].min(), "")
     table["paper"] = table["paper"].fillna("")
     record = _record_of(tiered)
 
-    long = table.assign(**{
-        "multi-GPU hot tier (% of rows)": 100 * table["hot_fraction"],
-        "GPU memory in use, all GPUs (GB)": table["gpu_bytes_resident"] / 1e9,
-        "processes": table["processes"].astype(str),
+    shown = _varying(table, settings)
+    shown = [column for column in settings if column in shown or column in ("sampling", "hot_fraction")]
+    display = table[shown].assign(**{"epoch s, mean (min-max)": _epoch_text(table)})
+    display = pd.concat([display, table[columns[1:]], table[["paper"]]], axis=1)
+
+    styles = _varying(tiered, [column for column in settings if column not in ("sampling", "hot_fraction")])
+    plotted, style_order = _labelled(tiered, styles, "setting")
+    plotted = plotted.assign(**{
+        "multi-GPU hot tier (% of rows)": 100 * plotted["hot_fraction"],
+        "GPU memory in use, all GPUs (GB)": plotted["gpu_bytes_resident"] / 1e9,
     })
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     for ax, x in zip(axes, ["multi-GPU hot tier (% of rows)", "GPU memory in use, all GPUs (GB)"]):
-        sns.lineplot(data=long, x=x, y="epoch_s", hue="sampling", style="processes", marker="o", ax=ax)
+        sns.lineplot(data=plotted, x=x, y="epoch_s", hue="sampling", style="setting" if styles else None,
+                     style_order=style_order, marker="o", errorbar=_epoch_range, err_style="bars", ax=ax)
         ax.set(ylabel="epoch time (s)")
-    fig.suptitle("Figure 11: epoch time vs multi-GPU hot tier, CPU vs distributed sampling (tiered loader)")
+    fig.suptitle(f"Figure 11: epoch time vs multi-GPU hot tier, CPU vs distributed sampling (tiered loader)\n{MARKS}")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     markdown = (
         f"# Figure 11: epoch time vs size of the multi-GPU hot tier\n\nMade by {command}; {caption(record)}.\n\n"
-        f"{_multi_gpu_warning(tiered)}Each process holds an equal, interleaved share of the hot tier (no replicated "
-        "tier, seeds/000 §5.5); times are the slowest process's; hit ratio counts rows served from any GPU's memory; "
-        "GPU memory in use adds every process's feature shard and, with distributed sampling on GPUs, its part of the "
-        "CSR.\n\n" + table.to_markdown(index=False, floatfmt=".3g") + "\n"
+        f"{_multi_gpu_warning(tiered)}{_common_settings(tiered, settings)}{_spread_text(table)}"
+        "Each process holds an equal, interleaved share of the hot tier (no replicated tier, seeds/000 §5.5); times "
+        "are the slowest process's; hit ratio counts rows served from any GPU's memory; GPU memory in use adds every "
+        "process's feature shard and, with distributed sampling on GPUs, its part of the CSR.\n\n" + _markdown(display)
     )
     return write_table_and_figure(out_dir, "fig11", markdown, table, fig, record, index=False)
 
@@ -171,7 +341,7 @@ FIGURES = {"fig8": figure8, "fig10": figure10, "fig11": figure11}
 
 def write_report(experiment: str, runs_dir="results/runs", out_dir=None, figure: str | None = None) -> list[Path]:
     """Tables and figures for ``experiment``'s records; ``figure`` picks fig8, fig10 or fig11 (default by name)."""
-    path = Path(runs_dir) / f"{experiment}.csv"
+    path = records_path(runs_dir, experiment)
     records = read_records(path)
     if records.empty:
         raise ValueError(f"no records in {path}: run `tierbench run --experiment {experiment}` first")

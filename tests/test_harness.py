@@ -6,6 +6,7 @@ import pytest
 import suite.harness as harness
 from suite.cli import main
 from suite.harness import cells, run_sweep
+from suite.records import read_records
 from suite.report import write_report
 
 FIELDS = [
@@ -26,7 +27,7 @@ def test_cells_run_hot_fractions_only_where_there_is_a_hot_tier():
 
 def test_a_sweep_records_every_field_and_resumes_without_rerunning(tiny, tmp_path):
     path, summary = run_sweep("t", tmp_path, **SWEEP)
-    records = pd.read_csv(path)
+    records = read_records(path)
     assert set(FIELDS) <= set(records.columns)
     assert len(records) == 6 and len(summary) == 6  # cpu-gather, uva once; degree-cache, tiered at 0 and 25%
     assert records["device"].str.startswith("cpu: ").all() and (records["gpus"] == 0).all()
@@ -38,7 +39,7 @@ def test_a_sweep_records_every_field_and_resumes_without_rerunning(tiny, tmp_pat
     run_sweep("t", tmp_path, **SWEEP)
     assert path.read_bytes() == before  # every cell was found, nothing ran again
     run_sweep("t", tmp_path, **{**SWEEP, "loaders": ["uva"]}, rerun=True)
-    again = pd.read_csv(path)
+    again = read_records(path)
     assert len(again) == 6 and again["loader"].tolist()[-1] == "uva"  # replaced, not added
 
 
@@ -55,10 +56,10 @@ def test_an_interrupted_sweep_keeps_the_cells_it_finished(tiny, tmp_path, monkey
     monkeypatch.setattr(harness, "run_cell", flaky)
     with pytest.raises(KeyboardInterrupt):
         run_sweep("t", tmp_path, **SWEEP)
-    assert pd.read_csv(tmp_path / "t.csv")["loader"].tolist() == ["cpu-gather", "uva"]
+    assert read_records(tmp_path / "t.csv")["loader"].tolist() == ["cpu-gather", "uva"]
     monkeypatch.setattr(harness, "run_cell", real)
     path, _ = run_sweep("t", tmp_path, **SWEEP)  # picks up where it stopped
-    assert len(pd.read_csv(path)) == 6
+    assert len(read_records(path)) == 6
 
 
 def test_reports_put_the_papers_numbers_beside_ours(tiny, tmp_path):
@@ -102,7 +103,7 @@ def test_pipelined_and_plain_runs_are_separate_cells_with_the_same_losses(tiny, 
     sweep = {**SWEEP, "loaders": ["uva", "tiered"], "hot_fractions": [0.25]}
     run_sweep("p", tmp_path, **sweep)
     path, _ = run_sweep("p", tmp_path, **sweep, pipeline=True)
-    records = pd.read_csv(path)
+    records = read_records(path)
     assert sorted(records["pipeline"].tolist()) == [False, False, True, True]
     plain = records[~records["pipeline"]].set_index("loader")
     piped = records[records["pipeline"]].set_index("loader")
@@ -112,11 +113,88 @@ def test_pipelined_and_plain_runs_are_separate_cells_with_the_same_losses(tiny, 
     assert len(table) == 4
 
 
-def test_records_from_before_the_pipeline_column_count_as_plain_runs(tmp_path):
-    from suite.harness import read_records
+RUN = ["--datasets", "tiny", "--loaders", "in-memory,tiered", "--fanout", "4,4", "--epochs", "1", "--warmup", "0",
+       "-q"]
 
-    path = tmp_path / "old.csv"
-    pd.DataFrame({"loader": ["uva", "tiered"], "pipeline": [None, True]}).to_csv(path, index=False)
-    assert read_records(path)["pipeline"].tolist() == [False, True]
-    pd.DataFrame({"loader": ["uva"]}).to_csv(path, index=False)
-    assert read_records(path)["pipeline"].tolist() == [False]
+
+@pytest.mark.parametrize("change, message", [
+    (["--datasets", "tiny,papers-s,tinyy"], "unknown dataset 'tinyy'; synthetic presets are tiny, "),
+    (["--datasets", "tiny,ogbn-products"], "ogbn-products is a real OGB dataset: give the directory that holds it"),
+    (["--loaders", "in-memory,tiered,uvaa"], "unknown loader 'uvaa'; choose from in-memory, cpu-gather, uva, "),
+    (["--hot-fractions", "0.1,1.5"], "hot fractions are shares of the rows, in [0, 1]; got 1.5"),
+    (["--epochs", "0"], "epochs (--epochs) must be an integer of at least 1, got 0"),
+    (["--warmup", "-1"], "warmup (--warmup) must be an integer of at least 0, got -1"),
+    (["--batch-size", "0"], "batch size (--batch-size) must be an integer of at least 1, got 0"),
+    (["--fanout", "4,0"], "fanouts are one or more neighbour counts of at least 1"),
+    (["--sampling", "distributed"], "distributed sampling is for multi-process runs: add --gpus G"),
+    (["--experiment", "../../x"], "experiment name '../../x' is not a plain name"),
+])
+def test_run_refuses_a_bad_setting_in_one_line_before_any_cell_runs(tmp_path, capsys, monkeypatch, change, message):
+    def never(*args, **kwargs):
+        raise AssertionError("a cell ran")
+
+    monkeypatch.setattr(harness, "run_cell", never)
+    monkeypatch.setattr(harness, "_dataset", never)
+    runs = tmp_path / "runs"
+    argv = ["run", "--experiment", "e", *RUN, "--runs", str(runs)]
+    for k in range(0, len(change), 2):  # a later option replaces an earlier one
+        argv += change[k:k + 2]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tierbench: error: ") and err.count("\n") == 1
+    assert message in err, err
+    assert not list(tmp_path.rglob("*.csv"))  # nothing recorded, no file left behind
+
+
+def test_the_tiered_loader_without_a_scorer_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="needs a dataset reordered by a scorer, got scorer None"):
+        harness.plan_sweep("e", tmp_path, datasets=["tiny"], loaders=["tiered"], scorer=None)
+    assert harness.plan_sweep("e", tmp_path, datasets=["tiny"], loaders=["uva"], scorer=None).cells[0].scorer == "none"
+
+
+def test_run_refuses_a_runs_directory_it_cannot_write(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["run", "--experiment", "e", *RUN, "--runs", str(blocker / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tierbench: error: cannot write records into {blocker / 'runs'}: ") and err.count("\n") == 1
+    assert "give a writable directory (--runs DIR)" in err
+
+
+def test_run_refuses_a_records_file_that_does_not_parse_before_any_cell_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(harness, "run_cell", lambda *args, **kwargs: pytest.fail("a cell ran"))
+    (tmp_path / "e.csv").write_text("dataset,loader\ntiny\n")
+    assert main(["run", "--experiment", "e", *RUN, "--runs", str(tmp_path)]) == 2
+    assert "e.csv, line 2: 1 fields where the header has 2" in capsys.readouterr().err
+
+
+def test_an_interrupted_run_says_what_it_kept_and_how_to_resume(tiny, tmp_path, capsys, monkeypatch):
+    runs = tmp_path / "runs"
+    assert main(["run", "--experiment", "e", *RUN, "--loaders", "in-memory", "--runs", str(runs)]) == 0
+    capsys.readouterr()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(harness, "run_sweep", interrupted)
+    assert main(["run", "--experiment", "e", *RUN, "--runs", str(runs)]) == 130
+    err = capsys.readouterr().err
+    assert err == (f"tierbench: interrupted: 1 of 2 cells recorded in {runs / 'e.csv'}; run the same command again "
+                   "to resume (finished cells are skipped)\n")
+    assert main(["run", "--experiment", "e", *RUN, "--runs", str(runs), "--rerun"]) == 130
+    assert "; run it again without --rerun to resume" in capsys.readouterr().err
+
+
+def test_an_interrupted_multi_process_run_says_so_in_the_launching_process(tiny, tmp_path, capsys, monkeypatch):
+    import types
+
+    import suite.cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(suite.cli, "subprocess", types.SimpleNamespace(run=interrupted))  # torchrun, interrupted
+    argv = ["run", "--experiment", "e", *RUN, "--loaders", "in-memory", "--gpus", "2", "--runs", str(tmp_path)]
+    assert main(argv) == 130
+    assert capsys.readouterr().err == (f"tierbench: interrupted: 0 of 1 cells recorded in {tmp_path / 'e.csv'}; run "
+                                       "the same command again to resume (finished cells are skipped)\n")

@@ -85,6 +85,7 @@ def test_the_tiered_loader_on_a_gpu_is_built_over_the_copy(tiny, monkeypatch):
 
     reordered = load_reordered("tiny", "wrpr", progress=False)
     monkeypatch.setattr(loaders, "CombinedTensor", Recorder)
+    monkeypatch.setattr(loaders, "check_gpu_memory", lambda *args: None)  # no GPU here to ask for free memory
     Recorder.built = []
     loaders.create_loader("tiered", reordered, 0.1, "cuda", progress=False)
     [features] = Recorder.built

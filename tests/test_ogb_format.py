@@ -170,3 +170,53 @@ def test_a_real_ogb_download_is_converted_through_ogbs_csv_reader(tmp_path):
     np.testing.assert_array_equal(ds.splits["train"].numpy(), order[:10])
     after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
     assert set(before) <= set(after)  # tierbench removed nothing from the user's copy
+
+
+def test_an_edge_file_cut_at_a_line_boundary_is_caught_by_the_listed_count(tmp_path, capsys):
+    import gzip
+
+    from suite.cli import main
+    from suite.datasets import load_dataset
+
+    write_mini_ogbn_products(tmp_path)
+    edge_file = tmp_path / "ogbn_products" / "raw" / "edge.csv.gz"
+    lines = gzip.decompress(edge_file.read_bytes()).splitlines(keepends=True)
+    edge_file.write_bytes(gzip.compress(b"".join(lines[:100])))  # a valid gzip file of whole lines, half of them
+    with pytest.raises(DatasetFileError, match=r"edge.csv.gz holds 100 edges but .*num-edge-list.csv.gz lists 200"):
+        load_dataset("ogbn-products", ogb_root=tmp_path, progress=False)
+    assert not (tmp_path / "ogbn_products" / "processed" / "data_processed").exists()  # ogb's pickle of it is gone
+    assert main(["datasets", "generate", "ogbn-products", "--ogb-root", str(tmp_path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tierbench: error: ") and err.count("\n") == 1 and "lists 200" in err
+
+
+def test_ogb_cannot_download_even_past_tierbenchs_own_check(tmp_path, monkeypatch):
+    import urllib.request
+
+    _, meta = write_and_read(tmp_path, PRESETS["tiny"])
+    (tmp_path / "ogb_dataset" / "raw" / "data.npz").unlink()
+    monkeypatch.setattr(ogb_format, "check_readable_without_download", lambda *a: None)
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: pytest.fail("ogb reached the network"))
+    with pytest.raises(DatasetFileError, match="ogb tried to download .*tierbench never downloads"):
+        ogb_format.read_node_dataset(meta, HINT)
+    module = sys.modules["ogb.nodeproppred.dataset"]
+    assert module.download_url.__module__ == "ogb.utils.url"  # put back afterwards
+
+
+def test_a_missing_dataset_is_a_one_line_error_without_a_network_attempt(tmp_path, capsys):
+    from suite.cli import main
+
+    assert main(["datasets", "generate", "ogbn-products", "--ogb-root", str(tmp_path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tierbench: error: no dataset directory") and err.count("\n") == 1
+    write_mini_ogbn_products(tmp_path)
+    (tmp_path / "ogbn_products" / "raw" / "edge.csv.gz").unlink()
+    assert main(["datasets", "generate", "ogbn-products", "--ogb-root", str(tmp_path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "would try to download the dataset; tierbench never downloads" in err and err.count("\n") == 1
+
+
+def test_a_heterogeneous_dataset_is_refused_before_ogb_reads_it(tmp_path):
+    meta = ogb_format.real_meta_dict("ogbn-mag", tmp_path)
+    with pytest.raises(ValueError, match="ogbn_mag holds a heterogeneous graph"):
+        ogb_format.read_node_dataset(meta, HINT)

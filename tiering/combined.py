@@ -91,7 +91,19 @@ class DeviceCounters:
 
 
 class HotTierTooLarge(MemoryError):
-    """The requested hot tier does not fit in the GPU's free memory."""
+    """The rows a loader would keep in GPU memory (its hot tier, or a whole table) do not fit in the free memory."""
+
+
+def check_fits(need_bytes: int, device: torch.device, what: str, detail: str, fix: str) -> None:
+    """Raise ``HotTierTooLarge`` unless ``need_bytes`` fit in the free memory of CUDA ``device``.
+
+    The message names ``what`` needs them, how they add up (``detail``) and what to change (``fix``).
+    """
+    free, _ = torch.cuda.mem_get_info(device)
+    if need_bytes > free:
+        raise HotTierTooLarge(
+            f"{what} needs {need_bytes / 2**30:.2f} GiB ({detail}) but {device} has {free / 2**30:.2f} GiB free; {fix}"
+        )
 
 
 class CombinedTensor(FeatureLoader):
@@ -142,13 +154,8 @@ class CombinedTensor(FeatureLoader):
         self._counters = DeviceCounters(3, self.device)  # hits, payload, requests
 
     def _check_fits(self) -> None:
-        need = self.hot_rows * self.row_bytes
-        free, _ = torch.cuda.mem_get_info(self.device)
-        if need > free:
-            raise HotTierTooLarge(
-                f"the hot tier needs {need / 2**30:.2f} GiB ({self.hot_rows} rows x {self.row_bytes} B) but "
-                f"{self.device} has {free / 2**30:.2f} GiB free; lower the hot fraction"
-            )
+        check_fits(self.hot_rows * self.row_bytes, self.device, "the hot tier",
+                   f"{self.hot_rows} rows x {self.row_bytes} B", "lower the hot fraction")
 
     def _gather(self, ids: torch.Tensor) -> torch.Tensor:
         ids = ids.to(self.device, dtype=torch.int64, non_blocking=True)

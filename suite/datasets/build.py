@@ -6,7 +6,13 @@ Both kinds of dataset take the same road from OGB files to the cache::
     real ogbn-* on disk ---------------------> ogb's NodePropPredDataset--> convert --> cache entry
 
 so the converter that turns ogb's arrays into a ``CSRGraph`` plus feature,
-label and split arrays is exercised by every synthetic dataset in CI.
+label and split arrays is exercised by every synthetic dataset in CI.  The
+arrays are checked on the way in (``ogb_format.read_node_dataset``), once.
+
+The OGB files of a synthetic dataset are scratch: they are written inside
+the entry's build directory, read back once, and deleted, since nothing
+reads them after the conversion (for products-s they are 270 MB).  A real
+dataset is read where the user keeps it and never copied.
 
 Conversion keeps memory near the size of what ogb already holds: the CSR is
 built by a counting sort over views of ogb's ``edge_index`` rows (one int64
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import shutil
 import zlib
 from pathlib import Path
 
@@ -30,6 +37,7 @@ from tiering.graph import CSRGraph
 from ..progress import Steps
 from . import cache, ogb_format
 from .dataset import Dataset, dataset_arrays, load_entry, save_arrays
+from .errors import DatasetFileError
 from .dcsbm import dcsbm_edges
 from .node_data import NO_LABEL, random_splits, synthesize_features, visible_labels
 from .presets import Preset, get_preset
@@ -111,10 +119,11 @@ def labels_from_ogb(labels) -> np.ndarray:
 
 
 def convert_ogb(graph_dict, labels, split, name: str):
-    """ogb's arrays -> (CSRGraph, float32 features, int64 labels, int64 splits)."""
-    if graph_dict.get("node_feat") is None:
-        raise ValueError(f"{name} has no node features; tierbench needs a feature table")
-    graph = CSRGraph.from_ogb(graph_dict["edge_index"], int(graph_dict["num_nodes"]))
+    """ogb's arrays, checked by ``read_node_dataset`` -> (CSRGraph, float32 features, int64 labels, int64 splits)."""
+    try:
+        graph = CSRGraph.from_ogb(graph_dict["edge_index"], int(graph_dict["num_nodes"]))
+    except TypeError as err:  # ids that are not integers
+        raise ValueError(f"the edge list of {name}: {err}") from None
     features = np.asarray(graph_dict["node_feat"], dtype=np.float32)
     splits = {k: np.asarray(split[k], dtype=np.int64) for k in ("train", "valid", "test")}
     return graph, features, labels_from_ogb(labels), splits
@@ -137,15 +146,11 @@ def _manifest(name: str, source: dict, graph: CSRGraph, features, labels, splits
 
 
 # ------------------------------------------------------------------- prepare
-def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: bool = True) -> Path:
-    """Make sure the cache entry of ``name`` exists; build it if not (or if ``force``)."""
-    entry = entry_path(name, ogb_root)
-    if (entry / cache.MANIFEST).exists() and not force:
-        return entry
+def _build(name: str, ogb_root, partial: Path, progress: bool) -> None:
+    """Write the arrays and the manifest of ``name`` into the build directory ``partial``."""
     hint = regenerate_hint(name, ogb_root)
     real = is_real_ogb(name)
     steps = Steps(name, 4 if real else 6, progress)
-    partial = cache.partial_dir(entry)
     try:
         if real:
             meta = ogb_format.real_meta_dict(name, ogb_root)
@@ -153,32 +158,44 @@ def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: 
             source = {"kind": "ogb", "dir": str(Path(meta["dir_path"]).resolve())}
         else:
             preset = get_preset(name)
-            ogb_dir = partial / "ogb" / name.replace("-", "_")
+            scratch = partial / "ogb"
             with steps.step("generating graph and features"):
                 graph, features, labels, splits = generate_arrays(preset)
             with steps.step("writing OGB files"):
+                ogb_dir = scratch / name.replace("-", "_")
                 ogb_format.write_node_dataset(ogb_dir, graph.to_edge_index(), features, labels, splits)
                 del graph, features, labels, splits
             meta = ogb_format.synthetic_meta_dict(ogb_dir, f"tierbench-{name}", preset.num_classes)
             num_classes = preset.num_classes
-            source = {"kind": "synthetic", "preset": preset.params(), "ogb_dir": str(ogb_dir.relative_to(partial))}
+            source = {"kind": "synthetic", "preset": preset.params()}
         with steps.step("reading through ogb"):
-            graph_dict, ogb_labels, split = ogb_format.read_node_dataset(meta, hint, cache_processed=real)
+            graph_dict, ogb_labels, split = ogb_format.read_node_dataset(
+                meta, hint, cache_processed=real, progress=progress
+            )
+            if not real:
+                shutil.rmtree(scratch)  # ogb's arrays are in memory; nothing reads the files again
         with steps.step("converting to CSR"):
-            graph, features, labels, splits = convert_ogb(graph_dict, ogb_labels, split, name)
+            try:
+                graph, features, labels, splits = convert_ogb(graph_dict, ogb_labels, split, name)
+            except ValueError as err:  # the edge list: ids out of range, or not integers
+                raise DatasetFileError(f"{meta['dir_path']} holds a malformed edge list: {err}. {hint}") from None
             del graph_dict, ogb_labels
         with steps.step("writing arrays"):
             written = save_arrays(partial, **dataset_arrays(graph, features, labels, splits))
         with steps.step("checksums"):
-            if not real:
-                written += sorted(p for p in (partial / "ogb").rglob("*") if p.is_file())
             files = cache.describe_files(partial, written, progress)
             cache.write_manifest(partial, _manifest(name, source, graph, features, labels, splits, num_classes, files))
-        cache.publish(partial, entry)
     finally:
         steps.close()
-        cache.discard(partial)
-    return entry
+
+
+def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: bool = True) -> Path:
+    """Make sure the cache entry of ``name`` exists; build it if not (or if ``force``).
+
+    Concurrent calls for one entry build it once (``cache.build_entry``).
+    """
+    entry = entry_path(name, ogb_root)
+    return cache.build_entry(entry, lambda partial: _build(name, ogb_root, partial, progress), force=force)
 
 
 def load_dataset(name: str, *, ogb_root=None, verify: bool = True, progress: bool = True) -> Dataset:

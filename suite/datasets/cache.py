@@ -1,4 +1,4 @@
-"""Where prepared datasets live, and how their integrity is checked.
+"""Where prepared datasets live, how an entry is built and published, and how its integrity is checked.
 
 The cache root is ``$TIERBENCH_DATA`` when set, otherwise the user's cache
 directory (``~/.cache/tierbench`` on Linux).  Each prepared dataset is one
@@ -6,29 +6,57 @@ entry directory named ``<dataset>-<key>``; the key hashes everything the
 content depends on (a preset's parameters, or a real dataset's location and
 file sizes), so changing a preset never silently reuses old data.
 
-An entry is complete exactly when its ``manifest.json`` exists: entries are
-built in a hidden ``.partial`` directory and renamed into place, and the
-manifest (generating parameters, statistics, and the size and SHA-256 of
-every file) is written last.  Loading checks the size of every file and, by
-default, the checksum of every array it loads; a mismatch names the file and
-the command that rebuilds it.
+An entry is complete exactly when its ``manifest.json`` exists.  Building one
+(``build_entry``) holds a per-entry lock (``.<entry>.lock`` in the root), so
+a second process asking for the same entry waits and then uses the first
+one's result.  The build writes into a hidden ``.<entry>.partial-<pid>-<tag>``
+directory, writes the manifest (generating parameters, statistics, and the
+size and SHA-256 of every file) last, and is published by two renames: the
+old entry to ``.<entry>.old-<pid>``, the new one into place.  A process killed
+between them leaves no entry but a complete ``.old``; the next build or open
+of the entry restores it.  Leftovers are removed only by the lock holder, and
+only when the process named in them is gone.
+
+Loading checks the manifest's shape and file names (confined to the entry),
+the size of every file and, by default, the checksum of every array it
+loads; a mismatch names the file and the command that rebuilds it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
+import secrets
 import shutil
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+import filelock
 from tqdm.auto import tqdm
 
 from .. import atomic
 from .errors import DatasetFileError
 
+log = logging.getLogger(__name__)
+
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
+MANIFEST_FIELDS = {
+    "format": int,
+    "name": str,
+    "created": str,
+    "source": dict,
+    "num_nodes": int,
+    "num_edges": int,
+    "feature_dim": int,
+    "num_classes": int,
+    "split_sizes": dict,
+    "stats": dict,
+    "files": dict,
+}
+"""The keys every manifest holds, with their JSON types."""
 _HASH_CHUNK = 16 << 20
 _PROGRESS_BYTES = 256 << 20  # show a progress bar when hashing more than this
 
@@ -44,6 +72,12 @@ def cache_root() -> Path:
         raise ValueError("platformdirs is not installed: install it, or set TIERBENCH_DATA to the dataset cache "
                          "directory") from None
     return Path(platformdirs.user_cache_dir("tierbench"))
+
+
+def describe_root() -> str:
+    """The cache root and where the choice came from, for the CLI's output."""
+    how = "from $TIERBENCH_DATA" if os.environ.get("TIERBENCH_DATA") else "the default; set TIERBENCH_DATA to move it"
+    return f"{cache_root()} ({how})"
 
 
 def sha256_file(path: Path, progress: bool = True) -> str:
@@ -66,11 +100,36 @@ def describe_files(entry: Path, paths, progress: bool = True) -> dict:
     }
 
 
+def entry_bytes(entry: Path) -> int:
+    """Bytes the files of an entry take on disk (its real size, whatever the manifest says)."""
+    return sum(p.stat().st_size for p in entry.rglob("*") if p.is_file())
+
+
+# ------------------------------------------------------------------ manifest
 def write_manifest(entry: Path, manifest: dict) -> None:
     atomic.write_json(entry / MANIFEST, {"format": MANIFEST_FORMAT, **manifest})
 
 
+def _is_json_type(value, kind: type) -> bool:
+    return isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+
+
+def _check_file_names(entry: Path, path: Path, files: dict, hint: str) -> None:
+    """Every name in ``files`` is a relative path inside ``entry`` with a size and a checksum."""
+    root = entry.resolve()
+    for name, record in files.items():
+        parts = PurePosixPath(name).parts
+        if not name or PurePosixPath(name).is_absolute() or ".." in parts or "\\" in name:
+            raise DatasetFileError(f"{path} names the file {name!r}, outside its entry; refusing to read it. {hint}")
+        if not (entry / name).resolve().is_relative_to(root):
+            raise DatasetFileError(f"{path}: {entry / name} leads outside the entry; refusing to read it. {hint}")
+        if not (isinstance(record, dict) and _is_json_type(record.get("bytes"), int) and record["bytes"] >= 0
+                and isinstance(record.get("sha256"), str) and len(record["sha256"]) == 64):
+            raise DatasetFileError(f"{path}: the record of {name!r} needs a byte count and a SHA-256. {hint}")
+
+
 def read_manifest(entry: Path, hint: str) -> dict:
+    """The manifest of ``entry``, with its keys, their types and its file names checked."""
     path = entry / MANIFEST
     try:
         manifest = json.loads(path.read_text())
@@ -78,8 +137,13 @@ def read_manifest(entry: Path, hint: str) -> dict:
         raise DatasetFileError(f"{path} is missing: the dataset was never completed. {hint}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise DatasetFileError(f"{path} is corrupt ({err}). {hint}") from None
-    if manifest.get("format") != MANIFEST_FORMAT or "files" not in manifest:
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
         raise DatasetFileError(f"{path} is not a tierbench manifest of format {MANIFEST_FORMAT}. {hint}")
+    wrong = [f"{key} ({kind.__name__})" for key, kind in MANIFEST_FIELDS.items()
+             if not _is_json_type(manifest.get(key), kind)]
+    if wrong:
+        raise DatasetFileError(f"{path} lacks or mistypes {', '.join(wrong)}. {hint}")
+    _check_file_names(entry, path, manifest["files"], hint)
     return manifest
 
 
@@ -87,7 +151,7 @@ def verify_files(entry: Path, manifest: dict, hint: str, checksums: bool = True,
     """Raise ``DatasetFileError`` naming the first missing, truncated or corrupt file."""
     for name, record in manifest["files"].items():
         path = entry / name
-        if not path.exists():
+        if not path.is_file():
             raise DatasetFileError(f"{path} is missing. {hint}")
         size = path.stat().st_size
         if size != record["bytes"]:
@@ -97,14 +161,109 @@ def verify_files(entry: Path, manifest: dict, hint: str, checksums: bool = True,
             raise DatasetFileError(f"{path} is corrupt: its SHA-256 differs from the manifest. {hint}")
 
 
-def partial_dir(entry: Path) -> Path:
-    """A fresh hidden directory to build ``entry`` in; stale ones of crashed builds are removed."""
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    for stale in entry.parent.glob(f".{entry.name}.partial-*"):
-        shutil.rmtree(stale, ignore_errors=True)
-    path = entry.parent / f".{entry.name}.partial-{os.getpid()}"
-    path.mkdir()
-    return path
+# --------------------------------------------------------- build and publish
+def is_complete(entry: Path) -> bool:
+    return (entry / MANIFEST).is_file()
+
+
+def _leftovers(entry: Path, kind: str) -> list[Path]:
+    """``.<entry>.<kind>-<pid>...`` directories beside ``entry`` (kind: ``partial`` or ``old``)."""
+    return sorted(entry.parent.glob(f".{entry.name}.{kind}-*"))
+
+
+def _owner_gone(leftover: Path) -> bool:
+    """Whether the process named in a leftover's name has ended (or is this one, which holds the lock now)."""
+    suffix = leftover.name.rsplit(".", 1)[1]  # "partial-<pid>-<tag>" or "old-<pid>"
+    try:
+        pid = int(suffix.split("-")[1])
+    except (IndexError, ValueError):
+        return True  # not a name tierbench makes
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, under another user
+    return False
+
+
+def recover(entry: Path) -> None:
+    """Undo what a killed build left of ``entry``; call it holding the entry's lock.
+
+    A complete ``.old`` with no complete entry is a publication cut between
+    its two renames: it is put back.  Other ``.old`` and ``.partial``
+    directories are removed once the process that made them is gone.
+    """
+    olds = _leftovers(entry, "old")
+    if olds and not is_complete(entry):
+        restorable = [old for old in olds if is_complete(old)]
+        if restorable:
+            if entry.exists():
+                shutil.rmtree(entry)
+            os.replace(restorable[-1], entry)
+            log.warning("restored %s from %s, left by a build killed while publishing", entry, restorable[-1].name)
+    for leftover in _leftovers(entry, "old") + _leftovers(entry, "partial"):
+        if _owner_gone(leftover):
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            log.info("leaving %s: the process that made it is still running", leftover)
+
+
+@contextlib.contextmanager
+def entry_lock(entry: Path, wait: bool = True):
+    """Hold ``entry``'s build lock (yields False instead of waiting when ``wait`` is False and it is taken)."""
+    root = entry.parent
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"cannot create the dataset cache {root} ({err.strerror}): set TIERBENCH_DATA to a "
+                         f"writable directory") from None
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise ValueError(f"the dataset cache {root} cannot be written: set TIERBENCH_DATA to a writable directory")
+    lock = filelock.FileLock(str(root / f".{entry.name}.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        if not wait:
+            yield False
+            return
+        log.warning("waiting for another tierbench process that is building %s (it holds %s)", entry.name,
+                    lock.lock_file)
+        lock.acquire()
+    try:
+        yield True
+    finally:
+        lock.release()
+
+
+def build_entry(entry: Path, build, force: bool = False) -> Path:
+    """Return ``entry``, complete: built by ``build(partial_dir)`` unless it exists (or ``force``).
+
+    ``build`` writes every file and the manifest (last) into the directory it
+    is given.  The entry's lock is held from the check to the publication, so
+    concurrent callers build it once; leftovers of killed builds are
+    recovered first (``recover``).
+    """
+    if is_complete(entry) and not force:
+        if _leftovers(entry, "old") or _leftovers(entry, "partial"):
+            with entry_lock(entry, wait=False) as locked:
+                if locked:
+                    recover(entry)
+        return entry
+    with entry_lock(entry):
+        recover(entry)
+        if is_complete(entry) and not force:
+            return entry  # another process built it while this one waited
+        partial = entry.parent / f".{entry.name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
+        partial.mkdir()
+        try:
+            build(partial)
+            publish(partial, entry)
+        finally:
+            discard(partial)
+    return entry
 
 
 def publish(partial: Path, entry: Path) -> None:

@@ -96,20 +96,43 @@ def _load_npy(path: Path, mmap: bool, hint: str) -> torch.Tensor:
     return torch.from_numpy(array)
 
 
+def _check_shapes(entry: Path, manifest: dict, arrays: dict, hint: str) -> None:
+    """Each array's shape against the manifest's sizes (read from the ``.npy`` headers, so it costs nothing)."""
+    n = manifest["num_nodes"]
+    expected = {
+        "indptr": (n + 1,),
+        "indices": (manifest["num_edges"],),
+        "features": (n, manifest["feature_dim"]),
+        "labels": (n,),
+        **{name: (manifest["split_sizes"].get(name),) for name in SPLITS},
+        **{name: (n,) for name in PERMUTATION_ARRAYS},
+    }
+    for name, array in arrays.items():
+        if tuple(array.shape) != expected[name]:
+            raise DatasetFileError(
+                f"{array_file(entry, name)} has shape {tuple(array.shape)}, "
+                f"but the manifest says {expected[name]}. {hint}"
+            )
+
+
 def load_entry(entry: Path, hint: str, verify: bool = True, progress: bool = True) -> Dataset:
     """Open a cache entry, checking its files against the manifest first.
 
-    Every file's size is checked; with ``verify``, the SHA-256 of every array
-    that is loaded is checked too (the OGB files are not read again after
-    conversion, so hashing them on every load would only cost time).
+    Every file's size and every array's shape is checked; with ``verify``,
+    the SHA-256 of every array that is loaded is checked too.  The contents
+    were checked once, when the entry was built (``suite.datasets.validate``).
     """
     manifest = read_manifest(entry, hint)
-    verify_files(entry, manifest, hint, checksums=False)
     names = ARRAYS + tuple(n for n in PERMUTATION_ARRAYS if f"{n}.npy" in manifest["files"])
+    missing = [f"{name}.npy" for name in names if f"{name}.npy" not in manifest["files"]]
+    if missing:
+        raise DatasetFileError(f"{entry / 'manifest.json'} lists no {', '.join(missing)}. {hint}")
+    verify_files(entry, manifest, hint, checksums=False)
     if verify:
         loaded = {f"{name}.npy": manifest["files"][f"{name}.npy"] for name in names}
         verify_files(entry, {"files": loaded}, hint, checksums=True, progress=progress)
     arrays = {name: _load_npy(array_file(entry, name), name in _MEMORY_MAPPED, hint) for name in names}
+    _check_shapes(entry, manifest, arrays, hint)
     try:
         graph = CSRGraph(arrays["indptr"], arrays["indices"])
     except (ValueError, TypeError) as err:

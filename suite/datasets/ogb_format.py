@@ -15,8 +15,10 @@ back through ``ogb.nodeproppred.NodePropPredDataset`` with an explicit
 * **Version prompt.** ogb asks on stdin whether to delete the dataset when
   ``RELEASE_v<version>.txt`` is missing.  We write the file for synthetic
   datasets and refuse, with a message, to open a real one that lacks it.
-* **Downloads.** ogb downloads when the raw files are missing.  We check that
-  raw or processed files exist first and never let it try.
+* **Downloads.** ogb downloads when the raw files it looks for are missing.
+  We check that raw or processed files exist first, and while ogb runs its
+  download functions are replaced by one that raises: no path reaches the
+  network.
 * **``torch.load`` with ``weights_only``.** ogb caches what it read in
   ``processed/data_processed`` with ``torch.save`` and loads it with a plain
   ``torch.load``; on torch >= 2.6 that defaults to ``weights_only=True``,
@@ -26,6 +28,11 @@ back through ``ogb.nodeproppred.NodePropPredDataset`` with an explicit
 * **Start-up version check.** ``import ogb`` starts a thread that asks PyPI
   whether ogb is outdated (and importing ``outdated`` starts another).  We
   import ogb so that neither starts.
+
+ogb slices the edge list and the feature table to the counts in
+``num-edge-list`` and ``num-node-list``, so a truncated file would pass
+silently; the edge count is checked against the listed one here, and the
+feature and label rows against the node count in ``suite.datasets.validate``.
 
 For synthetic datasets ogb is kept from writing its ``processed/`` pickle
 (tierbench keeps its own copy in ``.npy`` files; for papers-l the pickle
@@ -48,6 +55,7 @@ import pandas as pd
 import torch
 
 from ..atomic import atomic_path
+from . import validate
 from .errors import DatasetFileError
 from .safe_load import safe_torch_load
 
@@ -83,16 +91,27 @@ def _skip_save(*args, **kwargs):
     pass
 
 
+def _refuse_download(url, *args, **kwargs):
+    raise DatasetFileError(f"ogb tried to download {url or 'the dataset'}; tierbench never downloads")
+
+
 @contextlib.contextmanager
-def _ogb_torch(cache_processed: bool):
-    """Make ogb's dataset module load with ``safe_torch_load``, and save its cache only if asked."""
+def _ogb_patched(cache_processed: bool):
+    """ogb's dataset module loads with ``safe_torch_load``, saves its cache only if asked, and cannot download."""
     module = sys.modules["ogb.nodeproppred.dataset"]
-    real = module.torch
-    module.torch = types.SimpleNamespace(load=safe_torch_load, save=torch.save if cache_processed else _skip_save)
+    patches = {
+        "torch": types.SimpleNamespace(load=safe_torch_load, save=torch.save if cache_processed else _skip_save),
+        "decide_download": _refuse_download,
+        "download_url": _refuse_download,
+    }
+    real = {name: getattr(module, name) for name in patches}
+    for name, value in patches.items():
+        setattr(module, name, value)
     try:
         yield
     finally:
-        module.torch = real
+        for name, value in real.items():
+            setattr(module, name, value)
 
 
 # ------------------------------------------------------------------- writing
@@ -180,6 +199,8 @@ def real_meta_dict(name: str, root) -> dict:
 
 def check_readable_without_download(meta: dict, regenerate_hint: str) -> None:
     """Raise unless ogb can open ``meta['dir_path']`` without prompting or downloading."""
+    if meta["is hetero"] == "True":
+        raise ValueError(f"{meta['dir_path']} holds a heterogeneous graph; tierbench reads homogeneous node datasets")
     root = Path(meta["dir_path"])
     if not root.is_dir():
         raise DatasetFileError(f"no dataset directory {root}. {regenerate_hint}")
@@ -198,32 +219,108 @@ def check_readable_without_download(meta: dict, regenerate_hint: str) -> None:
         )
 
 
-def read_node_dataset(meta: dict, regenerate_hint: str, cache_processed: bool = True):
-    """Read through ``NodePropPredDataset``; returns ``(graph_dict, labels, split_dict)`` as ogb gives them.
+def source_files(meta: dict) -> dict[str, Path]:
+    """The file ogb reads each part of the dataset from (its ``processed/`` pickle once it has one)."""
+    root = Path(meta["dir_path"])
+    raw = root / "raw"
+    processed = root / "processed" / "data_processed"
+    if processed.exists():
+        edges = features = labels = processed
+    elif meta["binary"] == "True":
+        edges = features = raw / "data.npz"
+        labels = raw / "node-label.npz"
+    else:
+        edges, features, labels = raw / "edge.csv.gz", raw / "node-feat.csv.gz", raw / "node-label.csv.gz"
+    split_dir = root / "split" / meta["split"]
+    split_files = {k: split_dir / f"{k}.csv.gz" for k in ("train", "valid", "test")}
+    if (split_dir / "split_dict.pt").is_file():
+        split_files = dict.fromkeys(split_files, split_dir / "split_dict.pt")
+    return {"edges": edges, "features": features, "labels": labels, **split_files}
 
-    ``cache_processed=False`` stops ogb from writing its ``processed/`` pickle
-    (a second copy of the whole dataset), for data tierbench caches itself.
+
+def _listed_edge_count(meta: dict) -> tuple[int, Path]:
+    """The first graph's edge count as OGB's own count file states it, and that file."""
+    raw = Path(meta["dir_path"]) / "raw"
+    if meta["binary"] == "True":
+        with np.load(raw / "data.npz") as data:
+            return int(data["num_edges_list"][0]), raw / "data.npz"
+    listed = raw / "num-edge-list.csv.gz"
+    return int(pd.read_csv(listed, header=None, compression="gzip").iloc[0, 0]), listed
+
+
+def check_edge_count(meta: dict, graph: dict, sources: dict[str, Path], regenerate_hint: str) -> None:
+    """ogb cuts the edge list at the listed count without a word: a shorter edge file is an error here."""
+    if sources["edges"].name == "data_processed":
+        return  # ogb counted when it wrote the pickle; the raw files may be gone
+    listed, count_file = _listed_edge_count(meta)
+    per_edge = 2 if meta["add_inverse_edge"] == "True" else 1  # ogb adds the reverse of each edge
+    read = graph["edge_index"].shape[1] // per_edge
+    if read != listed:
+        raise DatasetFileError(
+            f"{sources['edges']} holds {read} edges but {count_file} lists {listed}: the file is truncated or "
+            f"belongs to another dataset. {regenerate_hint}"
+        )
+
+
+def _empty_split_file(split_files) -> Path | None:
+    for path in split_files:
+        if path.name.endswith(".csv.gz") and path.is_file():
+            with gzip.open(path, "rb") as f:
+                if not f.read(4096).strip():
+                    return path
+    return None
+
+
+def read_node_dataset(meta: dict, regenerate_hint: str, cache_processed: bool = True, progress: bool = True):
+    """Read through ``NodePropPredDataset`` and check; returns ``(graph_dict, labels, split_dict)`` as ogb gives them.
+
+    The edge count is checked against OGB's count file and the arrays by
+    ``validate.check_ogb_arrays``; a failure names the file it came from
+    (``source_files``), and a ``processed/`` pickle ogb wrote on this read is
+    removed with it, so that the next read does not skip these checks.
+    ``cache_processed=False`` stops ogb from writing that pickle (a second
+    copy of the whole dataset), for data tierbench caches itself.
     """
     check_readable_without_download(meta, regenerate_hint)
     NodePropPredDataset = import_ogb_node_dataset()  # noqa: N806 (a class)
+    sources = source_files(meta)
+    processed = Path(meta["dir_path"]) / "processed" / "data_processed"
+    written_now = not processed.exists()
     if cache_processed:
-        (Path(meta["dir_path"]) / "processed").mkdir(exist_ok=True)  # ogb saves its cache there
+        processed.parent.mkdir(exist_ok=True)  # ogb saves its cache there
     chatter = io.StringIO()
     try:
         with (
-            _ogb_torch(cache_processed),
+            _ogb_patched(cache_processed),
             contextlib.redirect_stdout(chatter),
             contextlib.redirect_stderr(chatter),
         ):
-            dataset = NodePropPredDataset(name=meta["download_name"], meta_dict=meta)
-            split = dataset.get_idx_split()
-    except Exception as err:  # ogb raises whatever numpy, zipfile, pandas or pickle raised
-        raise DatasetFileError(
-            f"ogb could not read the dataset in {meta['dir_path']}: {type(err).__name__}: {str(err).rstrip('.')}. "
-            f"A truncated or corrupt file there is the usual cause. {regenerate_hint}"
-        ) from err
+            try:
+                dataset = NodePropPredDataset(name=meta["download_name"], meta_dict=meta)
+            except DatasetFileError:
+                raise
+            except Exception as err:  # ogb raises whatever numpy, zipfile, pandas or pickle raised
+                raise DatasetFileError(
+                    f"ogb could not read the dataset in {meta['dir_path']}: {type(err).__name__}: "
+                    f"{str(err).rstrip('.')}. A truncated or corrupt file there is the usual cause. {regenerate_hint}"
+                ) from err
+            try:
+                split = dataset.get_idx_split()
+            except Exception as err:
+                empty = _empty_split_file(sources[k] for k in ("train", "valid", "test"))
+                what = f"{empty} is empty: every split needs a node id" if empty else (
+                    f"ogb could not read the split files in {sources['train'].parent}: {type(err).__name__}: "
+                    f"{str(err).rstrip('.')}")
+                raise DatasetFileError(f"{what}. {regenerate_hint}") from err
     finally:
         if chatter.getvalue().strip():
             log.debug("ogb: %s", chatter.getvalue().strip())
     graph, labels = dataset[0]
+    try:
+        check_edge_count(meta, graph, sources, regenerate_hint)
+        validate.check_ogb_arrays(graph, labels, split, int(meta["num classes"]), sources, regenerate_hint, progress)
+    except DatasetFileError:
+        if written_now:
+            processed.unlink(missing_ok=True)
+        raise
     return graph, labels, split

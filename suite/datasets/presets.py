@@ -85,9 +85,10 @@ class Preset:
         return hashlib.sha256(blob).hexdigest()[:12]
 
     def estimated_bytes(self) -> int:
-        """Feature table plus CSR, before duplicates are removed."""
+        """The entry's arrays: features, CSR (before duplicates are removed), labels and splits."""
         entries = self.num_nodes * self.avg_degree
-        return int(self.num_nodes * self.feature_dim * 4 + entries * 4 + (self.num_nodes + 1) * 8)
+        return int(self.num_nodes * self.feature_dim * 4 + entries * 4 + (self.num_nodes + 1) * 8
+                   + self.num_nodes * 8 + self.num_labeled * 8)
 
 
 def _papers(name: str, num_nodes: int) -> Preset:

@@ -72,19 +72,10 @@ def reordered_hint(name: str, scorer: str, ogb_root=None) -> str:
     return f"Rebuild it with `tierbench prepare --dataset {name} --scorer {scorer}{root} --force`."
 
 
-def prepare_reordered(
-    name: str, scorer: str, params: dict | None = None, *, ogb_root=None, force: bool = False, progress: bool = True
-) -> Path:
-    """Make sure the reordered entry exists (build it if not, or if ``force``); returns its directory."""
-    params = scorer_params(scorer, **(params or {}))
-    base_entry = prepare_dataset(name, ogb_root=ogb_root, progress=progress)
-    hint = regenerate_hint(name, ogb_root)
-    entry = cache.cache_root() / f"{name}.{scorer}-{_content_key(cache.read_manifest(base_entry, hint), scorer, params)}"
-    if (entry / cache.MANIFEST).exists() and not force:
-        return entry
+def _build(base_entry: Path, hint: str, name: str, scorer: str, params: dict, partial: Path, progress: bool) -> None:
+    """Score, reorder and permute the base entry into the build directory ``partial``."""
     base = load_entry(base_entry, hint, verify=True, progress=progress)
     steps = Steps(f"{name} by {scorer}", 5, progress)
-    partial = cache.partial_dir(entry)
     try:
         with steps.step(f"scoring ({scorer})"):
             start = time.perf_counter()
@@ -100,10 +91,11 @@ def prepare_reordered(
             )
             permute_rows(base.features, new_to_old, out=features, progress=progress)
             features.flush()
+            del features
         with steps.step("writing arrays"):
             labels = permute_rows(base.labels, new_to_old)
             splits = {k: map_ids(v, old_to_new) for k, v in base.splits.items()}
-            arrays = dataset_arrays(graph, features, labels, splits)
+            arrays = dataset_arrays(graph, None, labels, splits)
             del arrays["features"]  # already written in place
             written = save_arrays(partial, **arrays, old_to_new=old_to_new, new_to_old=new_to_old, scores=scores[new_to_old])
             written.append(array_file(partial, "features"))
@@ -132,12 +124,21 @@ def prepare_reordered(
                 "files": cache.describe_files(partial, written, progress),
             }
             cache.write_manifest(partial, manifest)
-        del features
-        cache.publish(partial, entry)
     finally:
         steps.close()
-        cache.discard(partial)
-    return entry
+
+
+def prepare_reordered(
+    name: str, scorer: str, params: dict | None = None, *, ogb_root=None, force: bool = False, progress: bool = True
+) -> Path:
+    """Make sure the reordered entry exists (build it if not, or if ``force``); returns its directory."""
+    params = scorer_params(scorer, **(params or {}))
+    base_entry = prepare_dataset(name, ogb_root=ogb_root, progress=progress)
+    hint = regenerate_hint(name, ogb_root)
+    entry = cache.cache_root() / f"{name}.{scorer}-{_content_key(cache.read_manifest(base_entry, hint), scorer, params)}"
+    return cache.build_entry(
+        entry, lambda partial: _build(base_entry, hint, name, scorer, params, partial, progress), force=force
+    )
 
 
 def load_reordered(name: str, scorer: str, params: dict | None = None, *, ogb_root=None, verify=True, progress=True) -> Dataset:

@@ -1,0 +1,133 @@
+"""tierbench report: one row and one bar per setting, the spread over epochs, speedups only against a reference run."""
+
+import configparser
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from suite.report import figure8, figure10, figure11
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cell(loader, epochs, *, hot=0.0, scorer=None, **settings) -> list[dict]:
+    """The records of one cell, one per recorded epoch time in ``epochs``, as ``read_records`` returns them."""
+    common = dict(dataset="tiny", device="cpu: test", processes=1, gpus=0, pipeline=False, sampling="cpu",
+                  fanouts="5,5", batch_size=64, loader=loader, scorer=scorer or ("wrpr" if loader == "tiered" else "none"),
+                  hot_fraction=hot, git_revision="48e396741866", time="2026-01-01T00:00:00+00:00", sample_s=0.01,
+                  gather_s=0.01, train_s=0.01, hit_ratio=hot, valid_accuracy=0.5, pcie_payload_bytes=1000 * (1 - hot),
+                  pcie_rx_bytes_measured=float("nan"), gpu_bytes_resident=100 * hot)
+    return [{**common, **settings, "epoch": e, "epoch_s": seconds} for e, seconds in enumerate(epochs)]
+
+
+def records(*cells) -> pd.DataFrame:
+    return pd.DataFrame([row for rows in cells for row in rows])
+
+
+def test_cells_with_different_hot_fractions_are_never_averaged(tmp_path):
+    sweep = records(cell("uva", [2.0, 2.2]), cell("tiered", [1.0, 1.2], hot=0.05), cell("tiered", [0.5, 0.7], hot=0.1))
+    md, csv, png = figure8(sweep, tmp_path, "test")
+    table = pd.read_csv(csv).set_index("hot_fraction")
+    assert len(table) == 3
+    assert table.loc[0.05, "epoch_s"] == pytest.approx(1.1) and table.loc[0.1, "epoch_s"] == pytest.approx(0.6)
+    assert (table.loc[0.1, "epoch_s min"], table.loc[0.1, "epoch_s max"], table.loc[0.1, "epochs"]) == (0.5, 0.7, 2)
+    text = md.read_text()
+    assert "0.6 (0.5-0.7)" in text and "fastest and slowest epoch (min-max)" in text
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_speedup_whose_reference_was_not_run_is_omitted_and_said_so(tmp_path):
+    sweep = records(cell("uva", [2.0, 2.2]), cell("tiered", [1.0, 1.2], hot=0.1))
+    md, csv, _ = figure8(sweep, tmp_path, "test")
+    table = pd.read_csv(csv)
+    assert "speedup over cpu-gather" not in table and "speedup over uva" in table
+    text = md.read_text()
+    assert "No cpu-gather records in this sweep: speedup over cpu-gather omitted." in text
+    assert "nan" not in text.lower()
+
+
+def test_speedups_are_taken_within_the_same_setting(tmp_path):
+    sweep = records(
+        cell("uva", [2.0, 2.0]), cell("tiered", [1.0, 1.0], hot=0.1),
+        cell("uva", [4.0, 4.0], pipeline=True), cell("tiered", [1.0, 1.0], hot=0.1, pipeline=True),
+        cell("tiered", [1.0, 1.0], hot=0.1, batch_size=128),  # no uva cell with this batch size
+    )
+    md, csv, _ = figure8(sweep, tmp_path, "test")
+    table = pd.read_csv(csv)
+    tiered = table[table["loader"] == "tiered"].set_index(["pipeline", "batch_size"])["speedup over uva"]
+    assert tiered[(False, 64)] == pytest.approx(2.0) and tiered[(True, 64)] == pytest.approx(4.0)
+    assert pd.isna(tiered[(False, 128)])
+    assert "1 rows have no uva cell in the same setting: their speedup over uva is empty." in md.read_text()
+
+
+def test_a_speedup_within_the_spread_of_epochs_is_flagged_as_noise(tmp_path):
+    sweep = records(cell("cpu-gather", [1.0, 1.4]), cell("uva", [1.1, 1.3]), cell("tiered", [0.5, 0.6], hot=0.1))
+    md, csv, _ = figure8(sweep, tmp_path, "test")
+    table = pd.read_csv(csv).set_index("loader")
+    assert table.loc["uva", "within spread of cpu-gather"] == True  # noqa: E712 (a CSV boolean)
+    assert table.loc["tiered", "within spread of cpu-gather"] == False  # noqa: E712
+    text = md.read_text()
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
+    assert "1.00x (noise)" in rows["uva"] and "2.18x" in rows["tiered"] and "(noise)" not in rows["tiered"].split("|")[-4]
+    assert "reference" in rows["cpu-gather"]
+
+
+def test_one_recorded_epoch_is_said_to_have_no_spread(tmp_path):
+    md, _, _ = figure8(records(cell("uva", [2.0]), cell("tiered", [1.0], hot=0.1)), tmp_path, "test")
+    assert "A cell with one recorded epoch has no spread" in md.read_text()
+
+
+def test_a_setting_that_varies_within_a_loader_gets_its_own_bar(tmp_path, monkeypatch):
+    import seaborn
+
+    calls = []
+    real = seaborn.catplot
+    monkeypatch.setattr(seaborn, "catplot", lambda **kwargs: calls.append(kwargs) or real(**kwargs))
+    sweep = records(cell("uva", [2.0, 2.2]), cell("tiered", [1.0, 1.2], hot=0.05), cell("tiered", [0.5, 0.7], hot=0.1))
+    figure8(sweep, tmp_path, "test")
+    (kwargs,) = calls
+    assert kwargs["hue"] == "setting" and kwargs["hue_order"] == ["hot 0%", "hot 5%", "hot 10%"]
+    assert kwargs["errorbar"](pd.Series([3.0, 1.0, 2.0])) == (1.0, 3.0)
+
+
+def test_figure_10_compares_each_setting_with_its_own_zero_hot_tier(tmp_path):
+    sweep = records(
+        cell("tiered", [2.0, 2.0], hot=0.0), cell("tiered", [1.0, 1.0], hot=0.25),
+        cell("tiered", [4.0, 4.0], hot=0.0, fanouts="10,10"), cell("tiered", [3.9, 4.2], hot=0.25, fanouts="10,10"),
+    )
+    md, csv, _ = figure10(sweep, tmp_path, "test")
+    table = pd.read_csv(csv).set_index(["fanouts", "hot_fraction"])
+    assert len(table) == 4
+    assert table.loc[("5,5", 0.25), "time vs 0%"] == pytest.approx(-0.5)
+    assert table.loc[("10,10", 0.25), "time vs 0%"] == pytest.approx(0.0125)
+    assert table.loc[("10,10", 0.25), "time vs 0% within spread"] == True  # noqa: E712
+    text = md.read_text()
+    assert "+1% (noise)" in text and "-50%" in text and "fanouts 10,10" not in text.split("|")[0]
+
+
+def test_figure_11_keeps_settings_apart(tmp_path):
+    sweep = records(
+        cell("tiered", [2.0, 2.0], hot=0.1, processes=2), cell("tiered", [1.0, 1.0], hot=0.1, processes=2, pipeline=True),
+        cell("tiered", [1.5, 1.5], hot=0.1, processes=2, sampling="distributed"),
+    )
+    md, csv, png = figure11(sweep, tmp_path, "test")
+    table = pd.read_csv(csv)
+    assert sorted(table["epoch_s"]) == [1.0, 1.5, 2.0]
+    assert "| pipeline" in md.read_text() and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_demo_writes_into_an_ignored_folder_and_results_demo_into_results():
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(REPO / "tox.ini")
+    for env, root in (("demo", "out"), ("results-demo", "results")):
+        assert f"DEMO_ROOT = {root}" in tox[f"testenv:{env}"]["set_env"]
+    commands = tox["testenv:demo"]["commands"]
+    assert commands.count("{env:DEMO_ROOT}") >= 4 and "results" not in commands
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("needs a git checkout")
+    ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "--no-index", "out/runs/demo.csv",
+                              "out/demo/fig8.md", ".venv"], capture_output=True, text=True).stdout.split()
+    assert ignored == ["out/runs/demo.csv", "out/demo/fig8.md", ".venv"]
