@@ -31,7 +31,7 @@ processes stand in for G GPUs, so CI can run the whole path).  Every process:
 
 An epoch's result is combined over processes: times are the slowest
 process's (the step waits for it), losses and accuracy are over all
-processes' minibatches, hit ratio and traffic are summed.
+processes' minibatches, hit ratio, rows gathered and traffic are summed.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ class DistributedTrainer(Trainer):
     def train_epoch(self, epoch: int, progress: bool = True, pipeline: bool = False) -> EpochResult:
         result = super().train_epoch(epoch, progress=progress and self.rank == 0, pipeline=pipeline)
         slowest = self._reduce([result.sample_s, result.gather_s, result.train_s, result.epoch_s], dist.ReduceOp.MAX)
-        stats = self.loader.stats()
+        stats = self.epoch_stats  # the training minibatches' counters, without the validation pass's gathers
         measured = result.pcie_rx_bytes_measured
         sums = self._reduce([stats.hits, stats.accesses, result.pcie_payload_bytes, result.pcie_requests,
                           result.host_bytes_touched, result.gpu_bytes_resident + self.graph_bytes_resident,
@@ -163,7 +163,7 @@ class DistributedTrainer(Trainer):
         losses = self._reduce(result.losses) / self.world  # minibatch i's loss averaged over the processes
         return dataclasses.replace(
             result, loss=float(losses.mean()), sample_s=float(slowest[0]), gather_s=float(slowest[1]),
-            train_s=float(slowest[2]), epoch_s=float(slowest[3]), sampled_edges=edges,
+            train_s=float(slowest[2]), epoch_s=float(slowest[3]), sampled_edges=edges, rows_gathered=accesses,
             hit_ratio=hits / accesses if accesses else float("nan"), pcie_payload_bytes=payload, pcie_requests=requests,
             host_bytes_touched=host, gpu_bytes_resident=resident,
             pcie_rx_bytes_measured=None if unmeasured else rx, losses=losses.tolist(),

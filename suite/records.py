@@ -89,6 +89,8 @@ SCHEMA = {
     "batches": Column("int"),
     "sampled_edges": Column("int"),
     "hit_ratio": Column("float"),
+    "rows_gathered": Column("int", nullable=True),
+    "row_bytes": Column("int", nullable=True),
     "pcie_payload_bytes": Column("int"),
     "pcie_requests": Column("int"),
     "host_bytes_touched": Column("int"),
@@ -98,7 +100,8 @@ SCHEMA = {
     "pipeline": Column("bool", default=False),
 }
 """Column -> type of a record; rows written before ``sampling``, ``processes`` and ``pipeline`` existed ran
-with CPU sampling, in one process, without a pipeline."""
+with CPU sampling, in one process, without a pipeline; those written before ``rows_gathered`` and ``row_bytes``
+existed miss them (``<NA>``)."""
 
 _EXTRA = Column("str", nullable=True)  # a column this version does not know: kept as text
 _INTEGER = re.compile(r"[+-]?\d+(?:\.0*)?")  # pandas wrote an integer column with a gap as floats: 1744078336.0

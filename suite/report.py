@@ -15,6 +15,21 @@
   GPU sampling notably faster, its curve shifted right by the graph's share
   of GPU memory.
 
+Figures 8 and 10 also judge the gather time against the data-loading
+lower bound (seeds/000 §4.1: hot rows from GPU memory, cold rows over PCIe;
+seeds/004 §3.2: ``cudaMemcpy`` is the ceiling a zero-copy gather is measured
+against): per epoch, ``gather bound s`` = cold bytes / the H2D memcpy ceiling
++ hot bytes / the D2D copy ceiling, both ceilings as ``tierbench doctor``
+measured them into the machine profile each record names.  Cold bytes are the
+modelled PCIe payload (``pcie_payload_bytes``: the dense bytes a DMA loader
+copies, the 32-byte sectors a zero-copy gather reads); hot bytes are hit ratio
+x rows gathered x row bytes.  ``gather / bound`` is the cell's mean gather time
+over its mean bound (goal <= 1.2).  A cell has a bound only when every one of
+its records ran on a GPU in one process, names a profile with measured
+ceilings and carries ``rows_gathered`` and ``row_bytes``; where no cell has
+one (every CPU run, records made before these columns) the columns are left
+out and one line says why.
+
 Numbers measured on a CPU are labelled so: there the "GPU" tier is host
 memory, no byte crosses PCIe, and times compare code paths, not the paper's
 hardware effect.
@@ -22,6 +37,8 @@ hardware effect.
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -39,6 +56,25 @@ SETTINGS = ["dataset", "device", "processes", "gpus", "pipeline", "sampling", "f
 """The columns that make two records different measurements: epochs are averaged within one value of each, never across."""
 SPREAD_COLUMNS = ["epoch_s", "epoch_s min", "epoch_s max", "epochs"]
 MARKS = "mean of the recorded epochs; error bars: fastest-slowest epoch"
+BOUND = "gather bound s"
+RATIO = "gather / bound"
+BOUND_GOAL = 1.2
+"""The goal for the gather time over its bound (the data-loading lower bound)."""
+CEILINGS = ("h2d_memcpy_bytes_per_s", "d2d_copy_bytes_per_s")
+"""The measured ceilings of a machine profile (``suite.ceilings``) the bound divides cold and hot bytes by."""
+RERUN = "`tierbench run --rerun` records a cell again"
+NO_CEILINGS = ("there are no measured ceilings for these records: run `tierbench doctor` on the machine that made them "
+               f"before their sweep ({RERUN})")
+SEVERAL_PROCESSES = "they ran in several processes, whose summed bytes no one GPU's ceilings bound"
+ON_CPU = "they ran on a CPU, where no byte crosses PCIe (the machine's GPU ceilings do not apply)"
+NO_ROW_COUNTS = f"they were recorded before rows_gathered and row_bytes existed ({RERUN})"
+NO_ROWS = "no row was gathered"
+BOUND_TEXT = (
+    f"Gather bound (`{BOUND}`, per epoch) = cold bytes / the H2D memcpy ceiling + hot bytes / the D2D copy ceiling, "
+    "with the ceilings `tierbench doctor` measured into the records' machine profile; cold bytes are the modelled PCIe "
+    "payload (the dense bytes a DMA loader copies, the 32-byte sectors a zero-copy gather reads), hot bytes hit ratio "
+    f"x rows gathered x row bytes. `{RATIO}` = mean gather time / mean bound; goal <= {BOUND_GOAL:g}."
+)
 _NAMES = {
     "dataset": "dataset {}".format,
     "loader": "loader {}".format,
@@ -169,6 +205,70 @@ def _flagged(values: pd.Series, fmt: str, noise: pd.Series | None = None) -> pd.
                       for value, flag in zip(values, noise)], index=values.index)
 
 
+def _measured_ceilings(path) -> tuple[float, float] | None:
+    """The H2D memcpy and D2D copy ceilings (bytes/s) of the machine profile at ``path``; ``None`` where there is
+    no such file (a path is relative to the working directory, as ``suite.provenance`` writes it) or it holds no
+    measured ceilings (a CPU machine's, or one made with ``--no-measure``)."""
+    if not isinstance(path, str) or not Path(path).is_file():
+        return None
+    try:
+        profile = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path} is not a machine profile of tierbench doctor ({err}); run `tierbench doctor` "
+                         "again to rewrite it") from None
+    ceilings = profile.get("ceilings") if isinstance(profile, dict) else None
+    if not isinstance(ceilings, dict):
+        return None
+    values = [ceilings.get(name) for name in CEILINGS]
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in values):
+        return values[0], values[1]
+    return None
+
+
+def _with_bound(records: pd.DataFrame, settings: list[str]) -> tuple[pd.DataFrame, str]:
+    """``records`` with each one's data-loading lower bound in seconds as column ``BOUND``, and the sentence the
+    table's text gives it.
+
+    A cell's records all have a bound or none has (``_per_cell`` averages what it is given); where no cell has
+    one the column is left out and the sentence says why.
+    """
+    def column(name):
+        values = records[name] if name in records else pd.Series(math.nan, index=records.index)
+        return pd.to_numeric(values, errors="coerce").astype(float)
+
+    profiles = records["machine_profile"] if "machine_profile" in records else pd.Series(None, index=records.index)
+    ceilings = {path: _measured_ceilings(path) for path in profiles.dropna().unique()}
+    measured = profiles.map(lambda path: ceilings.get(path) if isinstance(path, str) else None)
+    h2d = measured.map(lambda pair: math.nan if pair is None else pair[0]).astype(float)
+    d2d = measured.map(lambda pair: math.nan if pair is None else pair[1]).astype(float)
+    hot_bytes = column("hit_ratio") * column("rows_gathered") * column("row_bytes")
+    bound = column("pcie_payload_bytes") / h2d + hot_bytes / d2d
+    reasons = pd.Series("", index=records.index).mask(bound.isna(), NO_ROWS)
+    reasons = reasons.mask(column("rows_gathered").isna() | column("row_bytes").isna(), NO_ROW_COUNTS)
+    reasons = reasons.mask(records["device"].astype(str).str.startswith("cpu"), ON_CPU)
+    reasons = reasons.mask(measured.isna(), NO_CEILINGS)
+    reasons = reasons.mask(column("processes") > 1, SEVERAL_PROCESSES)
+    bound = bound.mask(reasons != "")
+    complete = bound.notna().groupby([records[name] for name in settings], dropna=False, sort=False).transform("all")
+    bound = bound.where(complete)
+    why = "; ".join(reason for reason in dict.fromkeys(reasons[~complete]) if reason)
+    if bound.isna().all():
+        return records, f"No gather bound, as {why}.\n\n"
+    cells = records[~complete].groupby(settings, dropna=False).ngroups
+    missing = f" {cells} rows have no bound, as {why}." if cells else ""
+    return records.assign(**{BOUND: bound}), f"{BOUND_TEXT}{missing}\n\n"
+
+
+def _bound_columns(display: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """``display`` with the bound and the gather time over it after its ``gather_s``, where ``table`` has them."""
+    if BOUND not in table:
+        return display
+    at = display.columns.get_loc("gather_s") + 1
+    display.insert(at, BOUND, table[BOUND])
+    display.insert(at + 1, RATIO, table[RATIO])
+    return display
+
+
 def _markdown(display: pd.DataFrame) -> str:
     """``display`` as a markdown table, numbers to 3 digits, missing values (measured counters, say) empty."""
     return display.astype(object).where(display.notna(), None).to_markdown(index=False, floatfmt=".3g", missingval="") + "\n"
@@ -177,7 +277,11 @@ def _markdown(display: pd.DataFrame) -> str:
 def figure8(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     plt, sns = pyplot()
     settings = _settings(records)
-    table = _per_cell(records, settings, ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "valid_accuracy"])
+    bounded, bound_text = _with_bound(records, settings)
+    columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "valid_accuracy"]
+    table = _per_cell(bounded, settings, columns + [BOUND] * (BOUND in bounded))
+    if BOUND in table:
+        table[RATIO] = table["gather_s"] / table[BOUND]
     same = [column for column in settings if column not in ("loader", "scorer", "hot_fraction")]
     notes = []
     for reference in ("cpu-gather", "uva"):  # compared within the same setting: every setting but the loader's own
@@ -202,6 +306,7 @@ def figure8(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     shown = [column for column in settings if column in shown or column == "loader"]
     display = table[shown].assign(**{"epoch s, mean (min-max)": _epoch_text(table)})
     display = pd.concat([display, table[["sample_s", "gather_s", "train_s", "hit_ratio", "valid_accuracy"]]], axis=1)
+    display = _bound_columns(display, table)
     for reference in ("cpu-gather", "uva"):
         if f"speedup over {reference}" in table:
             text = _flagged(table[f"speedup over {reference}"], "{:.2f}x", table[f"within spread of {reference}"])
@@ -222,7 +327,7 @@ def figure8(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
         f"# Figure 8: epoch time by feature loader\n\nMade by {command}; {caption(record)}.\n\n{_cpu_warning(records)}"
         f"{_common_settings(records, settings)}{_spread_text(table)}"
         "Speedup = mean epoch time of the reference loader in the same setting / this row's."
-        + "".join(f" {note}" for note in notes) + "\n\n" + _markdown(display)
+        + "".join(f" {note}" for note in notes) + "\n\n" + bound_text + _markdown(display)
     )
     return write_table_and_figure(out_dir, "fig8", markdown, table, grid.figure, record, index=False)
 
@@ -233,9 +338,13 @@ def figure10(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     if tiered.empty:
         raise ValueError("Figure 10 needs records of the tiered loader (tierbench run --experiment fig10)")
     settings = _settings(tiered)
-    table = _per_cell(tiered, settings, ["epoch_s", "pcie_payload_bytes", "pcie_rx_bytes_measured", "hit_ratio"])
+    bounded, bound_text = _with_bound(tiered, settings)
+    columns = ["epoch_s", "pcie_payload_bytes", "pcie_rx_bytes_measured", "hit_ratio"]
+    table = _per_cell(bounded, settings, columns + ["gather_s", BOUND] * (BOUND in bounded))
     same = [column for column in settings if column != "hot_fraction"]
     table = table.sort_values(settings).reset_index(drop=True)
+    if BOUND in table:
+        table[RATIO] = table["gather_s"] / table[BOUND]
     zero = table[table["hot_fraction"] == 0.0]
     base = _matching(table, zero, same, SPREAD_COLUMNS[:3] + ["pcie_payload_bytes"])
     table["traffic vs 0% (model)"] = table["pcie_payload_bytes"] / base["pcie_payload_bytes"] - 1.0
@@ -249,6 +358,8 @@ def figure10(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     shown = [column for column in settings if column in _varying(table, settings) or column == "hot_fraction"]
     display = table[shown].assign(**{"epoch s, mean (min-max)": _epoch_text(table)})
     display = pd.concat([display, table[["pcie_payload_bytes", "pcie_rx_bytes_measured", "hit_ratio"]]], axis=1)
+    if BOUND in table:
+        display = _bound_columns(display.assign(gather_s=table["gather_s"]), table)
     reference = table["hot_fraction"] == 0.0
     display["traffic vs 0% (model)"] = _flagged(table["traffic vs 0% (model)"], "{:+.0%}").mask(reference, "reference")
     display["time vs 0%"] = _flagged(table["time vs 0%"], "{:+.0%}", table["time vs 0% within spread"]).mask(
@@ -276,7 +387,7 @@ def figure10(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
         f"# Figure 10: PCIe traffic and epoch time vs hot fraction\n\nMade by {command}; {caption(record)}.\n\n"
         f"{_cpu_warning(tiered)}{_common_settings(tiered, settings)}{_spread_text(table)}"
         f"Changes are relative to the 0% hot tier of the same setting;{note} measured PCIe bytes are NVML's receive "
-        "counter, empty where unavailable.\n\n" + _markdown(display)
+        "counter, empty where unavailable.\n\n" + bound_text + _markdown(display)
     )
     return write_table_and_figure(out_dir, "fig10", markdown, table, fig, record, index=False)
 

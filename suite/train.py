@@ -90,6 +90,8 @@ class EpochResult:
     batches: int
     sampled_edges: int
     hit_ratio: float
+    rows_gathered: int  # the loader's accesses: the unique input nodes of every training minibatch, summed
+    row_bytes: int  # bytes of one row of the feature table (D x element size)
     pcie_payload_bytes: int  # modelled (tiering.traffic)
     pcie_requests: int  # modelled
     host_bytes_touched: int
@@ -165,6 +167,7 @@ class Trainer:
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr)
         self.labels = dataset.labels.to(self.device)
         self.pcie = PCIeCounter(self.device)
+        self.epoch_stats = None  # the loader's counters over the last training epoch's minibatches
 
     def _sync(self):
         """Wait for the work queued on the training's CUDA stream (other streams, such as the
@@ -231,7 +234,7 @@ class Trainer:
         finally:
             self.pcie.close()  # an interrupted epoch leaves no NVML reader running
         bar.close()
-        stats = self.loader.stats()
+        stats = self.epoch_stats = self.loader.stats()  # before the validation pass gathers rows of its own
         return EpochResult(
             epoch=epoch,
             loss=sum(losses) / len(losses),
@@ -243,6 +246,8 @@ class Trainer:
             batches=len(losses),
             sampled_edges=edges,
             hit_ratio=stats.hit_ratio,
+            rows_gathered=stats.accesses,
+            row_bytes=self.dataset.feature_dim * self.dataset.features.element_size(),
             pcie_payload_bytes=stats.pcie_payload_bytes,
             pcie_requests=stats.pcie_requests,
             host_bytes_touched=stats.host_bytes_touched,

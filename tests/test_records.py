@@ -26,9 +26,10 @@ def row(**changes) -> dict:
         "processes": 1, "gpus": 0, "device": "cpu: AMD EPYC", "git_revision": "48e396741866",
         "time": "2026-11-21T15:13:29+00:00", "host": "vm", "torch": "2.13.0+cpu", "machine_profile": None,
         "epoch": 1, "loss": 1.25, "valid_accuracy": 0.5, "sample_s": 0.01, "gather_s": 0.002, "train_s": 0.02,
-        "epoch_s": 0.032, "batches": 2, "sampled_edges": 36660, "hit_ratio": 0.3, "pcie_payload_bytes": 1744,
-        "pcie_requests": 13, "host_bytes_touched": 1744, "gpu_bytes_resident": 524288, "pcie_rx_bytes_measured": None,
-        "pcie_measured_scope": "unavailable: cpu", "pipeline": False,
+        "epoch_s": 0.032, "batches": 2, "sampled_edges": 36660, "hit_ratio": 0.3, "rows_gathered": 30,
+        "row_bytes": 128, "pcie_payload_bytes": 1744, "pcie_requests": 13, "host_bytes_touched": 1744,
+        "gpu_bytes_resident": 524288, "pcie_rx_bytes_measured": None, "pcie_measured_scope": "unavailable: cpu",
+        "pipeline": False,
     }
     return {**values, **changes}
 
@@ -99,7 +100,9 @@ def test_older_files_get_the_documented_defaults_and_gain_new_columns_with_their
     records = read_records(path)
     assert records["pipeline"].tolist() == [False] and records["sampling"].tolist() == ["cpu"]
     assert records["processes"].tolist() == [1] and records["machine_profile"].isna().all()
-    store_records(path, [row(pipeline=True, sampling="distributed", processes=2)])
+    for column in ("rows_gathered", "row_bytes"):  # not counted then: missing, never 0
+        assert str(records[column].dtype) == "Int64" and records[column].isna().all()
+    store_records(path, [row(pipeline=True, sampling="distributed", processes=2, rows_gathered=2**33, row_bytes=512)])
     lines = path.read_text().splitlines()
     added = [name for name in SCHEMA if name not in OLD_HEADER]
     assert lines[0] == ",".join(OLD_HEADER + added)
@@ -107,6 +110,8 @@ def test_older_files_get_the_documented_defaults_and_gain_new_columns_with_their
     records = read_records(path)
     assert records["pipeline"].tolist() == [False, True] and records["sampling"].tolist() == ["cpu", "distributed"]
     assert records["processes"].tolist() == [1, 2] and records["git_revision"].tolist() == ["8c002a67e858", "48e396741866"]
+    assert records["rows_gathered"].isna().tolist() == [True, False] and records["rows_gathered"].iloc[1] == 2**33
+    assert records["row_bytes"].iloc[1] == 512
 
 
 def test_unknown_columns_are_kept_as_text(tmp_path):

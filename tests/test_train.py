@@ -27,6 +27,38 @@ def test_blocks_feed_sageconv_and_the_loss_decreases_on_tiny(tiny):
     assert r.pcie_rx_bytes_measured is None and r.as_record()["pcie_measured_scope"] == "no GPU in use"
 
 
+def input_rows(trainer, epoch: int) -> int:
+    """The unique input nodes of the epoch's training minibatches, summed: the rows its gathers ask for."""
+    batches, _, _ = trainer._batches("train", epoch, shuffle=True)
+    return sum(len(batch.input_nodes) for batch in batches)
+
+
+def test_an_epoch_counts_the_rows_its_training_minibatches_gather_and_their_size(tiny):
+    t = trainer(tiny)
+    r = t.train_epoch(1, progress=False)
+    assert r.rows_gathered == input_rows(t, 1) > 0  # the validation pass's gathers are not counted
+    assert t.loader.stats().accesses > r.rows_gathered  # ... though the loader served them
+    assert r.row_bytes == tiny.feature_dim * 4  # float32 rows
+
+
+def count_rows_over_two_processes(rank, world):
+    from suite.datasets import load_dataset
+    from suite.distributed import DistributedTrainer
+
+    tiny = load_dataset("tiny", progress=False)
+    t = DistributedTrainer(tiny, InMemoryLoader(tiny.features), (10, 5), batch_size=256, seed=0)
+    result = t.train_epoch(0, progress=False)
+    return result.rows_gathered, input_rows(t, 0), result.hit_ratio
+
+
+def test_a_data_parallel_epoch_sums_the_rows_every_process_gathered_for_training(tiny, tmp_path):
+    from tests.gloo import run_gloo
+
+    (combined, mine, hit_ratio), (combined_1, theirs, _) = run_gloo(count_rows_over_two_processes, 2, tmp_path)
+    assert combined == combined_1 == mine + theirs and mine > 0 and theirs > 0
+    assert hit_ratio == 1.0
+
+
 def test_a_step_on_cuda_waits_for_the_training_stream_not_the_whole_gpu(tiny, monkeypatch):
     t = trainer(tiny)
     waited = []
