@@ -57,28 +57,11 @@ def _read_kernel(device_index: int):
         return cupy.RawKernel(_SOURCE, "read_host")
 
 
-class _TorchStream:
-    """torch's current stream of a device in the CUDA stream protocol (``__cuda_stream__``)."""
-
-    def __init__(self, device: torch.device):
-        self.handle = torch.cuda.current_stream(device).cuda_stream
-
-    def __cuda_stream__(self) -> tuple[int, int]:
-        return 0, self.handle
-
-
-def _cupy_stream(device: torch.device):
-    """torch's current stream of ``device`` as a CuPy stream (``Stream.from_external``, CuPy >= 14)."""
-    import cupy
-
-    return cupy.cuda.Stream.from_external(_TorchStream(device))
-
-
-def _best_seconds(run, device: torch.device, repeats: int) -> float:
+def best_seconds(run, device: torch.device, repeats: int, batch: int = 1) -> float:
     """Seconds per ``run()``: the best of ``repeats`` CUDA-event timings on the current stream, after an untimed run.
 
-    Each timing spans ``_BATCH`` runs enqueued back to back, so the launch of
-    one overlaps the previous one and the GPU never waits for the CPU.
+    Each timing spans ``batch`` runs enqueued back to back (with several, the
+    launch of one overlaps the previous one and the GPU never waits for the CPU).
     """
     run()
     best = float("inf")
@@ -86,11 +69,11 @@ def _best_seconds(run, device: torch.device, repeats: int) -> float:
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record(stream)
-        for _ in range(_BATCH):
+        for _ in range(batch):
             run()
         end.record(stream)
         end.synchronize()
-        best = min(best, start.elapsed_time(end) / 1e3 / _BATCH)
+        best = min(best, start.elapsed_time(end) / 1e3 / batch)
     return best
 
 
@@ -103,7 +86,7 @@ def read_host_into(src: torch.Tensor, dst: torch.Tensor) -> None:
     """
     import cupy
 
-    from tiering.zero_copy import mapped_pointer
+    from tiering.zero_copy import cupy_stream, mapped_pointer
 
     nbytes = src.numel() * src.element_size()
     if not (src.is_pinned() and dst.is_cuda and src.is_contiguous() and dst.is_contiguous()):
@@ -113,7 +96,7 @@ def read_host_into(src: torch.Tensor, dst: torch.Tensor) -> None:
     device = dst.device
     properties = torch.cuda.get_device_properties(device)
     blocks = properties.multi_processor_count * _BLOCKS_PER_SM
-    with cupy.cuda.Device(device.index), _cupy_stream(device):
+    with cupy.cuda.Device(device.index), cupy_stream(device):
         _read_kernel(device.index)(
             (blocks,), (_THREADS,),
             (cupy.uint64(mapped_pointer(src, device)), cupy.uint64(dst.data_ptr()), cupy.int64(nbytes // 16)),
@@ -140,9 +123,9 @@ def measure_ceilings(device=None, buffer_bytes: int = BUFFER_BYTES, repeats: int
         host.fill_(1)  # touch every page before timing
         gpu = torch.empty(buffer_bytes, dtype=torch.uint8, device=device)
         other = torch.empty(buffer_bytes, dtype=torch.uint8, device=device)
-        h2d = _best_seconds(lambda: gpu.copy_(host, non_blocking=True), device, repeats)
-        zero_copy = _best_seconds(lambda: read_host_into(host, gpu), device, repeats)
-        d2d = _best_seconds(lambda: other.copy_(gpu), device, repeats)
+        h2d = best_seconds(lambda: gpu.copy_(host, non_blocking=True), device, repeats, _BATCH)
+        zero_copy = best_seconds(lambda: read_host_into(host, gpu), device, repeats, _BATCH)
+        d2d = best_seconds(lambda: other.copy_(gpu), device, repeats, _BATCH)
         torch.cuda.current_stream(device).synchronize()
     return {
         "h2d_memcpy_bytes_per_s": buffer_bytes / h2d,

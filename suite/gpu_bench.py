@@ -19,7 +19,7 @@
 
 It prints the fastest variant per case and the one ``tiering.zero_copy.DEFAULT_VARIANT`` should be.
 
-Every host table is a view of one page-aligned buffer (an anonymous ``mmap``, 4 KiB-aligned), registered once, so
+Every host table is a view of one page-aligned buffer (``suite.datasets.host_copy.page_aligned_empty``), registered once, so
 row 0 of every table starts a 128-byte line and "1024 B rows" really are line-aligned; one model-check table starts
 64 B into the buffer to check the traffic model at a real offset.
 
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import mmap
 from pathlib import Path
 
 import pandas as pd
@@ -45,11 +44,12 @@ from tiering.combined import CombinedTensor
 from tiering.zero_copy import DEFAULT_VARIANT, VARIANTS, register_host_memory, unregister_host_memory
 
 from . import atomic
+from .ceilings import best_seconds, measure_ceilings
+from .datasets.host_copy import PAGE_BYTES, page_aligned_empty
 from .pcie import PCIeCounter
 from .plotting import pyplot, save_figure, write_table_and_figure
 from .provenance import caption, provenance
 
-PAGE_BYTES = 4096
 TABLE_BYTES = 4 << 30  # host tables: far larger than any cache on the way (H100 L2: 50 MB)
 HOT_TABLE_BYTES = 1 << 30  # the GPU tier of the hot-row study
 COLD_GATHER_BYTES = 512 << 20  # useful bytes per timed cold gather
@@ -103,14 +103,6 @@ def configurations(variants=VARIANTS, default: str = DEFAULT_VARIANT) -> list[Co
                 out.append(Config(study, row_bytes, dtype, default, "full gather"))
     out += [Config("alignment", row_bytes, torch.float32, v) for row_bytes in ALIGNMENT_ROW_BYTES for v in variants]
     return out
-
-
-def page_aligned_buffer(nbytes: int) -> torch.Tensor:
-    """A 1-D uint8 CPU tensor over fresh anonymous memory starting on a page boundary (``mmap`` maps whole pages)."""
-    buffer = torch.frombuffer(mmap.mmap(-1, nbytes), dtype=torch.uint8)
-    if buffer.data_ptr() % PAGE_BYTES:
-        raise RuntimeError(f"an anonymous mapping starts at {buffer.data_ptr():#x}, not on a {PAGE_BYTES} B page")
-    return buffer
 
 
 def table_view(buffer: torch.Tensor, row_bytes: int, dtype: torch.dtype, *, offset: int = 0,
@@ -211,20 +203,6 @@ def model_check_table(checks: list[dict], memcpy: dict | None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _time(fn, repeat: int) -> float:
-    """Best-of-``repeat`` time of ``fn`` in seconds by CUDA events on the current stream, after one warm-up call."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        best = min(best, start.elapsed_time(end) / 1e3)
-    return best
-
-
 def _ids(num_rows: int, count: int, device, seed: int = 0) -> torch.Tensor:
     generator = torch.Generator(device=device).manual_seed(seed)
     return torch.randint(0, num_rows, (count,), device=device, generator=generator)
@@ -250,15 +228,15 @@ def measure(config: Config, buffer: torch.Tensor, device, repeat: int) -> tuple[
         if config.path == "kernel":
             loader.launch_kernel(ids, out)
             _check_rows(out, table, ids, config)
-            ours = useful / _time(lambda: loader.launch_kernel(ids, out), repeat)
+            ours = useful / best_seconds(lambda: loader.launch_kernel(ids, out), device, repeat)
         else:
             _check_rows(loader.gather(ids), table, ids, config)
-            ours = useful / _time(lambda: loader.gather(ids), repeat)
+            ours = useful / best_seconds(lambda: loader.gather(ids), device, repeat)
         if hot:
-            peer = useful / _time(lambda: torch.index_select(loader.hot, 0, ids, out=out), repeat)
+            peer = useful / best_seconds(lambda: torch.index_select(loader.hot, 0, ids, out=out), device, repeat)
         else:
             target, source = out.view(-1).view(torch.uint8), buffer[:useful]
-            peer = useful / _time(lambda: target.copy_(source, non_blocking=True), repeat)
+            peer = useful / best_seconds(lambda: target.copy_(source, non_blocking=True), device, repeat)
     finally:
         loader.close()
     return ours, peer
@@ -384,8 +362,6 @@ def run_gpu_benchmarks(out_dir, device="cuda", *, table_bytes: int = TABLE_BYTES
                        progress: bool = True) -> tuple[list[Path], str]:
     """Measure everything the module docstring lists on ``device`` into ``out_dir``; returns the paths written and
     a summary to print (the fastest variant per case, and the one the default should be)."""
-    from .ceilings import measure_ceilings
-
     if not torch.cuda.is_available():
         raise ValueError("gpubench needs a CUDA GPU and none is visible here; no GPU numbers were made")
     device = torch.device(device)
@@ -395,7 +371,7 @@ def run_gpu_benchmarks(out_dir, device="cuda", *, table_bytes: int = TABLE_BYTES
         raise ValueError(f"--table-gib must be at least {max(HOT_TABLE_BYTES, MODEL_CHECK_BYTES) / 2**30:g}")
     record = provenance(device)
     ceilings = measure_ceilings(device)
-    buffer = page_aligned_buffer(table_bytes + PAGE_BYTES)  # a page more: the offset-64 table keeps its full size
+    buffer = page_aligned_empty((table_bytes + PAGE_BYTES,), torch.uint8)  # a page more: the offset-64 table keeps its full size
     _fill(buffer)
     register_host_memory(buffer)
     try:

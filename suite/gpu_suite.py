@@ -28,7 +28,6 @@ import dataclasses
 import datetime
 import json
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -39,7 +38,7 @@ from pathlib import Path
 import filelock
 
 from . import atomic
-from .provenance import device_name
+from .provenance import device_name, slug
 
 STATE_FILE = "gpu-suite.json"
 STEP_TIMEOUT_S = 540  # a hung step (a collective that never completes) costs at most 9 minutes
@@ -62,11 +61,6 @@ class Step:
     needs_cuda: bool = True
     inputs: tuple[str, ...] = ()  # steps whose results it uses
     any_input: bool = False  # True: one input done is enough (a report of the sweeps that succeeded)
-
-
-def slug(text: str) -> str:
-    """``"cuda: NVIDIA H100 80GB HBM3"`` -> ``"cuda-nvidia-h100-80gb-hbm3"``: a folder name for a device."""
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def visible_gpu() -> str | None:

@@ -55,7 +55,8 @@ def device_name(device: torch.device | str | None = None) -> str:
     return f"cpu: {cpu_name()}"
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
+    """``"cuda: NVIDIA H100 80GB HBM3"`` -> ``"cuda-nvidia-h100-80gb-hbm3"``: a file or folder name for a device or host."""
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
 
 
@@ -71,7 +72,7 @@ def machine_profile_name(device: torch.device | str | None = None) -> str:
         machine = torch.cuda.get_device_name(gpu)
     else:
         machine = "cpu"
-    return f"{_slug(machine)}-{_slug(platform.node())}.json"
+    return f"{slug(machine)}-{slug(platform.node())}.json"
 
 
 def machine_profile_path(device: torch.device | str | None = None, directory=MACHINES_DIR) -> str | None:

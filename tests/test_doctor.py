@@ -20,7 +20,7 @@ import suite.pcie
 import tiering.zero_copy
 from suite import doctor
 from suite.cli import main
-from suite.provenance import _slug, caption, machine_profile_name, machine_profile_path, provenance
+from suite.provenance import caption, machine_profile_name, machine_profile_path, provenance, slug
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
@@ -209,7 +209,7 @@ def fake_gpus(monkeypatch):
 
 def test_gpu_branches_probe_every_gpu_and_keep_one_probe_error_in_its_row(fake_gpus, tmp_path):
     profile, path = doctor.run_doctor(tmp_path, host_tier_bytes=3 << 20, device="cuda:0")
-    assert path.name == f"nvidia-h100-80gb-hbm3-{_slug(platform.node())}.json"
+    assert path.name == f"nvidia-h100-80gb-hbm3-{slug(platform.node())}.json"
     assert json.loads(path.read_text()) == json.loads(json.dumps(profile))
     assert fake_gpus["nvml"].bus_ids == ["0000:3b:00.0", "0000:86:00.0"]  # by PCI bus id, not NVML's index
     gpu0, gpu1 = profile["gpus"]
@@ -270,7 +270,7 @@ def test_the_read_kernel_runs_on_torchs_current_stream(monkeypatch):
     fake_cupy.cuda = types.SimpleNamespace(Stream=types.SimpleNamespace(from_external=lambda s: made.append(s) or s))
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device: types.SimpleNamespace(cuda_stream=0x5EED))
-    stream = suite.ceilings._cupy_stream(torch.device("cuda", 0))
+    stream = tiering.zero_copy.cupy_stream(torch.device("cuda", 0))
     assert made == [stream] and stream.__cuda_stream__() == (0, 0x5EED)  # the CUDA stream protocol
 
 

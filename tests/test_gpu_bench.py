@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from suite import gpu_bench
+from suite.datasets.host_copy import page_aligned_empty
 from suite.gpu_bench import Config
 from tiering.zero_copy import DEFAULT_VARIANT, VARIANTS
 
@@ -15,7 +16,7 @@ CEILINGS = {"h2d_memcpy_bytes_per_s": 50e9, "zero_copy_read_bytes_per_s": 40e9, 
 
 
 def test_the_buffer_starts_on_a_page_and_tables_are_views_of_it():
-    buffer = gpu_bench.page_aligned_buffer(1 << 20)
+    buffer = page_aligned_empty((1 << 20,), torch.uint8)
     assert buffer.data_ptr() % 4096 == 0 and len(buffer) == 1 << 20 and buffer.dtype == torch.uint8
     table = gpu_bench.table_view(buffer, 1024, torch.float32)
     assert table.shape == (1024, 256) and table.data_ptr() == buffer.data_ptr()
@@ -31,7 +32,7 @@ def test_the_buffer_starts_on_a_page_and_tables_are_views_of_it():
 
 
 def test_a_table_view_refuses_rows_that_do_not_fit():
-    buffer = gpu_bench.page_aligned_buffer(4096)
+    buffer = page_aligned_empty((4096,), torch.uint8)
     with pytest.raises(ValueError, match="whole torch.float32"):
         gpu_bench.table_view(buffer, 1026, torch.float32)
     with pytest.raises(ValueError, match="holds no 8192 B row"):
@@ -136,7 +137,7 @@ def test_the_report_writes_tables_and_figures(tmp_path):
 def test_each_study_measures_correct_rows_on_the_gpu(variant):
     from tiering.zero_copy import register_host_memory, unregister_host_memory
 
-    buffer = gpu_bench.page_aligned_buffer(64 << 20)
+    buffer = page_aligned_empty((64 << 20,), torch.uint8)
     gpu_bench._fill(buffer)
     register_host_memory(buffer)
     try:

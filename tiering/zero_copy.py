@@ -198,14 +198,22 @@ def _kernel(variant: str):
     return _module().get_function(KERNEL_NAMES[variant])
 
 
-class _ForeignStream:
-    """A CUDA stream handle in the CUDA stream protocol, for ``cupy.cuda.Stream.from_external``."""
+class _TorchStream:
+    """torch's current stream of a device in the CUDA stream protocol (``__cuda_stream__``)."""
 
-    def __init__(self, handle: int):
-        self.handle = handle
+    def __init__(self, device: torch.device):
+        self.handle = torch.cuda.current_stream(device).cuda_stream
 
     def __cuda_stream__(self) -> tuple[int, int]:
         return 0, self.handle
+
+
+def cupy_stream(device: torch.device):
+    """torch's current stream of ``device`` as a CuPy stream (``Stream.from_external``, CuPy >= 14), so CuPy
+    launches run in order with torch's work; call it inside ``cupy.cuda.Device(device.index)``."""
+    import cupy
+
+    return cupy.cuda.Stream.from_external(_TorchStream(device))
 
 
 def launch_gather(gpu_tiers: torch.Tensor, host_ptr: int, ids: torch.Tensor, out: torch.Tensor, num_rows: int, *,
@@ -238,7 +246,7 @@ def launch_gather(gpu_tiers: torch.Tensor, host_ptr: int, ids: torch.Tensor, out
     if max_blocks is not None:
         blocks = max(1, min(blocks, max_blocks))
     with cupy.cuda.Device(device.index):
-        stream = cupy.cuda.Stream.from_external(_ForeignStream(torch.cuda.current_stream(device).cuda_stream))
+        stream = cupy_stream(device)
         _kernel(variant)(
             (blocks,), (threads,),
             (
