@@ -12,7 +12,7 @@
   of the sampled neighbours is an unbiased estimate of the mean over the whole
   list, which is what GraphSAGE's mean aggregation estimates.  Short lists are
   taken whole with weight ``1 / deg``.  The model then aggregates with these
-  weights (``suite.train.GraphSAGE(weighted=True)``).  ``bias`` is this
+  weights (``suite.training.model.GraphSAGE(weighted=True)``).  ``bias`` is this
   implementation's parameter for GNS's preference; 8 by default.
 
 Unlike data tiering, GNS changes the sampling distribution and so the model's

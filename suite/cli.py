@@ -30,14 +30,18 @@ import sys
 import pandas as pd
 import torch
 
-from tiering.scores import SCORERS
-
-from .datasets import PRESETS, DatasetFileError, entry_path, prepare_dataset
-from .datasets.cache import describe_root, entry_bytes, is_complete, read_manifest
-from .datasets.build import regenerate_hint
-from .datasets.reordered import DEFAULT_PARAMS
-from .devices import resolve_device
-from .loaders import HOT_TIER_LOADERS, LOADERS, REORDERED_LOADERS, create_loader
+from suite.datasets import PRESETS, DatasetFileError, entry_path, prepare_dataset
+from suite.datasets.build import regenerate_hint
+from suite.datasets.cache import describe_root, entry_bytes, is_complete, read_manifest
+from suite.measure.devices import resolve_device
+from suite.registry import (
+    LOADERS,
+    SCORERS,
+    hot_tier_loaders,
+    loader,
+    reordered_loaders,
+    scorer_params,
+)
 
 DEFAULT_SCORER = "wrpr"  # weighted reverse PageRank, the scorer seeds/000 §3.1 trains with
 DEFAULT_HOT_FRACTION = 0.1
@@ -88,7 +92,7 @@ def _cmd_generate(args) -> int:
 
 
 def _cmd_info(args) -> int:
-    from .datasets.summary import summarize, write_summary
+    from suite.figures.datasets import summarize, write_summary
 
     manifests = {}
     for name in args.names:
@@ -108,7 +112,7 @@ def _cmd_info(args) -> int:
 
 
 def _cmd_prepare(args) -> int:
-    from .datasets.reordered import prepare_reordered, scorer_params
+    from suite.datasets.reordered import prepare_reordered
 
     overrides = {"damping": args.damping, "iterations": args.iterations, "tol": args.tol, "max_iter": args.max_iter}
     applicable = {k: v for k, v in overrides.items() if k in scorer_params(args.scorer)}
@@ -129,7 +133,7 @@ def _cmd_prepare(args) -> int:
 
 
 def _cmd_scorers(args) -> int:
-    from .scorer_report import write_scorer_report
+    from suite.figures.scorers import write_scorer_report
 
     for path in write_scorer_report(args.dataset, args.out, ogb_root=args.ogb_root, progress=not args.quiet):
         print(f"wrote {path}")
@@ -188,55 +192,50 @@ def _warn(message: str) -> None:
     print(f"tierbench: warning: {message}", file=sys.stderr)
 
 
-def _loader_hot_fraction(loader: str, hot_fraction: float | None) -> float:
-    """The share of rows ``loader`` keeps in GPU memory: ``hot_fraction`` for a loader with a hot tier, else all or
+def _loader_hot_fraction(name: str, hot_fraction: float | None) -> float:
+    """The share of rows loader ``name`` keeps in GPU memory: ``hot_fraction`` for a loader with a hot tier, else all or
     none of them (``--hot-fraction`` given to such a loader is ignored, with a warning)."""
-    if loader in HOT_TIER_LOADERS:
+    spec = loader(name)
+    if spec.hot_tier:
         return DEFAULT_HOT_FRACTION if hot_fraction is None else hot_fraction
-    share = 1.0 if loader == "in-memory" else 0.0
     if hot_fraction is not None:
-        _warn(f"--hot-fraction {hot_fraction} is ignored: loader {loader} has no hot tier (it keeps {share:.0%} of "
-              f"the rows in GPU memory); the loaders with one are {', '.join(HOT_TIER_LOADERS)}")
-    return share
+        _warn(f"--hot-fraction {hot_fraction} is ignored: loader {name} has no hot tier (it keeps {spec.gpu_share:.0%} "
+              f"of the rows in GPU memory); the loaders with one are {', '.join(hot_tier_loaders())}")
+    return spec.gpu_share
 
 
 def _cmd_train(args) -> int:
-    from .datasets import load_dataset
-    from .datasets.reordered import load_reordered
-    from .train import Trainer, default_fanouts, majority_accuracy
-    from .train_report import write_training_report
+    from suite.datasets.presets import default_fanouts
+    from suite.figures.training import write_training_report
+    from suite.sweep.cells import Cell
+    from suite.sweep.run import open_dataset, train_cell
+    from suite.training.trainer import majority_accuracy
 
     hot_fraction = _loader_hot_fraction(args.loader, args.hot_fraction)
     device = torch.device(args.device)  # checked by main
-    if args.scorer is None and args.loader in REORDERED_LOADERS:
+    if args.scorer is None and loader(args.loader).reordered:
         args.scorer = DEFAULT_SCORER
         print(f"loader {args.loader} needs a dataset reordered hottest-first: using --scorer {DEFAULT_SCORER} "
               f"(weighted reverse PageRank; --scorer chooses another)")
-    if args.scorer:
-        dataset = load_reordered(args.dataset, args.scorer, ogb_root=args.ogb_root, progress=not args.quiet)
-    else:
-        dataset = load_dataset(args.dataset, ogb_root=args.ogb_root, progress=not args.quiet)
-    fanouts = args.fanout or default_fanouts(args.dataset)
-    loader = create_loader(args.loader, dataset, hot_fraction, device, progress=not args.quiet)
-    trainer = Trainer(
-        dataset, loader, fanouts, batch_size=args.batch_size, hidden=args.hidden, dropout=args.dropout,
-        lr=args.lr, seed=args.seed,
-    )
+    fanouts = tuple(args.fanout or default_fanouts(args.dataset))
+    cell = Cell(args.dataset, args.loader, hot_fraction, fanouts, args.scorer or "none")
+    dataset = open_dataset(cell, args.ogb_root, progress=not args.quiet)
     majority = majority_accuracy(dataset)
     print(
         f"{dataset}\nloader {args.loader} (hot fraction {hot_fraction}), fanouts {fanouts}, batch {args.batch_size}, "
         f"device {device}; majority-class valid accuracy {majority:.3f}"
     )
-    results = []
-    for epoch in range(args.epochs):
-        results.append(trainer.train_epoch(epoch, progress=not args.quiet, pipeline=args.pipeline))
-        r = results[-1]
+
+    def report(r) -> None:
         print(
             f"epoch {r.epoch}: loss {r.loss:.3f}  valid acc {r.valid_accuracy:.3f}  "
             f"sample {r.sample_s:.2f}s gather {r.gather_s:.2f}s train {r.train_s:.2f}s  epoch {r.epoch_s:.2f}s  "
             f"hit ratio {r.hit_ratio:.3f}  PCIe model {r.pcie_payload_bytes / 1e6:.1f} MB"
         )
-    loader.close()
+
+    results = train_cell(cell, dataset, epochs=args.epochs, batch_size=args.batch_size, device=device, seed=args.seed,
+                         pipeline=args.pipeline, progress=not args.quiet, on_epoch=report,
+                         model=dict(hidden=args.hidden, dropout=args.dropout, lr=args.lr))
     if args.out:
         settings = {"dataset": args.dataset, "scorer": args.scorer or "none", "fanouts": ",".join(map(str, fanouts)),
                     "batch_size": args.batch_size, "loader": args.loader, "hot_fraction": hot_fraction,
@@ -247,7 +246,7 @@ def _cmd_train(args) -> int:
 
 
 def _cmd_profile(args) -> int:
-    from .profile import profile_figure
+    from suite.figures.profile import profile_figure
 
     out = args.out or f"results/profile/{args.dataset}"
     paths = profile_figure(
@@ -263,8 +262,8 @@ def _cmd_profile(args) -> int:
 def _cmd_gpubench(args) -> int:
     if torch.device(args.device).type != "cuda":
         raise ValueError(f"gpubench measures a CUDA GPU, not {args.device}: give --device cuda or cuda:N")
-    from .gpu_bench import run_gpu_benchmarks
-    from .gpu_suite import device_folder, visible_gpu
+    from suite.figures.gpu import run_gpu_benchmarks
+    from suite.sweep.gpu_suite import device_folder, visible_gpu
 
     out = args.out or device_folder("results/gpu", visible_gpu()) / "microbench"
     paths, summary = run_gpu_benchmarks(out, args.device, table_bytes=int(args.table_gib * 2**30), repeat=args.repeat,
@@ -276,13 +275,13 @@ def _cmd_gpubench(args) -> int:
 
 
 def _cmd_gpu_suite(args) -> int:
-    from .gpu_suite import run_suite
+    from suite.sweep.gpu_suite import run_suite
 
     return run_suite(args.out, dry_run=args.dry_run, rerun=args.rerun, skip=args.skip, max_minutes=args.max_minutes)
 
 
 def _cmd_doctor(args) -> int:
-    from .doctor import format_profile, host_tier_bytes_of, run_doctor
+    from suite.measure.doctor import format_profile, host_tier_bytes_of, run_doctor
 
     host_tier_bytes = args.host_tier_bytes
     if args.dataset:
@@ -314,10 +313,9 @@ def _interrupted(sweep, rerun: bool) -> str:
 
 
 def _cmd_run(args) -> int:
+    from suite.sweep.run import plan_sweep, prepare_datasets, run_sweep
+    from suite.training import distributed
     from tiering.multi_gpu import check_shm_dir
-
-    from . import distributed
-    from .harness import plan_sweep, prepare_datasets, run_sweep
 
     if args.gpus is not None:
         if args.gpus < 1:
@@ -362,13 +360,13 @@ def _cmd_run(args) -> int:
 
 def _cmd_report(args) -> int:
     if args.figure in ("7", "9"):
-        from .profile import replot
+        from suite.figures.profile import replot_figure
 
         if not args.dataset:
             raise ValueError("--figure 7 or 9 needs --dataset")
-        print(f"wrote {replot(args.out or f'results/profile/{args.dataset}', int(args.figure), args.dataset)}")
+        print(f"wrote {replot_figure(args.out or f'results/profile/{args.dataset}', int(args.figure), args.dataset)}")
         return 0
-    from .report import write_report
+    from suite.sweep.report import write_report
 
     if not args.experiment:
         raise ValueError("give --experiment (a sweep's name) or --figure 7|9 with --dataset")
@@ -405,7 +403,7 @@ OGB_ROOT_HELP = "directory holding real OGB datasets (as ogb lays them out; noth
 
 def _scorer_param_help(name: str, what: str) -> str:
     """Which scorers take parameter ``name`` and its default in each (from the scorers' defaults)."""
-    takers = {scorer: params[name] for scorer, params in DEFAULT_PARAMS.items() if name in params}
+    takers = {scorer: spec.defaults[name] for scorer, spec in SCORERS.items() if name in spec.defaults}
     if len(set(takers.values())) == 1:
         defaults = f"{next(iter(takers.values())):g}"
     else:
@@ -439,7 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     prepare = sub.add_parser("prepare", help="score a dataset's nodes, reorder it hottest-first, and cache the result")
     prepare.add_argument("--dataset", required=True, help=DATASET_HELP)
     prepare.add_argument("--scorer", required=True, choices=list(SCORERS), help="how nodes are scored (seeds/000 §3.1): "
-                         "out-degree, reverse PageRank, or weighted reverse PageRank")
+                         + ", ".join(f"{name}, {spec.label}" for name, spec in SCORERS.items()))
     prepare.add_argument("--damping", type=float, help=_scorer_param_help("damping", "damping factor"))
     prepare.add_argument("--iterations", type=int, help=_scorer_param_help("iterations", "number of updates"))
     prepare.add_argument("--tol", type=float, help=_scorer_param_help("tol", "L1 change to stop at"))
@@ -460,15 +458,15 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--dataset", required=True, help=DATASET_HELP)
     train.add_argument("--epochs", type=_positive_int, default=3, help="training epochs")
     train.add_argument("--scorer", choices=list(SCORERS), help="train on the dataset reordered by this scorer "
-                       f"(default: {DEFAULT_SCORER} for {', '.join(REORDERED_LOADERS)}, which needs a reordered "
+                       f"(default: {DEFAULT_SCORER} for {', '.join(reordered_loaders())}, which needs a reordered "
                        "dataset; the original order for the other loaders)")
     train.add_argument("--fanout", type=_fanouts, help="neighbours per layer from the seeds out, e.g. 12,12,12 "
                        "(default: the dataset's)")
     train.add_argument("--batch-size", type=_positive_int, default=1024, help="seed nodes per minibatch")
-    train.add_argument("--loader", default="in-memory", choices=LOADERS, help="how features reach the model "
+    train.add_argument("--loader", default="in-memory", choices=list(LOADERS), help="how features reach the model "
                        "(README: Feature loaders)")
     train.add_argument("--hot-fraction", type=_fraction, help="share of rows kept in GPU memory, for the "
-                       f"loaders with a hot tier ({', '.join(HOT_TIER_LOADERS)}; default {DEFAULT_HOT_FRACTION})")
+                       f"loaders with a hot tier ({', '.join(hot_tier_loaders())}; default {DEFAULT_HOT_FRACTION})")
     train.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training")
     train.add_argument("--hidden", type=_positive_int, default=256, help="GraphSAGE hidden width")
     train.add_argument("--dropout", type=_dropout, default=0.5, help="dropout probability, in [0, 1)")
@@ -531,7 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--datasets", type=_names, help=f"comma-separated; each {DATASET_HELP}")
     run.add_argument("--loaders", type=_names, help=f"comma-separated, from {', '.join(LOADERS)}")
     run.add_argument("--hot-fractions", type=_floats, help="comma-separated shares of the rows in [0, 1] for the loaders "
-                     f"with a hot tier ({', '.join(HOT_TIER_LOADERS)}), e.g. 0,0.05,0.1 (default: the experiment's, "
+                     f"with a hot tier ({', '.join(hot_tier_loaders())}), e.g. 0,0.05,0.1 (default: the experiment's, "
                      "else 0.1)")
     run.add_argument("--fanout", type=_fanouts, help="fanouts for every cell (default: each dataset's)")
     run.add_argument("--epochs", type=int, help="recorded epochs per cell, at least 1 (default: the experiment's, else 1)")

@@ -76,6 +76,15 @@ class FeatureLoader(abc.ABC):
     def start_epoch(self, epoch: int) -> None:  # noqa: B027 (most loaders keep no per-epoch state)
         """Called before each training epoch; loaders that refresh their cache (GNS) do it here."""
 
+    def make_sampler(self, graph, fanouts):
+        """The neighbour sampler this loader needs training to use, or ``None`` for the ordinary one.
+
+        A loader that changes sampling (GNS prefers cached neighbours and
+        weights the sampled edges) returns its own sampler, whose blocks carry
+        ``edge_weight``; every other loader leaves sampling alone.
+        """
+        return None
+
     def stats(self) -> LoaderStats:
         return dataclasses.replace(self._stats)
 

@@ -60,6 +60,13 @@ class Placement:
         )
 
 
+def hot_rows(num_rows: int, hot_fraction: float) -> int:
+    """How many of ``num_rows`` rows a hot tier of ``hot_fraction`` of them holds (rounded to the nearest row)."""
+    if not 0.0 <= hot_fraction <= 1.0:
+        raise ValueError(f"hot_fraction must be in [0, 1], got {hot_fraction}")
+    return int(round(num_rows * hot_fraction))
+
+
 def _rows(amount, num_rows: int, name: str) -> int:
     """A row count from a count (int) or a fraction of the rows (float in [0, 1])."""
     if isinstance(amount, float):

@@ -263,3 +263,26 @@ class NeighborSampler:
         """``(counts, neighbors, edge_weight or None)`` for one layer: uniform, without replacement."""
         counts, neighbors = sample_neighbors(self.graph, nodes, fanout, generator, self.backend, streams=nodes)
         return counts, neighbors, None
+
+
+def _generator(seed: int, epoch: int, stream: int, device="cpu") -> torch.Generator:
+    return torch.Generator(device=device).manual_seed(seed * 1_000_003 + epoch * 7_919 + stream)
+
+
+def epoch_order(ids: torch.Tensor, seed: int, epoch: int) -> torch.Tensor:
+    """``ids`` in the epoch's shuffled order, the same in every process for (seed, epoch)."""
+    return ids[torch.randperm(len(ids), generator=_generator(seed, epoch, 0))]
+
+
+def minibatches(sampler: NeighborSampler, ids: torch.Tensor, batch_size: int, seed: int, epoch: int, shuffle: bool,
+                stream: int = 1):
+    """The sampled minibatches of one epoch over ``ids``, in a fixed order for (seed, epoch).
+
+    ``stream`` selects the sampling generator (processes of a distributed run
+    sample with different ones).
+    """
+    if shuffle:
+        ids = epoch_order(ids, seed, epoch)
+    sampling = _generator(seed, epoch, stream, sampler.graph.indptr.device)
+    for start in range(0, len(ids), batch_size):
+        yield sampler.sample(ids[start : start + batch_size], sampling)

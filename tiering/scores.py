@@ -35,7 +35,9 @@ once), parallel over nodes with numba; no Python loop touches nodes or edges.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
+from collections.abc import Callable, Mapping
 
 import numba
 import numpy as np
@@ -154,5 +156,55 @@ def weighted_reverse_pagerank(graph: CSRGraph, labeled, damping: float = 0.85, i
     return torch.from_numpy(x)
 
 
-SCORERS = {"degree": degree, "rpr": reverse_pagerank, "wrpr": weighted_reverse_pagerank}
-"""Scorer names as the command line spells them."""
+@dataclasses.dataclass(frozen=True)
+class ScorerSpec:
+    """A scorer and what the rest of the suite needs to know about it.
+
+    ``name`` is how the command line spells it, ``label`` how tables and
+    figures name it; ``fn(graph, **params)`` (``fn(graph, labeled, **params)``
+    when ``needs_labels``: the labelled, training node ids come second) returns
+    the scores; ``defaults`` are its parameters, each with its default.
+    """
+
+    name: str
+    label: str
+    fn: Callable[..., torch.Tensor]
+    defaults: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    needs_labels: bool = False
+
+    def params(self, **overrides) -> dict:
+        """The parameters: the defaults with ``overrides`` (``None`` values ignored) applied, each cast to its
+        default's type; a parameter the scorer does not take raises ``ValueError``."""
+        params = dict(self.defaults)
+        for key, value in overrides.items():
+            if value is None:
+                continue
+            if key not in params:
+                raise ValueError(f"scorer {self.name} has no parameter {key!r}; it takes {sorted(params) or 'none'}")
+            params[key] = type(params[key])(value)
+        return params
+
+    def score(self, graph: CSRGraph, labeled=None, **params) -> torch.Tensor:
+        """The scores of ``graph``'s nodes; ``labeled`` (the training ids) is passed on to a scorer that needs it."""
+        if self.needs_labels:
+            return self.fn(graph, labeled, **params)
+        return self.fn(graph, **params)
+
+
+SCORERS = {
+    spec.name: spec
+    for spec in (
+        ScorerSpec("degree", "degree", degree),
+        ScorerSpec("rpr", "reverse PageRank", reverse_pagerank, {"damping": 0.85, "tol": 1e-10, "max_iter": 1000}),
+        ScorerSpec("wrpr", "weighted reverse PageRank", weighted_reverse_pagerank, {"damping": 0.85, "iterations": 5},
+                   needs_labels=True),
+    )
+}
+"""The scorers by the name the command line spells, in the order tables and figures list them."""
+
+
+def get_scorer(name: str) -> ScorerSpec:
+    """The scorer called ``name``; ``KeyError`` naming the choices for any other."""
+    if name not in SCORERS:
+        raise KeyError(f"unknown scorer {name!r}; choose one of {', '.join(SCORERS)}")
+    return SCORERS[name]

@@ -5,9 +5,9 @@
 >>> ds.graph, ds.features.shape, ds.splits["train"]
 """
 
-from .build import entry_path, load_dataset, prepare_dataset
-from .dataset import Dataset
-from .errors import DatasetFileError
-from .presets import PRESETS, Preset, get_preset
+from suite.datasets.build import entry_path, load_dataset, prepare_dataset
+from suite.datasets.dataset import Dataset
+from suite.datasets.errors import DatasetFileError
+from suite.datasets.presets import PRESETS, Preset, get_preset
 
 __all__ = ["Dataset", "DatasetFileError", "PRESETS", "Preset", "entry_path", "get_preset", "load_dataset", "prepare_dataset"]

@@ -32,17 +32,21 @@ from pathlib import Path
 
 import numpy as np
 
+from suite.datasets import cache, ogb_format
+from suite.datasets.dataset import Dataset, dataset_arrays, load_entry, save_arrays
+from suite.datasets.dcsbm import dcsbm_edges
+from suite.datasets.errors import DatasetFileError
+from suite.datasets.node_data import (
+    NO_LABEL,
+    random_splits,
+    synthesize_features,
+    visible_labels,
+)
+from suite.datasets.presets import Preset, get_preset
+from suite.datasets.rmat import rmat_communities, rmat_edges, shuffle_ids
+from suite.datasets.stats import graph_stats
+from suite.io.progress import Steps
 from tiering.graph import CSRGraph
-
-from ..progress import Steps
-from . import cache, ogb_format
-from .dataset import Dataset, dataset_arrays, load_entry, save_arrays
-from .errors import DatasetFileError
-from .dcsbm import dcsbm_edges
-from .node_data import NO_LABEL, random_splits, synthesize_features, visible_labels
-from .presets import Preset, get_preset
-from .rmat import rmat_communities, rmat_edges, shuffle_ids
-from .stats import graph_stats
 
 
 def is_real_ogb(name: str) -> bool:

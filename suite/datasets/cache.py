@@ -36,8 +36,8 @@ from pathlib import Path, PurePosixPath
 import filelock
 from tqdm.auto import tqdm
 
-from .. import atomic
-from .errors import DatasetFileError
+from suite.datasets.errors import DatasetFileError
+from suite.io import atomic
 
 log = logging.getLogger(__name__)
 

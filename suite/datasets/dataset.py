@@ -25,11 +25,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from suite.datasets.cache import read_manifest, verify_files
+from suite.datasets.errors import DatasetFileError
+from suite.io import atomic
 from tiering.graph import CSRGraph
-
-from .. import atomic
-from .cache import read_manifest, verify_files
-from .errors import DatasetFileError
 
 SPLITS = ("train", "valid", "test")
 ARRAYS = ("indptr", "indices", "features", "labels", *SPLITS)
@@ -53,6 +52,7 @@ class Dataset:
     old_to_new: torch.Tensor | None = None
     new_to_old: torch.Tensor | None = None
     scores: torch.Tensor | None = None  # the scores that ordered it, in the new order
+    scorer: str | None = None  # the scorer it is ordered by, hottest first; None: the order it came in
 
     @property
     def num_nodes(self) -> int:
@@ -147,4 +147,5 @@ def load_entry(entry: Path, hint: str, verify: bool = True, progress: bool = Tru
         manifest=manifest,
         path=entry,
         **{name: arrays[name] for name in PERMUTATION_ARRAYS if name in arrays},
+        scorer=manifest["source"].get("scorer") if manifest["source"].get("kind") == "reordered" else None,
     )

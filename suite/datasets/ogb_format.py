@@ -54,10 +54,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..atomic import atomic_path
-from . import validate
-from .errors import DatasetFileError
-from .safe_load import safe_torch_load
+from suite.datasets import validate
+from suite.datasets.errors import DatasetFileError
+from suite.datasets.safe_load import safe_torch_load
+from suite.io.atomic import atomic_path
 
 log = logging.getLogger(__name__)
 

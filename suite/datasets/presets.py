@@ -172,3 +172,13 @@ def get_preset(name: str) -> Preset:
             f"unknown dataset {name!r}; synthetic presets are {', '.join(PRESETS)}, "
             f"and real OGB datasets are named ogbn-*"
         ) from None
+
+
+DEFAULT_FANOUTS = {"ogbn-papers100M": (12, 12, 12), "ogbn-products": (15, 10, 5)}
+"""Fanouts of the papers' runs: (12,12,12) for papers100M (seeds/000 §5.1); (15,10,5) is PyG's products example."""
+
+
+def default_fanouts(name: str) -> tuple[int, ...]:
+    """The training fanouts of a dataset: those of the OGB dataset a preset imitates, or of the OGB name itself."""
+    imitates = PRESETS[name].imitates if name in PRESETS else name
+    return DEFAULT_FANOUTS.get(imitates, (10, 10))

@@ -24,41 +24,24 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from suite.datasets import cache
+from suite.datasets.build import prepare_dataset, regenerate_hint
+from suite.datasets.dataset import (
+    Dataset,
+    array_file,
+    dataset_arrays,
+    load_entry,
+    save_arrays,
+)
+from suite.datasets.stats import graph_stats, top_share
+from suite.io.progress import Steps
 from tiering.reorder import map_ids, permute_rows, reorder_graph
-from tiering.scores import SCORERS
-
-from . import cache
-from ..progress import Steps
-from .build import prepare_dataset, regenerate_hint
-from .dataset import Dataset, array_file, dataset_arrays, load_entry, save_arrays
-from .stats import graph_stats, top_share
-
-DEFAULT_PARAMS = {
-    "degree": {},
-    "rpr": {"damping": 0.85, "tol": 1e-10, "max_iter": 1000},
-    "wrpr": {"damping": 0.85, "iterations": 5},
-}
-
-
-def scorer_params(scorer: str, **overrides) -> dict:
-    """The scorer's parameters: its defaults with ``overrides`` (None values ignored) applied."""
-    if scorer not in DEFAULT_PARAMS:
-        raise KeyError(f"unknown scorer {scorer!r}; choose one of {', '.join(DEFAULT_PARAMS)}")
-    params = dict(DEFAULT_PARAMS[scorer])
-    for key, value in overrides.items():
-        if value is None:
-            continue
-        if key not in params:
-            raise ValueError(f"scorer {scorer} has no parameter {key!r}; it takes {sorted(params) or 'none'}")
-        params[key] = type(params[key])(value)
-    return params
+from tiering.scores import get_scorer
 
 
 def score_nodes(dataset: Dataset, scorer: str, params: dict) -> torch.Tensor:
-    """Scores of ``dataset``'s nodes; ``wrpr`` weights the training split."""
-    if scorer == "wrpr":
-        return SCORERS[scorer](dataset.graph, dataset.splits["train"], **params)
-    return SCORERS[scorer](dataset.graph, **params)
+    """Scores of ``dataset``'s nodes by ``scorer``; a scorer that needs labels gets the training split."""
+    return get_scorer(scorer).score(dataset.graph, dataset.splits["train"], **params)
 
 
 def _content_key(base_manifest: dict, scorer: str, params: dict) -> str:
@@ -132,7 +115,7 @@ def prepare_reordered(
     name: str, scorer: str, params: dict | None = None, *, ogb_root=None, force: bool = False, progress: bool = True
 ) -> Path:
     """Make sure the reordered entry exists (build it if not, or if ``force``); returns its directory."""
-    params = scorer_params(scorer, **(params or {}))
+    params = get_scorer(scorer).params(**(params or {}))
     base_entry = prepare_dataset(name, ogb_root=ogb_root, progress=progress)
     hint = regenerate_hint(name, ogb_root)
     entry = cache.cache_root() / f"{name}.{scorer}-{_content_key(cache.read_manifest(base_entry, hint), scorer, params)}"

@@ -3,6 +3,10 @@
 ``top1_share`` is the measure seeds/000 §5.2 quotes for the skew of a graph:
 the share of all neighbour-list entries that name one of the 1% of nodes
 appearing in the most lists (32% for ogbn-papers100M, 46% for MAG240M).
+``cumulative_share`` is that share as a curve over every fraction of the
+nodes, in any order: the measured reuse of seeds/000 Fig. 7 and 9 (accesses
+covered by the top-scored nodes) and the skew plots of ``tierbench datasets
+info`` and ``tierbench scorers``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,19 @@ def top_share(counts: np.ndarray, fraction: float) -> float:
     total = counts.sum()
     k = max(1, int(len(counts) * fraction))
     return float(np.partition(counts, len(counts) - k)[-k:].sum() / total) if total else 0.0
+
+
+def cumulative_share(weights: np.ndarray, grid, order: np.ndarray | None = None) -> np.ndarray:
+    """Share of ``weights.sum()`` held by the first x of the entries, for each fraction x in ``grid``.
+
+    The entries are taken in ``order`` (indices into ``weights``), by default
+    largest weight first; the first x are the first ``round(x * len(weights))``
+    of them.  All zeros where the weights sum to zero.
+    """
+    ordered = np.sort(weights)[::-1] if order is None else weights[order]
+    total = ordered.sum()
+    cumulative = np.concatenate([[0], np.cumsum(ordered)]) / (total if total else 1)
+    return cumulative[np.round(np.asarray(grid) * len(weights)).astype(np.int64)]
 
 
 def graph_stats(graph: CSRGraph, labels: np.ndarray, splits: dict) -> dict:

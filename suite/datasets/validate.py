@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from .dataset import SPLITS
-from .errors import DatasetFileError
+from suite.datasets.dataset import SPLITS
+from suite.datasets.errors import DatasetFileError
 
 _CHUNK_BYTES = 64 << 20
 _PROGRESS_BYTES = 1 << 30  # show a progress bar when checking a larger feature table

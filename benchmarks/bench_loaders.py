@@ -1,0 +1,96 @@
+"""Feature loaders (seeds/000 §4.1): gather time per loader, miss ratio and modelled PCIe bytes.
+
+The table is papers-like (``papers-s`` shape at 2**18 nodes, 128 float32
+features), reordered by weighted reverse PageRank for the tiered loader; the
+ids are the input nodes of real sampled minibatches (fanouts 12,12,12).
+``time_gather`` runs on the CPU code path everywhere and on the GPU where
+CUDA is visible (the ``cuda`` parameter is skipped otherwise; asv's way of
+skipping is ``NotImplementedError`` from ``setup``).  ``track_miss_ratio``
+and ``track_pcie_mb_per_batch`` are exact model outputs: they change only
+when the placement or the traffic model changes.  All lower is better.
+"""
+
+import torch
+
+from benchmarks.workloads import NODES, load_graph, loader_workload, make_graphs
+from suite.measure.timing import best_wall_seconds
+from suite.registry import create_loader
+
+LOADERS = ["cpu-gather", "uva", "uva-naive", "degree-cache", "tiered"]
+
+
+def build(root):
+    """The loader workload on the papers-like graph of NODES nodes: eight minibatches' input nodes."""
+    return loader_workload(load_graph(root, NODES), batches=8, seed=1)
+
+
+class Gather:
+    params = [LOADERS, ["cpu", "cuda"]]
+    param_names = ["loader", "device"]
+    timeout = 300
+
+    def setup_cache(self):
+        return make_graphs()
+
+    def setup(self, root, loader, device):
+        if device == "cuda" and not torch.cuda.is_available():
+            raise NotImplementedError("no CUDA device here")
+        self.dataset, self.batches = build(root)
+        self.loader = create_loader(loader, self.dataset, 0.1, device)
+        self.batches = [b.to(device) for b in self.batches]
+
+    def teardown(self, root, loader, device):
+        if hasattr(self, "loader"):  # teardown also runs after a skipped setup
+            self.loader.close()
+
+    def gather_all(self):
+        for ids in self.batches:
+            self.loader.gather(ids)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+
+    def time_gather(self, root, loader, device):
+        self.gather_all()
+
+    def track_ratio_vs_index_select(self, root, loader, device):
+        table = self.dataset.features.to(device)
+        ids = [b.to(device) for b in self.batches]
+
+        def peer():
+            for i in ids:
+                torch.index_select(table, 0, i)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+
+        _, ours = best_wall_seconds(self.gather_all)
+        _, peer_seconds = best_wall_seconds(peer)
+        return ours / peer_seconds
+
+    track_ratio_vs_index_select.unit = "ratio"
+
+
+class Traffic:
+    params = [LOADERS]
+    param_names = ["loader"]
+    timeout = 300
+
+    def setup_cache(self):
+        return make_graphs()
+
+    def setup(self, root, loader):
+        dataset, batches = build(root)
+        self.loader = create_loader(loader, dataset, 0.1, "cpu")
+        for ids in batches:
+            self.loader.gather(ids)
+        self.stats = self.loader.stats()
+        self.batches = len(batches)
+
+    def track_miss_ratio(self, root, loader):
+        return 1.0 - self.stats.hit_ratio
+
+    track_miss_ratio.unit = "misses/access"
+
+    def track_pcie_mb_per_batch(self, root, loader):
+        return self.stats.pcie_payload_bytes / 1e6 / self.batches
+
+    track_pcie_mb_per_batch.unit = "MB"

@@ -1,0 +1,82 @@
+"""Scorers and reordering (seeds/000 §3.1-3.2) against SciPy peers timed in the same run.
+
+``track_time_ratio_vs_scipy`` is ours / SciPy (below 1: we are faster);
+``track_ns_per_edge`` is the cost per list entry (per entry and iteration for
+reverse PageRank).  The graph is papers-like (``papers-s`` shape, scaled),
+generated once per run by ``setup_cache`` and shared through .npy files.
+"""
+
+import torch
+
+from benchmarks.workloads import OnPapersLikeGraphs, load_graph
+from suite.measure.peers import adjacency, scipy_permute, scipy_reverse_pagerank
+from suite.measure.timing import best_wall_seconds
+from tiering.reorder import order_by_score, reorder_graph
+from tiering.scores import degree, reverse_pagerank, weighted_reverse_pagerank
+
+
+class Reorder(OnPapersLikeGraphs):
+    def setup(self, root, n):
+        self.graph = load_graph(root, n)
+        self.scores = degree(self.graph)
+        self.new_to_old, _ = order_by_score(self.scores)
+        self.matrix = adjacency(self.graph)
+        reorder_graph(self.graph, self.scores)  # compile
+
+    def ours(self):
+        reorder_graph(self.graph, self.scores)
+
+    def peer(self):
+        scipy_permute(self.matrix, self.new_to_old)
+
+    def time_reorder_graph(self, root, n):
+        self.ours()
+
+    def time_scipy_permutation(self, root, n):
+        self.peer()
+
+    def track_time_ratio_vs_scipy(self, root, n):
+        _, ours = best_wall_seconds(self.ours)
+        _, peer = best_wall_seconds(self.peer)
+        return ours / peer
+
+    track_time_ratio_vs_scipy.unit = "ratio"
+
+    def track_ns_per_edge(self, root, n):
+        _, seconds = best_wall_seconds(self.ours)
+        return 1e9 * seconds / self.graph.num_edges
+
+    track_ns_per_edge.unit = "ns/edge"
+
+
+class Scorers(OnPapersLikeGraphs):
+    def setup(self, root, n):
+        self.graph = load_graph(root, n)
+        self.train = torch.arange(0, n, 97)
+        weighted_reverse_pagerank(self.graph, self.train)  # compile
+
+    def time_degree(self, root, n):
+        degree(self.graph)
+
+    def time_weighted_reverse_pagerank(self, root, n):
+        weighted_reverse_pagerank(self.graph, self.train)
+
+    def time_reverse_pagerank(self, root, n):
+        reverse_pagerank(self.graph)
+
+    def time_scipy_reverse_pagerank(self, root, n):
+        scipy_reverse_pagerank(self.graph)
+
+    def track_rpr_time_ratio_vs_scipy(self, root, n):
+        _, ours = best_wall_seconds(lambda: reverse_pagerank(self.graph))
+        _, peer = best_wall_seconds(lambda: scipy_reverse_pagerank(self.graph))
+        return ours / peer
+
+    track_rpr_time_ratio_vs_scipy.unit = "ratio"
+
+    def track_rpr_ns_per_edge_iteration(self, root, n):
+        _, iterations = scipy_reverse_pagerank(self.graph)
+        _, seconds = best_wall_seconds(lambda: reverse_pagerank(self.graph))
+        return 1e9 * seconds / (self.graph.num_edges * iterations)
+
+    track_rpr_ns_per_edge_iteration.unit = "ns/(edge*iteration)"

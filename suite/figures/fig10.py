@@ -1,0 +1,91 @@
+"""Figure 10 of seeds/000 (§5.4): PCIe traffic and epoch time against the hot fraction.
+
+Made by ``tierbench run --experiment fig10`` and then ``tierbench report
+--experiment fig10`` (``tox -e fig10``; on a GPU ``TIERBENCH_DEVICE=cuda tox
+-e fig10``); ``tierbench report --figure 10`` draws it for any sweep of the
+tiered loader over hot fractions.
+
+The tiered loader's PCIe bytes (modelled, and measured where NVML gave
+them), hit ratio and epoch time at each hot fraction, as changes from the
+0% hot tier of the same setting, with the gather time against its
+data-loading lower bound where the records allow one
+(``suite.figures.sweep_tables``).  Paper (ogbn-papers100M): -97% traffic at
+25% hot, -33% / -42% epoch time at 5% / 25%.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from suite.figures import sweep_tables as tables
+from suite.io.plotting import pyplot, write_table_and_figure
+from suite.io.provenance import caption
+
+PAPER = {0.05: "-33% time", 0.25: "-97% traffic, -42% time"}
+"""The paper's changes from 0% hot, beside the hot fraction they are at."""
+
+EXPERIMENTS = {
+    "fig10": dict(datasets=["papers-s"], loaders=["tiered"], hot_fractions=[0.0, 0.05, 0.10, 0.15, 0.20, 0.25],
+                  fanouts=[None], epochs=2, warmup=1),
+}
+
+
+def render(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
+    """Write ``fig10.md``, ``fig10.csv`` and ``fig10.png`` into ``out_dir`` from the tiered loader's ``records``."""
+    plt, sns = pyplot()
+    tiered = tables.tiered_records(records, 10, "tierbench run --experiment fig10")
+    settings = tables.settings_of(tiered)
+    bounded, bound_text = tables.with_bound(tiered, settings)
+    columns = ["epoch_s", "pcie_payload_bytes", "pcie_rx_bytes_measured", "hit_ratio"]
+    table = tables.per_cell(bounded, settings, columns + ["gather_s", tables.BOUND] * (tables.BOUND in bounded))
+    same = [column for column in settings if column != "hot_fraction"]
+    table = table.sort_values(settings).reset_index(drop=True)
+    if tables.BOUND in table:
+        table[tables.RATIO] = table["gather_s"] / table[tables.BOUND]
+    zero = table[table["hot_fraction"] == 0.0]
+    base = tables.matching(table, zero, same, tables.SPREAD_COLUMNS[:3] + ["pcie_payload_bytes"])
+    table["traffic vs 0% (model)"] = table["pcie_payload_bytes"] / base["pcie_payload_bytes"] - 1.0
+    table["time vs 0%"] = table["epoch_s"] / base["epoch_s"] - 1.0
+    table["time vs 0% within spread"] = tables.within_spread(table, base)
+    table["paper"] = table["hot_fraction"].round(2).map(PAPER).fillna("")
+    missing = int(base["epoch_s"].isna().sum())
+    note = f" {missing} rows have no 0% hot cell in the same setting: their changes are empty." if missing else ""
+    record = tables.record_of(tiered)
+
+    shown = [column for column in settings if column in tables.varying(table, settings) or column == "hot_fraction"]
+    display = table[shown].assign(**{"epoch s, mean (min-max)": tables.epoch_text(table)})
+    display = pd.concat([display, table[["pcie_payload_bytes", "pcie_rx_bytes_measured", "hit_ratio"]]], axis=1)
+    if tables.BOUND in table:
+        display = tables.bound_columns(display.assign(gather_s=table["gather_s"]), table)
+    reference = table["hot_fraction"] == 0.0
+    display["traffic vs 0% (model)"] = tables.flagged(table["traffic vs 0% (model)"], "{:+.0%}").mask(reference, "reference")
+    display["time vs 0%"] = tables.flagged(table["time vs 0%"], "{:+.0%}", table["time vs 0% within spread"]).mask(
+        reference, "reference")
+    display["paper"] = table["paper"]
+
+    lines = tables.varying(tiered, [column for column in settings if column != "hot_fraction"])
+    plotted, hue_order = tables.labelled(tiered, lines, "setting")
+    plotted = plotted.assign(**{
+        "hot fraction (%)": 100 * plotted["hot_fraction"],
+        "PCIe payload (GB, model)": plotted["pcie_payload_bytes"] / 1e9,
+        "PCIe RX (GB, NVML)": plotted["pcie_rx_bytes_measured"] / 1e9,
+    })
+    style = dict(hue="setting" if lines else None, hue_order=hue_order, errorbar=tables.epoch_range, err_style="bars")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+    sns.lineplot(data=plotted, x="hot fraction (%)", y="PCIe payload (GB, model)", marker="o", ax=axes[0], **style)
+    if plotted["PCIe RX (GB, NVML)"].notna().any():
+        sns.lineplot(data=plotted, x="hot fraction (%)", y="PCIe RX (GB, NVML)", marker="x", linestyle="--", ax=axes[0],
+                     legend=False, **style)
+    sns.lineplot(data=plotted, x="hot fraction (%)", y="epoch_s", marker="o", ax=axes[1], **style)
+    axes[1].set(ylabel="epoch time (s)")
+    fig.suptitle(f"Figure 10: PCIe traffic and epoch time vs hot fraction (tiered loader)\n{tables.MARKS}")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    markdown = (
+        f"# Figure 10: PCIe traffic and epoch time vs hot fraction\n\nMade by {command}; {caption(record)}.\n\n"
+        f"{tables.cpu_warning(tiered)}{tables.common_settings(tiered, settings)}{tables.spread_text(table)}"
+        f"Changes are relative to the 0% hot tier of the same setting;{note} measured PCIe bytes are NVML's receive "
+        "counter, empty where unavailable.\n\n" + bound_text + tables.markdown_table(display)
+    )
+    return write_table_and_figure(out_dir, "fig10", markdown, table, fig, record, index=False)

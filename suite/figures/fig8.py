@@ -1,0 +1,101 @@
+"""Figure 8 of seeds/000 (§5.3): epoch time by feature loader.
+
+Made by ``tierbench run --experiment fig8`` and then ``tierbench report
+--experiment fig8`` (``tox -e fig8``; on a GPU ``TIERBENCH_DEVICE=cuda tox -e
+fig8``).  The same table reports the demo (``tierbench run / report
+--experiment demo``, ``tox -e demo``), the pipeline sweep (``tierbench run
+--experiment pipeline``, with and without ``--pipeline``, then ``tierbench
+report --experiment pipeline``) and any other sweep over several loaders.
+
+One row per setting: epoch time per loader and dataset with its spread over
+epochs, the sample, gather and train times, hit ratio and validation
+accuracy; speedups over CPU gather and over plain zero-copy (``uva``) in the
+same setting; and the gather time against its data-loading lower bound where
+the records allow one (``suite.figures.sweep_tables``).  Loaders appear in
+``suite.registry.LOADERS``'s order.  Paper: zero-copy is 2.5-4.6x faster
+than CPU gather, tiering 1.6-2.1x faster than zero-copy.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from suite.figures import sweep_tables as tables
+from suite.io.plotting import pyplot, write_table_and_figure
+from suite.io.provenance import caption
+from suite.registry import LOADERS
+
+PAPER = {"uva": "2.5-4.6x over CPU gather", "tiered": "1.6-2.1x over zero-copy"}
+"""The paper's speedups, beside the loader they are of."""
+
+EXPERIMENTS = {
+    "demo": dict(datasets=["tiny"], loaders=["in-memory", "cpu-gather", "uva", "degree-cache", "tiered"],
+                 hot_fractions=[0.1], fanouts=[(10, 10)], epochs=2, warmup=1),
+    "fig8": dict(datasets=["papers-s", "products-s"], loaders=["cpu-gather", "uva", "degree-cache", "gns", "tiered"],
+                 hot_fractions=[0.1], fanouts=[None], epochs=2, warmup=1),
+    "pipeline": dict(datasets=["papers-s"], loaders=["cpu-gather", "uva", "degree-cache", "tiered"],
+                     hot_fractions=[0.1], fanouts=[None], epochs=2, warmup=1),
+}
+"""The sweeps this figure reports: the demo on ``tiny``, Figure 8 itself, and the same loaders with and without
+``--pipeline``."""
+
+
+def render(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
+    """Write ``fig8.md``, ``fig8.csv`` and ``fig8.png`` into ``out_dir`` from ``records``, made by ``command``."""
+    plt, sns = pyplot()
+    settings = tables.settings_of(records)
+    bounded, bound_text = tables.with_bound(records, settings)
+    columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "valid_accuracy"]
+    table = tables.per_cell(bounded, settings, columns + [tables.BOUND] * (tables.BOUND in bounded))
+    if tables.BOUND in table:
+        table[tables.RATIO] = table["gather_s"] / table[tables.BOUND]
+    same = [column for column in settings if column not in ("loader", "scorer", "hot_fraction")]
+    notes = []
+    for reference in ("cpu-gather", "uva"):  # compared within the same setting: every setting but the loader's own
+        rows = table[table["loader"] == reference]
+        if rows.empty:
+            notes.append(f"No {reference} records in this sweep: speedup over {reference} omitted.")
+            continue
+        base = tables.matching(table, rows, same, tables.SPREAD_COLUMNS[:3])
+        table[f"speedup over {reference}"] = base["epoch_s"] / table["epoch_s"]
+        table[f"within spread of {reference}"] = tables.within_spread(table, base)
+        if base["epoch_s"].isna().any():
+            notes.append(f"{int(base['epoch_s'].isna().sum())} rows have no {reference} cell in the same setting: "
+                         f"their speedup over {reference} is empty.")
+    table["paper"] = table["loader"].map(PAPER).fillna("")
+    order = [name for name in LOADERS if name in set(table["loader"])]
+    order += sorted(set(table["loader"]) - set(order))
+    table["loader"] = pd.Categorical(table["loader"], order, ordered=True)
+    table = table.sort_values(same + ["loader", "hot_fraction"]).reset_index(drop=True)
+    record = tables.record_of(records)
+
+    shown = tables.varying(table, settings)
+    shown = [column for column in settings if column in shown or column == "loader"]
+    display = table[shown].assign(**{"epoch s, mean (min-max)": tables.epoch_text(table)})
+    display = pd.concat([display, table[["sample_s", "gather_s", "train_s", "hit_ratio", "valid_accuracy"]]], axis=1)
+    display = tables.bound_columns(display, table)
+    for reference in ("cpu-gather", "uva"):
+        if f"speedup over {reference}" in table:
+            text = tables.flagged(table[f"speedup over {reference}"], "{:.2f}x", table[f"within spread of {reference}"])
+            display[f"speedup over {reference}"] = text.where(table["loader"] != reference, "reference")
+    display["paper"] = table["paper"]
+
+    hue = tables.varying(records, settings, within=["dataset", "loader"])
+    plotted, hue_order = tables.labelled(records, hue, "setting")
+    datasets = records["dataset"].nunique()
+    grid = sns.catplot(data=plotted, x="loader", y="epoch_s", col="dataset", col_wrap=3 if datasets > 3 else None,
+                       hue="setting" if hue else None, hue_order=hue_order, kind="bar", order=order,
+                       errorbar=tables.epoch_range, capsize=0.2, height=4.2, aspect=1.7, sharey=False)
+    grid.set_axis_labels("", "epoch time (s)")
+    grid.set_xticklabels(rotation=20)
+    grid.figure.suptitle(f"Figure 8: epoch time by feature loader\n{tables.MARKS}")
+    grid.figure.subplots_adjust(top=0.8, bottom=0.2)
+    markdown = (
+        f"# Figure 8: epoch time by feature loader\n\nMade by {command}; {caption(record)}.\n\n{tables.cpu_warning(records)}"
+        f"{tables.common_settings(records, settings)}{tables.spread_text(table)}"
+        "Speedup = mean epoch time of the reference loader in the same setting / this row's."
+        + "".join(f" {note}" for note in notes) + "\n\n" + bound_text + tables.markdown_table(display)
+    )
+    return write_table_and_figure(out_dir, "fig8", markdown, table, grid.figure, record, index=False)

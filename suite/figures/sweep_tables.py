@@ -1,0 +1,271 @@
+"""What the tables and figures of ``tierbench report`` share: one row per setting, its spread, the gather bound.
+
+Figures 8, 10 and 11 (``suite.figures.fig8``, ``fig10``, ``fig11``) turn
+the records of ``tierbench run`` into a table and a figure each.  A *cell*
+is one value of every setting (``SETTINGS``): its recorded epochs are
+averaged, never mixed with another cell's, and the spread of its epoch time
+(fastest-slowest epoch) is shown beside the mean and as error bars; a
+difference between two cells whose spreads overlap is marked as noise.  A
+plot has no axis for some settings: those are told apart by a label
+(``labelled``) used as hue or style, so no mark averages different settings.
+
+Figures 8 and 10 also judge the gather time against the data-loading
+lower bound (seeds/000 §4.1: hot rows from GPU memory, cold rows over PCIe;
+seeds/004 §3.2: ``cudaMemcpy`` is the ceiling a zero-copy gather is measured
+against): per epoch, ``gather bound s`` = cold bytes / the H2D memcpy ceiling
++ hot bytes / the D2D copy ceiling, both ceilings as ``tierbench doctor``
+measured them into the machine profile each record names.  Cold bytes are the
+modelled PCIe payload (``pcie_payload_bytes``: the dense bytes a DMA loader
+copies, the 32-byte sectors a zero-copy gather reads); hot bytes are hit ratio
+x rows gathered x row bytes.  ``gather / bound`` is the cell's mean gather time
+over its mean bound (goal <= 1.2).  A cell has a bound only when every one of
+its records ran on a GPU in one process, names a profile with measured
+ceilings and carries ``rows_gathered`` and ``row_bytes``; where no cell has
+one (every CPU run, records made before these columns) the columns are left
+out and one line says why.
+
+Numbers measured on a CPU are labelled so (``cpu_warning``): there the "GPU"
+tier is host memory, no byte crosses PCIe, and times compare code paths, not
+the paper's hardware effect.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+SETTINGS = ["dataset", "device", "processes", "gpus", "pipeline", "sampling", "fanouts", "batch_size", "loader", "scorer",
+            "hot_fraction"]
+"""The columns that make two records different measurements: epochs are averaged within one value of each, never across."""
+SPREAD_COLUMNS = ["epoch_s", "epoch_s min", "epoch_s max", "epochs"]
+MARKS = "mean of the recorded epochs; error bars: fastest-slowest epoch"
+BOUND = "gather bound s"
+RATIO = "gather / bound"
+BOUND_GOAL = 1.2
+"""The goal for the gather time over its bound (the data-loading lower bound)."""
+CEILINGS = ("h2d_memcpy_bytes_per_s", "d2d_copy_bytes_per_s")
+"""The measured ceilings of a machine profile (``suite.measure.ceilings``) the bound divides cold and hot bytes by."""
+RERUN = "`tierbench run --rerun` records a cell again"
+NO_CEILINGS = ("there are no measured ceilings for these records: run `tierbench doctor` on the machine that made them "
+               f"before their sweep ({RERUN})")
+SEVERAL_PROCESSES = "they ran in several processes, whose summed bytes no one GPU's ceilings bound"
+ON_CPU = "they ran on a CPU, where no byte crosses PCIe (the machine's GPU ceilings do not apply)"
+NO_ROW_COUNTS = f"they were recorded before rows_gathered and row_bytes existed ({RERUN})"
+NO_ROWS = "no row was gathered"
+BOUND_TEXT = (
+    f"Gather bound (`{BOUND}`, per epoch) = cold bytes / the H2D memcpy ceiling + hot bytes / the D2D copy ceiling, "
+    "with the ceilings `tierbench doctor` measured into the records' machine profile; cold bytes are the modelled PCIe "
+    "payload (the dense bytes a DMA loader copies, the 32-byte sectors a zero-copy gather reads), hot bytes hit ratio "
+    f"x rows gathered x row bytes. `{RATIO}` = mean gather time / mean bound; goal <= {BOUND_GOAL:g}."
+)
+_NAMES = {
+    "dataset": "dataset {}".format,
+    "loader": "loader {}".format,
+    "device": "device {}".format,
+    "hot_fraction": lambda value: f"hot {100 * value:g}%",
+    "pipeline": lambda value: "pipeline" if value else "no pipeline",
+    "sampling": "{} sampling".format,
+    "processes": lambda value: f"{value} process" + ("" if value == 1 else "es"),
+    "gpus": lambda value: f"{value} GPU" + ("" if value == 1 else "s"),
+    "batch_size": "batch {}".format,
+    "fanouts": "fanouts {}".format,
+    "scorer": "scorer {}".format,
+}
+
+
+def record_of(records: pd.DataFrame) -> dict:
+    """The provenance of a set of records: one device, the revisions and the time span they came from."""
+    return {
+        "device": " / ".join(sorted(records["device"].unique())),
+        "git_revision": " / ".join(sorted(records["git_revision"].astype(str).unique())),
+        "time": f"{records['time'].min()} to {str(records['time'].max())[11:]}",
+    }
+
+
+def cpu_warning(records: pd.DataFrame) -> str:
+    """The line that opens a table measured on a CPU only ("" for any other)."""
+    if records["device"].str.startswith("cpu").all():
+        return (
+            "**Measured on a CPU.** The GPU tier is host memory here and nothing crosses PCIe: the times "
+            "compare code paths, not the paper's GPU effect; PCIe columns are the model.\n\n"
+        )
+    return ""
+
+
+def settings_of(records: pd.DataFrame) -> list[str]:
+    """The ``SETTINGS`` the records have a column for (older records lack some)."""
+    return [column for column in SETTINGS if column in records.columns]
+
+
+def _describe(column: str, value) -> str:
+    """A setting's value as a reader names it: "hot 10%", "pipeline", "2 processes"."""
+    return _NAMES.get(column, str)(value)
+
+
+def varying(records: pd.DataFrame, columns: list[str], within: list[str] | None = None) -> list[str]:
+    """Those of ``columns`` that take more than one value in ``records`` (in some group of ``within``, if given)."""
+    columns = [column for column in columns if column not in (within or [])]
+    if not columns:
+        return []
+    if not within:
+        return [column for column in columns if records[column].nunique(dropna=False) > 1]
+    counts = records.groupby(within, dropna=False)[columns].nunique(dropna=False)
+    return [column for column in columns if counts[column].max() > 1]
+
+
+def common_settings(records: pd.DataFrame, settings: list[str]) -> str:
+    """The settings every record shares, as a sentence of the table's text ("" where none is shared)."""
+    shared = [column for column in settings if records[column].nunique(dropna=False) == 1]
+    if not shared:
+        return ""
+    return "Every row: " + ", ".join(_describe(column, records[column].iloc[0]) for column in shared) + ".\n\n"
+
+
+def labelled(records: pd.DataFrame, columns: list[str], name: str) -> tuple[pd.DataFrame, list[str] | None]:
+    """``records`` with a column ``name`` naming each row's values of ``columns``, and those names in order.
+
+    The figures separate the settings a plot has no axis for by this label (as hue or style), so that no mark
+    averages records of different settings; without ``columns`` the records come back as they are, with ``None``.
+    """
+    if not columns:
+        return records, None
+
+    def text(row) -> str:
+        return ", ".join(_describe(column, row[column]) for column in columns)
+
+    order = [text(row) for _, row in records[columns].drop_duplicates().sort_values(columns).iterrows()]
+    return records.assign(**{name: records.apply(text, axis=1)}), order
+
+
+def epoch_range(values):
+    """The error bar of every figure: the fastest and the slowest recorded epoch (min-max)."""
+    return values.min(), values.max()
+
+
+def per_cell(records: pd.DataFrame, settings: list[str], columns: list[str]) -> pd.DataFrame:
+    """One row per cell (one value of every setting): ``columns`` averaged over its recorded epochs, and the spread
+    of its epoch time: its fastest (``epoch_s min``) and slowest (``epoch_s max``) of ``epochs`` recorded epochs."""
+    grouped = records.groupby(settings, sort=False, dropna=False)
+    means = grouped[columns].mean()
+    spread = grouped["epoch_s"].agg(["min", "max", "size"]).set_axis(SPREAD_COLUMNS[1:], axis=1)
+    return pd.concat([means[["epoch_s"]], spread, means.drop(columns="epoch_s")], axis=1).reset_index()
+
+
+def matching(table: pd.DataFrame, reference: pd.DataFrame, same: list[str], columns: list[str]) -> pd.DataFrame:
+    """``reference``'s ``columns`` for each row of ``table``: from its row with the same values of ``same``, else NaN."""
+    matched = table[same].merge(reference[same + columns], on=same, how="left", validate="many_to_one")
+    return matched[columns].set_axis(table.index)
+
+
+def within_spread(table: pd.DataFrame, reference: pd.DataFrame) -> pd.Series:
+    """Whether each cell's epoch times overlap its reference's (min-max): a difference smaller than the noise."""
+    overlap = (reference["epoch_s min"] <= table["epoch_s max"]) & (table["epoch_s min"] <= reference["epoch_s max"])
+    return overlap.astype("boolean").mask(reference["epoch_s"].isna())
+
+
+def spread_text(table: pd.DataFrame) -> str:
+    """What the numbers and their spread are, for a table's text."""
+    fewest, most = int(table["epochs"].min()), int(table["epochs"].max())
+    epochs = f"{fewest}" if fewest == most else f"{fewest}-{most}"
+    text = (
+        f"One row per setting: its numbers are the mean over its {epochs} recorded epochs; the epoch time's spread, in "
+        "parentheses and as the figure's error bars, is its fastest and slowest epoch (min-max). A difference whose two "
+        "cells' spreads overlap is marked (noise): it is smaller than the variation from epoch to epoch."
+    )
+    if fewest < 2:
+        text += (" A cell with one recorded epoch has no spread, so a difference from it cannot be told from noise: "
+                 "record more epochs (`--epochs`).")
+    return text + "\n\n"
+
+
+def epoch_text(table: pd.DataFrame) -> pd.Series:
+    return table.apply(lambda row: f"{row['epoch_s']:.3g} ({row['epoch_s min']:.3g}-{row['epoch_s max']:.3g})", axis=1)
+
+
+def flagged(values: pd.Series, fmt: str, noise: pd.Series | None = None) -> pd.Series:
+    """``values`` as ``fmt`` makes them text, "(noise)" after those ``noise`` marks as within the spread, empty where
+    there is nothing to compare with."""
+    noise = noise.fillna(False) if noise is not None else pd.Series(False, index=values.index)
+    return pd.Series(["" if pd.isna(value) else fmt.format(value) + (" (noise)" if flag else "")
+                      for value, flag in zip(values, noise)], index=values.index)
+
+
+def _measured_ceilings(path) -> tuple[float, float] | None:
+    """The H2D memcpy and D2D copy ceilings (bytes/s) of the machine profile at ``path``; ``None`` where there is
+    no such file (a path is relative to the working directory, as ``suite.io.provenance`` writes it) or it holds no
+    measured ceilings (a CPU machine's, or one made with ``--no-measure``)."""
+    if not isinstance(path, str) or not Path(path).is_file():
+        return None
+    try:
+        profile = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path} is not a machine profile of tierbench doctor ({err}); run `tierbench doctor` "
+                         "again to rewrite it") from None
+    ceilings = profile.get("ceilings") if isinstance(profile, dict) else None
+    if not isinstance(ceilings, dict):
+        return None
+    values = [ceilings.get(name) for name in CEILINGS]
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in values):
+        return values[0], values[1]
+    return None
+
+
+def with_bound(records: pd.DataFrame, settings: list[str]) -> tuple[pd.DataFrame, str]:
+    """``records`` with each one's data-loading lower bound in seconds as column ``BOUND``, and the sentence the
+    table's text gives it.
+
+    A cell's records all have a bound or none has (``per_cell`` averages what it is given); where no cell has
+    one the column is left out and the sentence says why.
+    """
+    def column(name):
+        values = records[name] if name in records else pd.Series(math.nan, index=records.index)
+        return pd.to_numeric(values, errors="coerce").astype(float)
+
+    profiles = records["machine_profile"] if "machine_profile" in records else pd.Series(None, index=records.index)
+    ceilings = {path: _measured_ceilings(path) for path in profiles.dropna().unique()}
+    measured = profiles.map(lambda path: ceilings.get(path) if isinstance(path, str) else None)
+    h2d = measured.map(lambda pair: math.nan if pair is None else pair[0]).astype(float)
+    d2d = measured.map(lambda pair: math.nan if pair is None else pair[1]).astype(float)
+    hot_bytes = column("hit_ratio") * column("rows_gathered") * column("row_bytes")
+    bound = column("pcie_payload_bytes") / h2d + hot_bytes / d2d
+    reasons = pd.Series("", index=records.index).mask(bound.isna(), NO_ROWS)
+    reasons = reasons.mask(column("rows_gathered").isna() | column("row_bytes").isna(), NO_ROW_COUNTS)
+    reasons = reasons.mask(records["device"].astype(str).str.startswith("cpu"), ON_CPU)
+    reasons = reasons.mask(measured.isna(), NO_CEILINGS)
+    reasons = reasons.mask(column("processes") > 1, SEVERAL_PROCESSES)
+    bound = bound.mask(reasons != "")
+    complete = bound.notna().groupby([records[name] for name in settings], dropna=False, sort=False).transform("all")
+    bound = bound.where(complete)
+    why = "; ".join(reason for reason in dict.fromkeys(reasons[~complete]) if reason)
+    if bound.isna().all():
+        return records, f"No gather bound, as {why}.\n\n"
+    cells = records[~complete].groupby(settings, dropna=False).ngroups
+    missing = f" {cells} rows have no bound, as {why}." if cells else ""
+    return records.assign(**{BOUND: bound}), f"{BOUND_TEXT}{missing}\n\n"
+
+
+def bound_columns(display: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """``display`` with the bound and the gather time over it after its ``gather_s``, where ``table`` has them."""
+    if BOUND not in table:
+        return display
+    at = display.columns.get_loc("gather_s") + 1
+    display.insert(at, BOUND, table[BOUND])
+    display.insert(at + 1, RATIO, table[RATIO])
+    return display
+
+
+def markdown_table(display: pd.DataFrame) -> str:
+    """``display`` as a markdown table, numbers to 3 digits, missing values (measured counters, say) empty."""
+    return display.astype(object).where(display.notna(), None).to_markdown(index=False, floatfmt=".3g", missingval="") + "\n"
+
+
+def tiered_records(records: pd.DataFrame, figure: int, command: str) -> pd.DataFrame:
+    """The tiered loader's records, the ones Figures 10 and 11 plot; ``ValueError`` naming ``command`` where there
+    are none."""
+    tiered = records[records["loader"] == "tiered"]
+    if tiered.empty:
+        raise ValueError(f"Figure {figure} needs records of the tiered loader ({command})")
+    return tiered

@@ -1,0 +1,1 @@
+"""Infrastructure every part of the suite shares: atomic writes, provenance, plotting, progress."""

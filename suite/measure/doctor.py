@@ -1,0 +1,371 @@
+"""``tierbench doctor``: a preflight of the machine before a sweep, written as its profile.
+
+It checks what the GPU paths of seeds/000 §4 and seeds/004 §3 rely on: the
+versions of python, torch (and its CUDA), the driver, CuPy, numba,
+torch-geometric and ogb; each GPU's memory and PCIe link (generation and
+width, current and maximum, from NVML); which GPUs can access each other's
+memory (the multi-GPU tier of seeds/000 §4.2); the ``memlock`` limit and the
+size of ``/dev/shm`` (the multi-GPU host tier lives there); whether
+``cudaHostRegister`` pins a buffer the size of the planned host tier; whether
+NVML's PCIe counters can be read; the measured ceilings (``suite.measure.ceilings``);
+and which of tierbench's dependencies are missing or too old.
+
+Every probe runs on its own: an error inside one is reported in its row and
+the others still run.  Without CUDA the GPU rows say so and the rest is
+reported.  The profile is JSON, written through a temporary file under
+``results/machines/`` with the name ``suite.io.provenance.machine_profile_name``
+gives it, which is how every later record finds it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+import platform
+import resource
+import time
+from pathlib import Path
+
+import torch
+
+from suite.io import atomic
+from suite.io.provenance import (
+    MACHINES_DIR,
+    device_name,
+    git_revision,
+    machine_profile_name,
+)
+from tiering.placement import hot_rows
+
+PROFILE_FORMAT = 1
+DEFAULT_HOST_TIER_BYTES = 1 << 30
+SHM_PATH = "/dev/shm"
+NO_GPU = "no CUDA GPU visible"
+INSTALL_HINT = "install with pip install --no-deps, from wheels brought along where there is no internet (README)"
+
+
+def _probe(function, *args):
+    """``function(*args)``, or ``{"error": ...}`` naming what it raised: a failure is its row, never a traceback."""
+    try:
+        return function(*args)
+    except Exception as err:
+        return {"error": f"{type(err).__name__}: {err}"}
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+# ----------------------------------------------------------------- packages
+def _distribution_version(module: str, providers: dict) -> str:
+    """The version of the distribution providing ``module`` (``providers``: ``packages_distributions()``)."""
+    names = providers.get(module)
+    return importlib.metadata.version(names[0]) if names else "missing"
+
+
+def missing_packages() -> list[str]:
+    """tierbench's dependencies (and its ``gpu`` extra) that are not installed, or installed older than required.
+
+    Each entry is a distribution name, with the version found when it is too
+    old.  Any CuPy wheel (``cupy-cuda12x``, ``cupy-cuda13x``, ...) satisfies
+    the ``gpu`` extra's CuPy: it is one module built per CUDA major version.
+    """
+    from packaging.requirements import Requirement
+
+    try:
+        requirements = importlib.metadata.requires("tierbench") or []
+    except importlib.metadata.PackageNotFoundError:
+        return ["tierbench (pip install --no-deps --no-build-isolation -e . in the checkout)"]
+    missing = []
+    for line in requirements:
+        requirement = Requirement(line)
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": "gpu"}):
+            continue  # another extra (test, bench), or a platform this is not
+        if requirement.name.startswith("cupy"):
+            version = _distribution_version("cupy", importlib.metadata.packages_distributions())
+            version = None if version == "missing" else version
+        else:
+            try:
+                version = importlib.metadata.version(requirement.name)
+            except importlib.metadata.PackageNotFoundError:
+                version = None
+        if version is None:
+            missing.append(requirement.name)
+        elif not requirement.specifier.contains(version, prereleases=True):
+            missing.append(f"{requirement.name} ({version} installed, needs {requirement.specifier})")
+    return missing
+
+
+def _versions() -> dict:
+    providers = importlib.metadata.packages_distributions()
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda or "none (a CPU build of torch)",
+        "driver": _probe(_driver_version),
+        **{name: _probe(_distribution_version, module, providers) for name, module in
+           (("cupy", "cupy"), ("numba", "numba"), ("torch-geometric", "torch_geometric"), ("ogb", "ogb"))},
+    }
+
+
+# ----------------------------------------------------------------- NVML
+def _nvml():
+    import pynvml
+
+    pynvml.nvmlInit()
+    return pynvml
+
+
+def _driver_version() -> str:
+    return _text(_nvml().nvmlSystemGetDriverVersion())
+
+
+def _pcie_link(index: int) -> dict:
+    from suite.measure.pcie import pci_bus_id
+
+    nvml = _nvml()
+    handle = nvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id(torch.device("cuda", index)))  # NVML's own numbering
+    return {
+        "generation": nvml.nvmlDeviceGetCurrPcieLinkGeneration(handle),
+        "width": nvml.nvmlDeviceGetCurrPcieLinkWidth(handle),
+        "max_generation": nvml.nvmlDeviceGetMaxPcieLinkGeneration(handle),
+        "max_width": nvml.nvmlDeviceGetMaxPcieLinkWidth(handle),
+    }
+
+
+def _pcie_counters(index: int) -> dict:
+    from suite.measure.pcie import PCIeCounter
+
+    counter = PCIeCounter(torch.device("cuda", index))
+    return {"readable": counter.available, "reason": counter.reason}
+
+
+# ----------------------------------------------------------------- GPUs
+def _gpus() -> list[dict]:
+    gpus = []
+    for index in range(torch.cuda.device_count()):
+        properties = torch.cuda.get_device_properties(index)
+        gpus.append({
+            "index": index, "name": properties.name, "memory_bytes": properties.total_memory,
+            "multiprocessors": properties.multi_processor_count,
+            "compute_capability": f"{properties.major}.{properties.minor}",
+            "pcie": _probe(_pcie_link, index), "pcie_counters": _probe(_pcie_counters, index),
+        })
+    return gpus
+
+
+def _peer_access() -> list[list[bool | None]]:
+    """``[i][j]``: whether GPU i can access GPU j's memory (``None`` on the diagonal)."""
+    count = torch.cuda.device_count()
+    return [[None if i == j else bool(torch.cuda.can_device_access_peer(i, j)) for j in range(count)]
+            for i in range(count)]
+
+
+# ----------------------------------------------------------------- host memory
+def _memlock() -> dict:
+    """``RLIMIT_MEMLOCK`` in bytes, ``"unlimited"`` where it is."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    return {name: "unlimited" if value == resource.RLIM_INFINITY else value
+            for name, value in (("soft", soft), ("hard", hard))}
+
+
+def _shm() -> dict:
+    stats = os.statvfs(SHM_PATH)
+    return {"path": SHM_PATH, "size_bytes": stats.f_blocks * stats.f_frsize,
+            "free_bytes": stats.f_bavail * stats.f_frsize}
+
+
+def _available_memory() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` in bytes (``None`` where there is none)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _host_register(nbytes: int) -> dict:
+    """Whether ``cudaHostRegister`` pins (and unregisters) ``nbytes`` of fresh host memory, and how long it took."""
+    from tiering.zero_copy import register_host_memory, unregister_host_memory
+
+    available = _available_memory()
+    if available is not None and nbytes > available:
+        return {"ok": False, "error": f"{nbytes} bytes exceed the {available} bytes of memory available"}
+    buffer = torch.empty(nbytes, dtype=torch.uint8)
+    start = time.perf_counter()
+    try:
+        register_host_memory(buffer)
+    except RuntimeError as err:
+        return {"ok": False, "error": str(err)}
+    seconds = time.perf_counter() - start
+    unregister_host_memory(buffer)
+    return {"ok": True, "seconds": seconds}
+
+
+def host_tier_bytes_of(dataset: str, hot_fraction: float) -> int:
+    """The bytes of a preset dataset's cold rows (float32 features) when ``hot_fraction`` of its rows are hot."""
+    from suite.datasets import get_preset
+
+    preset = get_preset(dataset)
+    return (preset.num_nodes - hot_rows(preset.num_nodes, hot_fraction)) * preset.feature_dim * 4
+
+
+# ----------------------------------------------------------------- the profile
+def _ceilings(device: torch.device) -> dict:
+    from suite.measure.ceilings import measure_ceilings
+
+    return measure_ceilings(device)
+
+
+def run_doctor(out_dir=MACHINES_DIR, *, host_tier_bytes: int | None = None, measure: bool = True,
+               device=None) -> tuple[dict, Path]:
+    """Probe the machine, write its profile to ``out_dir`` (atomically) and return it with the path.
+
+    ``host_tier_bytes`` is the size ``cudaHostRegister`` is tried at (default
+    1 GiB); ``measure=False`` skips the ceilings; ``device`` is the GPU they
+    are measured on (default: the current one).
+    """
+    cuda = torch.cuda.is_available()
+    if cuda:
+        device = torch.device(device if device is not None else "cuda")
+        if device.type != "cuda":
+            raise ValueError(f"tierbench doctor examines a CUDA device, got {device}")
+    planned = host_tier_bytes is not None
+    host_tier_bytes = host_tier_bytes if planned else DEFAULT_HOST_TIER_BYTES
+    if host_tier_bytes < 0:
+        raise ValueError(f"the host tier cannot have {host_tier_bytes} bytes")
+    register = {"bytes": host_tier_bytes, "planned": planned}
+    if not cuda:
+        register["skipped"] = NO_GPU
+    elif host_tier_bytes == 0:
+        register["skipped"] = "no host tier (every row is hot)"
+    else:
+        register.update(_probe(_host_register, host_tier_bytes))
+    if not cuda:
+        ceilings = {"skipped": NO_GPU}
+    elif not measure:
+        ceilings = {"skipped": "not measured (--no-measure)"}
+    else:
+        ceilings = _probe(_ceilings, device)
+    profile = {
+        "format": PROFILE_FORMAT,
+        "host": platform.node(),
+        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "git_revision": git_revision(),
+        "device": device_name(device if cuda else "cpu"),
+        "versions": _versions(),
+        "gpus": _probe(_gpus) if cuda else NO_GPU,
+        "peer_access": _probe(_peer_access) if cuda else NO_GPU,
+        "memlock": _probe(_memlock),
+        "shm": _probe(_shm),
+        "host_register": register,
+        "ceilings": ceilings,
+        "missing_packages": _probe(missing_packages),
+    }
+    path = Path(out_dir) / machine_profile_name(device if cuda else "cpu")
+    atomic.write_json(path, profile)
+    return profile, path
+
+
+# ----------------------------------------------------------------- the table
+def _size(nbytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if nbytes < 1024 or unit == "GiB":
+            return f"{nbytes:.1f} {unit}" if unit != "B" else f"{nbytes:.0f} B"
+        nbytes /= 1024
+
+
+def _error(value) -> str | None:
+    return f"error: {value['error']}" if isinstance(value, dict) and "error" in value else None
+
+
+def _link(pcie) -> str:
+    if _error(pcie):
+        return f"PCIe link {_error(pcie)}"
+    line = f"PCIe Gen{pcie['generation']} x{pcie['width']} (max Gen{pcie['max_generation']} x{pcie['max_width']})"
+    if (pcie["generation"], pcie["width"]) != (pcie["max_generation"], pcie["max_width"]):
+        line += ", below its maximum now: links train down while idle"
+    return line
+
+
+def _gpu_line(gpu: dict) -> str:
+    return (f"{gpu['name']}, {_size(gpu['memory_bytes'])}, {gpu['multiprocessors']} SMs, "
+            f"compute {gpu['compute_capability']}, {_link(gpu['pcie'])}")
+
+
+def _counters(gpu: dict) -> str:
+    counters = gpu["pcie_counters"]
+    if _error(counters):
+        return _error(counters)
+    return "readable" if counters["readable"] else f"not readable: {counters['reason']}"
+
+
+def _peer_rows(matrix) -> list[tuple[str, str]]:
+    if isinstance(matrix, str) or _error(matrix):
+        return [("peer access", _error(matrix) or matrix)]
+    if len(matrix) < 2:
+        return [("peer access", "one GPU: no peers")]
+    header = "from \\ to " + " ".join(f"{j:>4}" for j in range(len(matrix)))
+    rows = [("peer access", header)]
+    for i, row in enumerate(matrix):
+        cells = " ".join(f"{'-' if ok is None else 'yes' if ok else 'no':>4}" for ok in row)
+        rows.append(("", f"{f'GPU {i}':<10}{cells}"))
+    return rows
+
+
+def _memlock_line(memlock) -> str:
+    if _error(memlock):
+        return _error(memlock)
+    show = {name: value if value == "unlimited" else _size(value) for name, value in memlock.items()}
+    return f"{show['soft']} (hard limit {show['hard']})"
+
+
+def _register_line(register: dict) -> str:
+    size = f"{_size(register['bytes'])} ({'the planned host tier' if register['planned'] else 'default size'})"
+    if "skipped" in register:
+        return f"{size}: skipped, {register['skipped']}"
+    if register.get("ok"):
+        return f"{size}: pinned and released, {register['seconds']:.2f} s to pin"
+    return f"{size}: failed: {register['error']}"
+
+
+def _ceilings_line(ceilings: dict) -> str:
+    if "skipped" in ceilings:
+        return ceilings["skipped"]
+    if _error(ceilings):
+        return _error(ceilings)
+    return (f"H2D memcpy {ceilings['h2d_memcpy_bytes_per_s'] / 1e9:.1f} GB/s, "
+            f"zero-copy read {ceilings['zero_copy_read_bytes_per_s'] / 1e9:.1f} GB/s, "
+            f"D2D copy {ceilings['d2d_copy_bytes_per_s'] / 1e9:.0f} GB/s (bytes copied once; "
+            f"best of repeated {_size(ceilings['buffer_bytes'])} copies)")
+
+
+def _missing_line(missing) -> str:
+    if _error(missing):
+        return _error(missing)
+    return f"{', '.join(missing)}: {INSTALL_HINT}" if missing else "none"
+
+
+def format_profile(profile: dict) -> str:
+    """The profile as a two-column table to print."""
+    versions = profile["versions"]
+    rows = [("machine", f"{profile['host']}, {profile['device']}, git {profile['git_revision']}, {profile['time']}")]
+    rows += [(name, _error(value) or str(value)) for name, value in versions.items()]
+    gpus = profile["gpus"]
+    if isinstance(gpus, str) or _error(gpus):
+        rows.append(("GPUs", _error(gpus) or gpus))
+    else:
+        for gpu in gpus:
+            rows += [(f"GPU {gpu['index']}", _gpu_line(gpu)), (f"  PCIe counters {gpu['index']}", _counters(gpu))]
+    rows += _peer_rows(profile["peer_access"])
+    rows.append(("memlock ulimit", _memlock_line(profile["memlock"])))
+    shm = profile["shm"]
+    rows.append((SHM_PATH, _error(shm) or f"{_size(shm['size_bytes'])}, {_size(shm['free_bytes'])} free"))
+    rows.append(("cudaHostRegister", _register_line(profile["host_register"])))
+    rows.append(("ceilings", _ceilings_line(profile["ceilings"])))
+    rows.append(("missing packages", _missing_line(profile["missing_packages"])))
+    width = max(len(label) for label, _ in rows) + 2
+    return "\n".join(f"{label:<{width}}{value}" for label, value in rows)

@@ -1,0 +1,110 @@
+"""The cells of a sweep: which loader runs on which dataset at which hot fraction, fanouts and sampling.
+
+A sweep is the product of datasets x fanouts x loaders x samplings x hot
+fractions, with each loader's traits from ``suite.registry`` applied: a
+loader with a hot tier runs at every hot fraction, any other once at its
+fixed share (``in-memory`` 1, the rest 0); a loader that needs a reordered
+dataset gets the sweep's scorer, every other the dataset in its original
+order (``scorer`` "none"), as the paper's baselines do.  The predefined
+sweeps are the figures' (``suite.figures.EXPERIMENTS``); the whole sweep is
+checked here before its first cell runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+
+import torch
+
+from suite.datasets import entry_path, get_preset
+from suite.datasets.build import is_real_ogb
+from suite.datasets.presets import default_fanouts
+from suite.figures import EXPERIMENTS
+from suite.registry import LOADERS, SCORERS, loader, reordered_loaders
+from suite.training.distributed import SAMPLING
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    dataset: str
+    loader: str
+    hot_fraction: float
+    fanouts: tuple[int, ...]
+    scorer: str
+    sampling: str = "cpu"
+
+    def describe(self) -> str:
+        hot = f" hot {self.hot_fraction:.0%}" if loader(self.loader).hot_tier else ""
+        sampling = f" {self.sampling} sampling" if self.sampling != "cpu" else ""
+        return f"{self.dataset} {self.loader}{hot}{sampling}"
+
+
+def cells(datasets, loaders, hot_fractions, fanouts, scorer: str = "wrpr", samplings=("cpu",)) -> list[Cell]:
+    out = []
+    for dataset in datasets:
+        for fanout in fanouts:
+            for name in loaders:
+                spec = loader(name)
+                for sampling in samplings:
+                    for hot in spec.hot_fractions(hot_fractions):
+                        resolved = tuple(fanout) if fanout else default_fanouts(dataset)
+                        out.append(Cell(dataset, name, hot, resolved, scorer if spec.reordered else "none", sampling))
+    return out
+
+
+def sweep_cells(experiment: str, *, datasets=None, loaders=None, hot_fractions=None, fanouts=None, samplings=None,
+                scorer: str = "wrpr") -> list[Cell]:
+    """The cells of a sweep: a predefined experiment's, with any setting given here replacing its own."""
+    preset = EXPERIMENTS.get(experiment, {})
+    settings = {
+        "datasets": datasets or preset.get("datasets"),
+        "loaders": loaders or preset.get("loaders"),
+        "hot_fractions": hot_fractions if hot_fractions is not None else preset.get("hot_fractions", [0.1]),
+        "fanouts": fanouts or preset.get("fanouts", [None]),
+        "samplings": samplings or preset.get("samplings", ["cpu"]),
+    }
+    if not settings["datasets"] or not settings["loaders"]:
+        raise ValueError(f"experiment {experiment!r} is not predefined ({', '.join(EXPERIMENTS)}): give datasets and loaders")
+    for name in dict.fromkeys(settings["loaders"]):
+        if name not in LOADERS:
+            raise ValueError(f"unknown loader {name!r}; choose from {', '.join(LOADERS)}")
+    return cells(**settings, scorer=scorer)
+
+
+def check_count(value, least: int, option: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{option} must be an integer of at least {least}, got {value!r}")
+    return value
+
+
+def _check_dataset(name: str, ogb_root) -> None:
+    """Refuse a dataset that is neither a preset nor a real OGB dataset under ``ogb_root``, without building it."""
+    if is_real_ogb(name):
+        entry_path(name, ogb_root)  # needs --ogb-root and a name ogb knows
+    else:
+        get_preset(name)
+
+
+def check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distributed: bool) -> None:
+    """Refuse any setting of the sweep that its cells could not run with, naming it and the valid choices."""
+    for name in dict.fromkeys(cell.dataset for cell in todo):
+        _check_dataset(name, ogb_root)
+    if any(LOADERS[cell.loader].reordered for cell in todo) and scorer not in SCORERS:
+        raise ValueError(f"the {'/'.join(reordered_loaders())} loader needs a dataset reordered by a scorer, got "
+                         f"scorer {scorer!r}; choose from {', '.join(SCORERS)} (--scorer)")
+    for fraction in hot_fractions:
+        if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 <= fraction <= 1:
+            raise ValueError(f"hot fractions are shares of the rows, in [0, 1]; got {fraction!r} (--hot-fractions)")
+    for fanout in {cell.fanouts for cell in todo}:
+        if not fanout or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in fanout):
+            raise ValueError(f"fanouts are one or more neighbour counts of at least 1, got {fanout!r} (--fanout)")
+    for sampling in dict.fromkeys(cell.sampling for cell in todo):
+        if sampling not in SAMPLING:
+            raise ValueError(f"unknown sampling {sampling!r}; choose from {', '.join(SAMPLING)} (--sampling)")
+        if sampling != "cpu" and not distributed:
+            raise ValueError(f"{sampling} sampling is for multi-process runs: add --gpus G (or give --sampling cpu)")
+        if sampling == "uva" and torch.device(device).type != "cuda":
+            raise ValueError("uva sampling reads the CSR from pinned host memory on a GPU: it needs --device cuda")
+
+

@@ -1,0 +1,306 @@
+"""``tierbench gpu-suite``: everything a first GPU visit measures, as one resumable command.
+
+The steps, in order, each a subprocess (``python -m suite.cli ...`` or ``python -m pytest ...``) whose output goes
+to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU and CPU records never share a table):
+
+1. ``doctor``: versions, GPUs, limits and the measured ceilings, into ``machines/`` beside ``<out>``
+   (``results/machines/`` by default, where every later record finds it);
+2. ``gpu-tests``: pytest on every test file with CUDA tests, the loader, sampling and multi-GPU ones first
+   (``gpu-tests.xml``, JUnit);
+3. ``gpubench``: the gather kernel against its same-run peers, seeds/004 Fig. 8 (``microbench/``);
+4. ``datasets-<name>``: papers-s and products-s generated and reordered by weighted reverse PageRank, once;
+5. ``fig8-<name>``, ``fig8-pipeline-<name>``, ``fig10-<name>``: the sweeps of seeds/000 Figures 8 and 10 on the GPU,
+   one dataset per step (records in ``runs/``);
+6. ``report-fig8``, ``report-fig10``: their tables and figures (``fig8/``, ``fig10/``).
+
+The state file ``gpu-suite.json`` records each step's status, return code, wall time, log and command; it is
+written through a temporary file and a rename, under a file lock that also keeps two suites out of one folder.
+A rerun skips the steps done (and says when they were), runs the failed, timed-out and interrupted ones again,
+and redoes a report whose sweeps were redone since.  A failed step does not stop the suite: only the steps that
+need it are skipped, with that reason.  Steps that need a GPU are skipped with "no CUDA GPU visible" where there
+is none; the exit status is 1 when a step failed or timed out in this run, else 0 (skips are not failures).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import filelock
+
+from suite.io import atomic
+from suite.io.provenance import device_name, slug
+
+STATE_FILE = "gpu-suite.json"
+STEP_TIMEOUT_S = 540  # a hung step (a collective that never completes) costs at most 9 minutes
+TIMEOUT_RC = 124
+DATASETS = ("papers-s", "products-s")
+GPU_TEST_MARK = 'reason="needs a CUDA GPU"'
+PRIORITY_TESTS = ("test_loaders.py", "test_sampling.py", "test_multi_gpu.py")
+_REPO = Path(__file__).resolve().parents[2]
+_TESTS = _REPO / "tests"
+_IMPORT_ROOT = _REPO
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One step: its command, what it writes, a wall-time estimate on one H100 (an estimate until measured)."""
+
+    name: str
+    command: tuple[str, ...]
+    output: str
+    estimate_s: int
+    needs_cuda: bool = True
+    inputs: tuple[str, ...] = ()  # steps whose results it uses
+    any_input: bool = False  # True: one input done is enough (a report of the sweeps that succeeded)
+
+
+def visible_gpu() -> str | None:
+    """The name of the CUDA device the steps will use, or ``None`` where no CUDA GPU is visible."""
+    import torch
+
+    return device_name("cuda") if torch.cuda.is_available() else None
+
+
+def device_folder(root, gpu: str | None) -> Path:
+    """``root/<slug of the device>``: the GPU's name, or the CPU's where there is no GPU."""
+    return Path(root) / slug(gpu or device_name("cpu"))
+
+
+def gpu_test_files() -> list[str]:
+    """Test files with CUDA tests (marked ``reason="needs a CUDA GPU"``, the house's marker): the loader,
+    sampling and multi-GPU ones first, then the rest by name."""
+    found = sorted((p for p in _TESTS.rglob("test_*.py") if GPU_TEST_MARK in p.read_text()), key=lambda p: p.name)
+    first = [p for name in PRIORITY_TESTS for p in found if p.name == name]
+    return [str(p) for p in first + [p for p in found if p not in first]]
+
+
+def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list[Step]:
+    """The steps for ``folder`` in the order they run, the machine profile into ``machines``; estimates are for
+    one H100 and 16 cores, to be measured."""
+    cli = (sys.executable, "-m", "suite.cli")
+    runs = str(folder / "runs")
+    steps = [
+        Step("doctor", cli + ("doctor", "--out", str(machines)) + (() if measure_ceilings else ("--no-measure",)),
+             str(machines), 60, needs_cuda=False),
+        Step("gpu-tests", (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=-ra",
+                           f"--junitxml={folder / 'gpu-tests.xml'}", *gpu_test_files()),
+             str(folder / "gpu-tests.xml"), 180),
+        Step("gpubench", cli + ("gpubench", "--out", str(folder / "microbench"), "-q"), str(folder / "microbench"),
+             120),
+    ]
+    for name, estimate in zip(DATASETS, (150, 60)):
+        steps.append(Step(f"datasets-{name}", cli + ("prepare", "--dataset", name, "--scorer", "wrpr", "-q"),
+                          "the dataset cache ($TIERBENCH_DATA)", estimate))
+    sweeps = {"fig8": (), "fig8-pipeline": ("--pipeline",), "fig10": ()}
+    for sweep, extra in sweeps.items():
+        for name in DATASETS:
+            experiment = sweep.split("-")[0]
+            steps.append(Step(f"{sweep}-{name}", cli + ("run", "--experiment", experiment, "--datasets", name,
+                                                         "--device", "cuda", "--runs", runs, "-q", *extra),
+                              f"{runs}/{experiment}.csv", 120, inputs=(f"datasets-{name}",)))
+    for experiment in ("fig8", "fig10"):
+        inputs = tuple(s.name for s in steps if s.name.startswith(f"{experiment}-"))
+        steps.append(Step(f"report-{experiment}", cli + ("report", "--experiment", experiment, "--runs", runs,
+                                                         "--out", str(folder / experiment)),
+                          str(folder / experiment), 20, inputs=inputs, any_input=True))
+    return steps
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")
+
+
+def read_state(folder: Path) -> dict:
+    path = folder / STATE_FILE
+    if not path.exists():
+        return {"steps": {}}
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not valid JSON ({err}); delete it to start the suite over") from None
+
+
+def write_state(folder: Path, state: dict) -> None:
+    atomic.write_json(folder / STATE_FILE, state)
+
+
+def decide(step: Step, state: dict, *, gpu: str | None, rerun: set[str], skip: set[str],
+           planned: frozenset[str] = frozenset()) -> tuple[bool, str]:
+    """``(run?, why)`` for ``step`` given what ``state`` says of it and of its inputs; ``planned``: steps a dry run
+    would run before it, counted as done."""
+    steps = state["steps"]
+    if step.name in skip:
+        return False, "--skip asked for it"
+    if step.needs_cuda and gpu is None:
+        return False, "no CUDA GPU visible"
+    done = {name for name, s in steps.items() if s["status"] == "done"} | planned
+    if step.inputs:
+        missing = [name for name in step.inputs if name not in done]
+        if step.any_input and len(missing) == len(step.inputs):
+            return False, f"none of its inputs is done ({', '.join(step.inputs)})"
+        if not step.any_input and missing:
+            status = steps.get(missing[0], {}).get("status", "not run")
+            return False, f"its input {missing[0]} is not done ({status})"
+    if step.name in rerun:
+        return True, "--rerun asked for it"
+    previous = steps.get(step.name)
+    if previous is None:
+        return True, "not done yet"
+    if previous["status"] == "running":
+        return True, f"it was running (since {previous['started']}) when an earlier gpu-suite stopped"
+    if previous["status"] != "done":
+        return True, f"it {previous['status']} at {previous['finished']} with rc {previous['rc']}; running it again"
+    newer = [name for name in step.inputs if name in planned
+             or name in done and steps[name]["finished"] > previous["finished"]]
+    if newer:
+        when = "runs first" if newer[0] in planned else f"was redone at {steps[newer[0]]['finished']}"
+        return True, f"its input {newer[0]} {when}"
+    return False, f"done at {previous['finished']}, rc 0; --rerun {step.name} to redo"
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the suite dies, even by SIGKILL (Linux ``PR_SET_PDEATHSIG``)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
+
+
+def run_command(command: tuple[str, ...], log: Path, timeout_s: float) -> int:
+    """Run ``command`` in its own process group with its output in ``log``; kill the group after ``timeout_s``.
+
+    Returns the exit status, ``TIMEOUT_RC`` after a timeout.  Interrupted (Ctrl-C, SIGTERM), it kills the group too.
+    """
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_IMPORT_ROOT), os.environ.get("PYTHONPATH")]))}
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as out:
+        out.write(f"$ {shlex.join(command)}\n")
+        out.flush()
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                   preexec_fn=_die_with_parent)
+        try:
+            return process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            out.write(f"\ntierbench gpu-suite: killed after {timeout_s:.0f} s\n")
+            return TIMEOUT_RC
+        finally:
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+@contextlib.contextmanager
+def _sigterm_as_exit():
+    """SIGTERM ends the suite like Ctrl-C does, so the running step's process group is killed on the way out."""
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _check_names(names: set[str], steps: list[Step], option: str) -> None:
+    unknown = sorted(names - {s.name for s in steps})
+    if unknown:
+        raise ValueError(f"{option}: no step named {', '.join(unknown)}; "
+                         f"the steps are {', '.join(s.name for s in steps)}")
+
+
+def run_suite(out_root="results/gpu", *, dry_run: bool = False, rerun=(), skip=(), max_minutes: float | None = None,
+              measure_ceilings: bool = True, echo=print) -> int:
+    """Run (or resume, or with ``dry_run`` only describe) the suite; returns the exit status (module docstring)."""
+    gpu = visible_gpu()
+    folder = device_folder(out_root, gpu)
+    steps = plan(folder, Path(out_root).parent / "machines", measure_ceilings=measure_ceilings)
+    rerun, skip = set(rerun), set(skip)
+    _check_names(rerun, steps, "--rerun")
+    _check_names(skip, steps, "--skip")
+    echo(f"gpu-suite for {gpu or device_name('cpu') + ' (no CUDA GPU visible)'}: results in {folder}")
+    if dry_run:
+        state, planned = read_state(folder), frozenset()
+        for step in steps:
+            run, why = decide(step, state, gpu=gpu, rerun=rerun, skip=skip, planned=planned)
+            planned |= {step.name} if run else set()
+            echo(f"{step.name}: {'would run' if run else 'would skip'} ({why}); ~{step.estimate_s} s\n"
+                 f"    $ {shlex.join(step.command)}")
+        return 0
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(str(folder / f"{STATE_FILE}.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        raise ValueError(f"another tierbench gpu-suite is running in {folder} (it holds {lock.lock_file}); "
+                         "wait for it to finish") from None
+    try:
+        with _sigterm_as_exit():
+            return _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo)
+    finally:
+        lock.release()
+
+
+def _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo) -> int:
+    state = read_state(folder)
+    state["device"] = gpu or device_name("cpu")
+    began = time.monotonic()
+    summary, failed = [], False
+    for step in steps:
+        run, why = decide(step, state, gpu=gpu, rerun=rerun, skip=skip)
+        if not run:
+            echo(f"[skip] {step.name}: {why}")
+            status = "done earlier" if why.startswith("done at") else "skipped"
+            summary.append((step.name, status, state["steps"].get(step.name, {}).get("seconds"), why))
+            continue
+        if max_minutes is not None and time.monotonic() - began + step.estimate_s > 60 * max_minutes:
+            why = f"its ~{step.estimate_s} s would pass --max-minutes {max_minutes:g}; run the command again"
+            echo(f"[stop] {step.name}: {why}")
+            summary += [(s.name, "not started", None, why) for s in steps[steps.index(step):]]
+            break
+        log = folder / "logs" / f"{step.name}.log"
+        echo(f"[run] {step.name} ({why}; ~{step.estimate_s} s)\n    $ {shlex.join(step.command)}")
+        entry = {"status": "running", "command": list(step.command), "log": str(log), "started": _now(),
+                 "finished": None, "rc": None, "seconds": None}
+        state["steps"][step.name] = entry
+        write_state(folder, state)
+        start = time.monotonic()
+        rc = run_command(step.command, log, STEP_TIMEOUT_S)
+        status = "done" if rc == 0 else "timed out" if rc == TIMEOUT_RC else "failed"
+        entry.update(status=status, rc=rc, seconds=round(time.monotonic() - start, 1), finished=_now())
+        write_state(folder, state)
+        if rc != 0:
+            failed = True
+            echo(f"[{status}] {step.name}: rc {rc} after {entry['seconds']} s; the end of {log}:\n{_tail(log)}")
+        summary.append((step.name, status, entry["seconds"], step.output if rc == 0 else str(log)))
+    echo(_table(summary))
+    return 1 if failed else 0
+
+
+def _table(rows) -> str:
+    header = ("step", "status", "seconds", "output")
+    cells = [header] + [(n, s, "" if t is None else f"{t:.1f}", o) for n, s, t, o in rows]
+    widths = [max(len(str(row[k])) for row in cells) for k in range(3)]
+    return "\n".join("  ".join(str(v).ljust(w) for v, w in zip(row[:3], widths)) + "  " + str(row[3]) for row in cells)

@@ -1,0 +1,263 @@
+"""``tierbench run``: a sweep of full training epochs over datasets x loaders x hot fractions x fanouts.
+
+Each cell trains GraphSAGE through one loader for ``warmup`` unrecorded
+epochs and then ``epochs`` recorded ones; every recorded epoch becomes one
+row of the experiment's CSV (``results/runs/<experiment>.csv``) with every
+field DESIGN.md asks for: dataset and sizes, fanouts, batch size, loader,
+scorer, hot fraction, GPU count, device name, git revision and time; epoch,
+sample, gather and train seconds; hit ratio; modelled and measured PCIe
+bytes; host bytes touched; GPU bytes resident; validation accuracy.
+
+A sweep is checked whole before its first cell runs (``plan_sweep``): every
+dataset, loader, scorer, sampling, hot fraction and fanout, the epoch
+counts, the batch size, the experiment's name and whether its records can be
+written.  Rows are appended under a lock as each cell finishes
+(``suite.sweep.records``), so an interrupted sweep keeps every finished cell, and
+a rerun skips the cells already in the file (``rerun=True`` measures them
+again and replaces their earlier rows).  Two sweeps running the same cell at
+once may both record it; neither loses a row.
+
+Which cells a sweep has, and which dataset each loader sees, is
+``suite.sweep.cells``'s part.  ``train_cell`` trains one of them; it is also
+what ``tierbench train`` runs.
+
+Multi-process sweeps (``gpus`` > 1 processes, ``tierbench run --gpus G``,
+``suite.training.distributed``): every process runs every cell together, the
+``tiered`` loader becomes the multi-GPU combined tensor with the hot
+fraction as its interleaved tier (no replicated tier, as in seeds/000 §5.5),
+each cell is also swept over ``samplings`` (``cpu``, ``uva``, ``distributed``),
+and only rank 0 writes records.  Records say how many processes ran
+(``processes``) and how many of them had a GPU (``gpus``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from pathlib import Path
+
+import pandas as pd
+import torch
+import torch.distributed as dist
+from tqdm.auto import tqdm
+
+from suite.datasets import load_dataset
+from suite.datasets.reordered import load_reordered
+from suite.figures import EXPERIMENTS
+from suite.io.provenance import provenance
+from suite.registry import create_distributed_loader, create_loader
+from suite.sweep.cells import Cell, check_cells, check_count, sweep_cells
+from suite.sweep.records import (
+    check_writable,
+    read_records,
+    records_path,
+    store_records,
+)
+from suite.training.trainer import EpochResult, Trainer
+
+
+def open_dataset(cell: Cell, ogb_root=None, progress: bool = True):
+    """The dataset ``cell`` trains on: reordered by its scorer, or in its original order (scorer \"none\")."""
+    if cell.scorer != "none":
+        return load_reordered(cell.dataset, cell.scorer, ogb_root=ogb_root, progress=progress)
+    return load_dataset(cell.dataset, ogb_root=ogb_root, progress=progress)
+
+
+def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, batch_size: int, device: str, pipeline: bool,
+             processes: int) -> pd.Series:
+    """Which records belong to ``cell`` measured with these settings on this device."""
+    if records.empty:
+        return pd.Series(dtype=bool)
+    return (records["pipeline"] == pipeline) & (records["sampling"] == cell.sampling) & (records["processes"] == processes) & (
+        (records["dataset"] == cell.dataset) & (records["loader"] == cell.loader) & (records["scorer"] == cell.scorer)
+        & (records["hot_fraction"].round(6) == round(cell.hot_fraction, 6)) & (records["fanouts"] == fanouts)
+        & (records["batch_size"] == batch_size) & (records["device"] == device)
+    )
+
+
+def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, batch_size: int, device, seed: int,
+               pipeline: bool, progress: bool, shm_dir: str = "/dev/shm", model: dict | None = None,
+               on_epoch=None) -> list[EpochResult]:
+    """Train GraphSAGE on ``cell``: ``warmup`` unrecorded epochs, then ``epochs`` whose results are returned.
+
+    In a distributed run every process calls this together.  ``model``
+    (hidden, dropout, lr) goes to the trainer; ``on_epoch(result)`` is called
+    after each recorded epoch; ``shm_dir`` holds the multi-GPU host tier's
+    shared-memory segment (``tiered`` in a distributed run).  The loader is
+    closed on the way out, also when training fails (in one process: closing
+    is collective in a process group, so a failing process of a group leaves
+    it to its exit, since peers that did not fail would never join it).
+    """
+    if dist.is_initialized():
+        from suite.training.distributed import DistributedTrainer
+
+        loader = create_distributed_loader(cell.loader, dataset, cell.hot_fraction, device, shm_dir=shm_dir,
+                                           progress=progress and dist.get_rank() == 0)
+        make_trainer = functools.partial(DistributedTrainer, sampling=cell.sampling)
+    elif cell.sampling != "cpu":
+        raise ValueError(f"{cell.sampling} sampling is for multi-process runs (tierbench run --gpus G)")
+    else:
+        loader = create_loader(cell.loader, dataset, cell.hot_fraction, device, progress=progress)
+        make_trainer = Trainer
+    try:
+        trainer = make_trainer(dataset, loader, cell.fanouts, batch_size=batch_size, seed=seed, **(model or {}))
+        for epoch in range(warmup):
+            trainer.train_epoch(epoch, progress=False, pipeline=pipeline)
+        results = []
+        for epoch in range(warmup, warmup + epochs):
+            results.append(trainer.train_epoch(epoch, progress=progress, pipeline=pipeline))
+            if on_epoch is not None:
+                on_epoch(results[-1])
+    except BaseException:
+        if not dist.is_initialized() or dist.get_world_size() == 1:
+            loader.close()
+        raise
+    if dist.is_initialized():
+        trainer.close()
+    loader.close()
+    return results
+
+
+def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, batch_size: int, device, seed: int, pipeline: bool,
+             progress: bool, shm_dir: str = "/dev/shm") -> list[dict]:
+    """Train one cell (``train_cell``) and return its records: one row per recorded epoch, with the cell's settings
+    and the provenance of the measurement."""
+    results = train_cell(cell, dataset, epochs=epochs, warmup=warmup, batch_size=batch_size, device=device, seed=seed,
+                         pipeline=pipeline, progress=progress, shm_dir=shm_dir)
+    processes = dist.get_world_size() if dist.is_initialized() else 1
+    record = provenance(device)
+    common = {
+        "dataset": cell.dataset, "num_nodes": dataset.num_nodes, "num_edges": dataset.graph.num_edges,
+        "feature_dim": dataset.feature_dim, "fanouts": ",".join(map(str, cell.fanouts)), "batch_size": batch_size,
+        "loader": cell.loader, "scorer": cell.scorer, "hot_fraction": cell.hot_fraction,
+        "sampling": cell.sampling, "processes": processes,
+        "gpus": processes if torch.device(device).type == "cuda" else 0, **record,
+    }
+    return [{**common, **r.as_record()} for r in results]
+
+
+def prepare_datasets(todo: list[Cell], ogb_root=None, progress: bool = True) -> dict:
+    """Open (generating or reordering first where needed) every dataset the cells use, once each."""
+    opened = {}
+    for cell in todo:
+        if (cell.dataset, cell.scorer) not in opened:
+            opened[cell.dataset, cell.scorer] = open_dataset(cell, ogb_root, progress)
+    return opened
+
+
+def _on_rank_zero(decide):
+    """``decide()`` evaluated by rank 0 and shared with every process (just ``decide()`` in one process)."""
+    if not dist.is_initialized():
+        return decide()
+    box = [decide() if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """A checked sweep: its cells, the settings every cell runs with, and the CSV that records them."""
+
+    path: Path
+    cells: list[Cell]
+    epochs: int
+    warmup: int
+    batch_size: int
+    device: torch.device | str
+    pipeline: bool
+    processes: int
+
+    @functools.cached_property
+    def device_name(self) -> str:
+        """The device as records name it; asked for only when records are read or written (a process that
+        launches GPU processes never touches a GPU itself)."""
+        return provenance(self.device)["device"]
+
+    def rows_of(self, cell: Cell):
+        """``records -> mask`` of the records of ``cell`` measured with this sweep's settings on this device."""
+        return functools.partial(_rows_of, cell=cell, fanouts=",".join(map(str, cell.fanouts)),
+                                 batch_size=self.batch_size, device=self.device_name, pipeline=self.pipeline,
+                                 processes=self.processes)
+
+    def is_recorded(self, cell: Cell) -> bool:
+        return bool(self.rows_of(cell)(read_records(self.path)).any())
+
+    def recorded(self) -> list[Cell]:
+        """The cells of the sweep its CSV holds."""
+        records = read_records(self.path)
+        return [cell for cell in self.cells if self.rows_of(cell)(records).any()]
+
+
+def plan_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
+               fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int = 1024, device="cpu",
+               scorer: str | None = "wrpr", pipeline: bool = False, ogb_root=None,
+               processes: int | None = None) -> Sweep:
+    """The sweep's cells and settings, every one checked before anything runs (nothing is built or written).
+
+    ``processes``: how many processes run the sweep together (``tierbench
+    run --gpus G`` before it launches them); by default this process group's
+    size, or one process outside a group.  A bad setting, an experiment name
+    that is not a plain file name, a records directory that cannot be
+    written, or a records file that does not parse raises ``ValueError`` (or
+    ``KeyError`` for an unknown dataset) naming it.
+    """
+    path = records_path(out_dir, experiment)
+    preset = EXPERIMENTS.get(experiment, {})
+    distributed = processes is not None or dist.is_initialized()
+    if processes is None:
+        processes = dist.get_world_size() if dist.is_initialized() else 1
+    if not distributed:
+        samplings = samplings or ["cpu"]  # the other samplers need a process group
+    elif not samplings and torch.device(device).type != "cuda":
+        samplings = [name for name in preset.get("samplings", ["cpu"]) if name != "uva"]
+    epochs = check_count(epochs if epochs is not None else preset.get("epochs", 1), 1, "epochs (--epochs)")
+    warmup = check_count(warmup if warmup is not None else preset.get("warmup", 1), 0, "warmup (--warmup)")
+    batch_size = check_count(batch_size, 1, "batch size (--batch-size)")
+    todo = sweep_cells(experiment, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions, fanouts=fanouts,
+                       samplings=samplings, scorer=scorer)
+    fractions = hot_fractions if hot_fractions is not None else preset.get("hot_fractions", [])
+    check_cells(todo, fractions, scorer, ogb_root, device, distributed)
+    check_writable(path)
+    read_records(path)  # a records file that does not parse is refused now, not after the first cell
+    return Sweep(path, todo, epochs, warmup, batch_size, device, pipeline, processes)
+
+
+def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
+              fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int = 1024, device="cpu",
+              scorer: str | None = "wrpr", seed: int = 0, pipeline: bool = False, rerun: bool = False, ogb_root=None,
+              progress: bool = True, shm_dir: str = "/dev/shm") -> tuple[Path, pd.DataFrame]:
+    """Run (or resume) a sweep; returns the CSV path and a summary table of the cells run or found.
+
+    The whole sweep is checked first (``plan_sweep``).  Inside a process
+    group (``tierbench run --gpus G``) every process runs every cell and
+    rank 0 alone reads and writes the records; ``shm_dir`` is where the
+    multi-GPU host tier's shared-memory segment goes.
+    """
+    sweep = plan_sweep(experiment, out_dir, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions,
+                       fanouts=fanouts, samplings=samplings, epochs=epochs, warmup=warmup, batch_size=batch_size,
+                       device=device, scorer=scorer, pipeline=pipeline, ogb_root=ogb_root)
+    writer = not dist.is_initialized() or dist.get_rank() == 0
+    datasets_loaded = {}  # (dataset, scorer) -> Dataset: each is opened and checksummed once per sweep
+    with tqdm(sweep.cells, desc=experiment, unit="cell", disable=not (progress and writer)) as bar:
+        for cell in bar:
+            bar.set_postfix_str(cell.describe())
+            if not rerun and _on_rank_zero(functools.partial(sweep.is_recorded, cell)):
+                continue
+            key = (cell.dataset, cell.scorer)
+            if key not in datasets_loaded:
+                datasets_loaded[key] = open_dataset(cell, ogb_root, progress=False)
+            rows = run_cell(cell, datasets_loaded[key], epochs=sweep.epochs, warmup=sweep.warmup,
+                            batch_size=sweep.batch_size, device=device, seed=seed, pipeline=pipeline, progress=False,
+                            shm_dir=shm_dir)
+            if writer:  # a rerun replaces the cell's earlier rows, chosen under the file's lock
+                store_records(sweep.path, rows, sweep.rows_of(cell) if rerun else None)
+    return sweep.path, summarize_runs(read_records(sweep.path))
+
+
+def summarize_runs(records: pd.DataFrame) -> pd.DataFrame:
+    """Mean of the recorded epochs per cell."""
+    if records.empty:
+        return records
+    columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "pcie_payload_bytes", "valid_accuracy"]
+    keys = ["dataset", "loader", "scorer", "hot_fraction", "fanouts", "device", "pipeline", "sampling", "processes"]
+    return records.groupby(keys, sort=False)[columns].mean().reset_index()

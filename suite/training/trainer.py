@@ -1,0 +1,230 @@
+"""GraphSAGE minibatch training through the feature-loader interface (seeds/000 §2, §5).
+
+The model is GraphSAGE (Hamilton et al., NeurIPS 2017) built from PyG's
+``SAGEConv`` with mean aggregation: hidden width 256, ReLU and dropout
+between layers, as in seeds/000 and seeds/001; Adam and cross-entropy on the
+training nodes; minibatches of 1024 seeds by default.
+
+An epoch runs three stages per minibatch and times each one, synchronising
+the training's CUDA stream (not the whole GPU) before reading the clock when
+training on CUDA (with ``pipeline=True`` the stages of different minibatches
+overlap in threads, ``suite.training.pipeline``, and each stage's time is its busy
+time, the gather's taken by CUDA events on its own stream):
+
+* **sample**: ``NeighborSampler`` draws the blocks for the batch's seeds;
+* **gather**: ``loader.gather(input_nodes)`` brings their features to the
+  training device, through whichever loader is being measured;
+* **train**: forward, loss, backward and the optimizer step.
+
+Randomness is fixed by one seed: model initialisation and dropout by
+``torch.manual_seed``, the order of seeds and the sampling of each epoch by
+generators seeded from (seed, epoch), so two runs with the same seed see the
+same minibatches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from suite.measure.pcie import PCIeCounter
+from suite.training.model import GraphSAGE
+from suite.training.pipeline import Pipeline
+from tiering.feature_loader import FeatureLoader
+from tiering.sampling import MiniBatch, NeighborSampler, minibatches
+
+
+@dataclasses.dataclass
+class EpochResult:
+    epoch: int
+    loss: float
+    valid_accuracy: float
+    sample_s: float
+    gather_s: float
+    train_s: float
+    epoch_s: float
+    batches: int
+    sampled_edges: int
+    hit_ratio: float
+    rows_gathered: int  # the loader's accesses: the unique input nodes of every training minibatch, summed
+    row_bytes: int  # bytes of one row of the feature table (D x element size)
+    pcie_payload_bytes: int  # modelled (tiering.traffic)
+    pcie_requests: int  # modelled
+    host_bytes_touched: int
+    gpu_bytes_resident: int
+    pcie_rx_bytes_measured: int | None  # NVML, None where unavailable (never 0 for "unknown")
+    pcie_measured_scope: str  # what the NVML bytes cover (suite.measure.pcie.SCOPE), or why there are none
+    pipeline: bool  # sampling, gathering and training overlapped (suite.training.pipeline)
+    losses: list[float] = dataclasses.field(default_factory=list, repr=False)  # per minibatch, in order
+
+    def as_record(self) -> dict:
+        """The per-epoch fields of a results row (the per-minibatch losses stay out)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "losses"}
+
+
+class Trainer:
+    """Trains GraphSAGE on one dataset through one feature loader."""
+
+    def __init__(
+        self,
+        dataset,
+        loader: FeatureLoader,
+        fanouts,
+        *,
+        batch_size: int = 1024,
+        hidden: int = 256,
+        dropout: float = 0.5,
+        lr: float = 3e-3,
+        seed: int = 0,
+        sampler_backend: str = "cpu",
+        pipeline_capacity: int = 2,
+    ):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        torch.manual_seed(seed)
+        self.dataset = dataset
+        self.loader = loader
+        self.device = loader.device
+        # a loader that changes sampling (GNS) brings its own sampler, which weights the sampled edges
+        own_sampler = loader.make_sampler(dataset.graph, fanouts)
+        self.sampler = own_sampler or NeighborSampler(dataset.graph, fanouts, backend=sampler_backend)
+        self.batch_size = batch_size
+        self.seed = seed
+        self.pipeline_capacity = pipeline_capacity
+        self.model = GraphSAGE(dataset.feature_dim, dataset.num_classes, len(self.sampler.fanouts), hidden, dropout,
+                               weighted=own_sampler is not None)
+        self.model.to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr)
+        self.labels = dataset.labels.to(self.device)
+        self.pcie = PCIeCounter(self.device)
+        self.epoch_stats = None  # the loader's counters over the last training epoch's minibatches
+
+    def _sync(self):
+        """Wait for the work queued on the training's CUDA stream (other streams, such as the
+        pipeline's gather stream, run on)."""
+        if self.device.type == "cuda":
+            torch.cuda.current_stream(self.device).synchronize()
+
+    def _prepare(self, batch: MiniBatch):
+        """The gather stage: the batch's features and blocks on the training device."""
+        return batch, self.loader.gather(batch.input_nodes), [b.to(self.device) for b in batch.blocks]
+
+    def _sequential(self, batches, times: dict):
+        """Sample, then gather, one minibatch at a time, timing each stage."""
+        while True:
+            start = time.perf_counter()
+            batch = next(batches, None)
+            times["sample"] += time.perf_counter() - start
+            if batch is None:
+                return
+            start = time.perf_counter()
+            prepared = self._prepare(batch)
+            self._sync()
+            times["gather"] += time.perf_counter() - start
+            yield prepared
+
+    def _step(self, batch: MiniBatch, x: torch.Tensor, blocks, times: dict, train: bool) -> torch.Tensor:
+        start = time.perf_counter()
+        logits = self.model(x, blocks)
+        if train:
+            loss = F.cross_entropy(logits, self.labels[batch.seeds.to(self.device)])
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+            logits = loss.detach()
+        self._sync()
+        times["train"] += time.perf_counter() - start
+        return logits
+
+    def train_epoch(self, epoch: int, progress: bool = True, pipeline: bool = False) -> EpochResult:
+        """One epoch over the training seeds; ``pipeline`` overlaps sampling, gathering and training."""
+        self.model.train()
+        self.loader.start_epoch(epoch)
+        self.loader.reset_stats()
+        times = {"sample": 0.0, "gather": 0.0, "train": 0.0}
+        losses, edges = [], 0
+        batches, total, _ = self._batches("train", epoch, shuffle=True)
+        bar = tqdm(total=total, desc=f"epoch {epoch}", unit="batch", disable=not progress, leave=False)
+        self.pcie.start()
+        epoch_start = time.perf_counter()
+        if pipeline:
+            stages = Pipeline(batches, self._prepare, capacity=self.pipeline_capacity, device=self.device)
+            times = stages.busy  # worker stages time themselves; training adds its own entry
+            times["train"] = 0.0
+        else:
+            stages = self._sequential(batches, times)
+        try:
+            for batch, x, blocks in stages:
+                edges += batch.num_sampled_edges
+                losses.append(float(self._step(batch, x, blocks, times, train=True)))
+                bar.set_postfix(loss=f"{losses[-1]:.3f}")
+                bar.update(1)
+            epoch_s = time.perf_counter() - epoch_start
+            measured = self.pcie.delta()
+        finally:
+            self.pcie.close()  # an interrupted epoch leaves no NVML reader running
+        bar.close()
+        stats = self.epoch_stats = self.loader.stats()  # before the validation pass gathers rows of its own
+        return EpochResult(
+            epoch=epoch,
+            loss=sum(losses) / len(losses),
+            valid_accuracy=self.evaluate("valid", epoch),
+            sample_s=times["sample"],
+            gather_s=times["gather"],
+            train_s=times["train"],
+            epoch_s=epoch_s,
+            batches=len(losses),
+            sampled_edges=edges,
+            hit_ratio=stats.hit_ratio,
+            rows_gathered=stats.accesses,
+            row_bytes=self.dataset.feature_dim * self.dataset.features.element_size(),
+            pcie_payload_bytes=stats.pcie_payload_bytes,
+            pcie_requests=stats.pcie_requests,
+            host_bytes_touched=stats.host_bytes_touched,
+            gpu_bytes_resident=stats.gpu_bytes_resident,
+            pcie_rx_bytes_measured=None if measured is None else measured["rx_bytes"],
+            pcie_measured_scope=self.pcie.scope,
+            pipeline=pipeline,
+            losses=losses,
+        )
+
+    def _batches(self, split: str, epoch: int, shuffle: bool):
+        """``(minibatches, how many, how many seeds count)`` of one pass over a split.
+
+        A single process takes the whole split; ``suite.training.distributed`` overrides
+        this to take the process's share (padded so every process runs as many
+        minibatches; the padding does not count).
+        """
+        ids = self.dataset.splits[split]
+        batches = minibatches(self.sampler, ids, self.batch_size, self.seed, epoch, shuffle)
+        return batches, -(-len(ids) // self.batch_size), len(ids)
+
+    @torch.no_grad()
+    def count_correct(self, split: str, epoch: int = 0) -> tuple[int, int]:
+        """``(correct, counted)`` predictions on a split, with the same sampled neighbourhoods as training."""
+        self.model.eval()
+        correct, seen, times = 0, 0, {"sample": 0.0, "gather": 0.0, "train": 0.0}
+        batches, _, counted = self._batches(split, epoch + 10_000, shuffle=False)
+        for batch, x, blocks in self._sequential(batches, times):
+            predicted = self._step(batch, x, blocks, times, train=False).argmax(dim=1)
+            right = predicted == self.labels[batch.seeds.to(self.device)]
+            correct += int(right[: max(0, counted - seen)].sum())
+            seen += len(right)
+        return correct, counted
+
+    def evaluate(self, split: str, epoch: int = 0) -> float:
+        """Accuracy on a split (NaN for an empty one)."""
+        correct, counted = self.count_correct(split, epoch)
+        return correct / counted if counted else float("nan")
+
+
+def majority_accuracy(dataset, split: str = "valid") -> float:
+    """Accuracy of always predicting the most common training label: the bar to beat."""
+    labels = dataset.labels
+    majority = torch.bincount(labels[dataset.splits["train"]]).argmax()
+    ids = dataset.splits[split]
+    return float((labels[ids] == majority).float().mean())

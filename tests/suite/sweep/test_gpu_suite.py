@@ -1,0 +1,232 @@
+"""tierbench gpu-suite on the CPU: the step runner is replaced, except where the real doctor runs."""
+
+import json
+import sys
+
+import filelock
+import pytest
+import torch
+
+from suite.cli import main
+from suite.io import atomic
+from suite.sweep import gpu_suite
+
+STEPS = ["doctor", "gpu-tests", "gpubench", "datasets-papers-s", "datasets-products-s", "fig8-papers-s",
+         "fig8-products-s", "fig8-pipeline-papers-s", "fig8-pipeline-products-s", "fig10-papers-s", "fig10-products-s",
+         "report-fig8", "report-fig10"]
+
+
+class FakeRunner:
+    """Records each step's command, writes its log, and returns the exit status set for that step (default 0)."""
+
+    def __init__(self, statuses=None):
+        self.statuses = statuses or {}
+        self.names = []
+
+    def __call__(self, command, log, timeout_s):
+        name = log.stem
+        self.names.append(name)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(f"$ {' '.join(command)}\nfake output of {name}\n")
+        return self.statuses.get(name, 0)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    monkeypatch.setattr(gpu_suite, "visible_gpu", lambda: "cuda: Fake GPU 80GB")
+
+
+@pytest.fixture
+def runner(monkeypatch):
+    fake = FakeRunner()
+    monkeypatch.setattr(gpu_suite, "run_command", fake)
+    return fake
+
+
+def _suite(tmp_path, lines, **options):
+    return gpu_suite.run_suite(tmp_path / "gpu", echo=lines.append, **options)
+
+
+def _state(tmp_path, device="cuda-fake-gpu-80gb"):
+    return json.loads((tmp_path / "gpu" / device / gpu_suite.STATE_FILE).read_text())
+
+
+def test_the_dry_run_lists_every_step_in_order_with_its_command(tmp_path, fake_gpu, runner):
+    lines = []
+    assert _suite(tmp_path, lines, dry_run=True) == 0
+    assert runner.names == [] and not (tmp_path / "gpu").exists()  # nothing ran, nothing was written
+    steps = [line.split(":")[0] for line in lines[1:] if not line.startswith(" ")]
+    assert steps == STEPS
+    text = "\n".join(lines)
+    assert f"results in {tmp_path / 'gpu' / 'cuda-fake-gpu-80gb'}" in lines[0]
+    assert text.count("would run (not done yet)") == len(STEPS)
+    folder = tmp_path / "gpu" / "cuda-fake-gpu-80gb"
+    assert f"-m suite.cli doctor --out {tmp_path / 'machines'}" in text
+    assert "-m pytest" in text and "test_loaders.py" in text and "test_multi_gpu.py" in text
+    assert f"run --experiment fig8 --datasets papers-s --device cuda --runs {folder / 'runs'} -q --pipeline" in text
+    assert f"report --experiment fig10 --runs {folder / 'runs'} --out {folder / 'fig10'}" in text
+
+
+def test_the_gpu_tests_put_the_loader_sampling_and_multi_gpu_files_first():
+    names = [path.rsplit("/", 1)[-1] for path in gpu_suite.gpu_test_files()]
+    assert names[:3] == ["test_loaders.py", "test_sampling.py", "test_multi_gpu.py"]
+    assert "test_gpu_bench.py" in names and "test_gpu_suite.py" not in names
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the skips made where no GPU is visible")
+def test_on_a_cpu_only_the_doctor_runs_and_every_skip_says_why(tmp_path, runner):
+    lines = []
+    assert _suite(tmp_path, lines) == 0
+    assert runner.names == ["doctor"]
+    for name in STEPS[1:]:
+        assert f"[skip] {name}: no CUDA GPU visible" in lines
+    folder = next((tmp_path / "gpu").iterdir())
+    assert folder.name.startswith("cpu-")  # never the folder a GPU's results go into
+
+
+def test_every_step_runs_once_then_a_rerun_skips_the_done_ones(tmp_path, fake_gpu, runner):
+    lines = []
+    assert _suite(tmp_path, lines) == 0
+    assert runner.names == STEPS
+    state = _state(tmp_path)
+    assert all(state["steps"][name]["status"] == "done" and state["steps"][name]["rc"] == 0 for name in STEPS)
+    assert state["device"] == "cuda: Fake GPU 80GB"
+    assert "fake output of gpubench" in open(state["steps"]["gpubench"]["log"]).read()
+    assert lines[-1].splitlines()[0].split() == ["step", "status", "seconds", "output"]
+
+    runner.names.clear()
+    lines.clear()
+    assert _suite(tmp_path, lines) == 0
+    assert runner.names == []
+    for name in STEPS:
+        finished = state["steps"][name]["finished"]
+        assert f"[skip] {name}: done at {finished}, rc 0; --rerun {name} to redo" in lines
+
+
+def test_rerun_redoes_one_step_and_the_report_built_on_it(tmp_path, fake_gpu, runner):
+    assert _suite(tmp_path, []) == 0
+    runner.names.clear()
+    lines = []
+    assert _suite(tmp_path, lines, rerun=["fig8-papers-s"]) == 0
+    assert runner.names == ["fig8-papers-s", "report-fig8"]
+    assert any(line.startswith("[run] fig8-papers-s (--rerun asked for it") for line in lines)
+    assert any(line.startswith("[run] report-fig8 (its input fig8-papers-s was redone at") for line in lines)
+
+
+def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, runner):
+    runner.statuses = {"datasets-papers-s": 1, "gpu-tests": 1}
+    lines = []
+    assert _suite(tmp_path, lines) == 1
+    expected = [name for name in STEPS if not name.endswith("-papers-s") or name == "datasets-papers-s"]
+    assert runner.names == expected  # the products-s sweeps, gpubench and the reports still ran
+    for name in ("fig8-papers-s", "fig8-pipeline-papers-s", "fig10-papers-s"):
+        assert f"[skip] {name}: its input datasets-papers-s is not done (failed)" in lines
+    assert any(line.startswith("[failed] gpu-tests: rc 1") and "fake output of gpu-tests" in line for line in lines)
+    assert _state(tmp_path)["steps"]["datasets-papers-s"]["status"] == "failed"
+
+    runner.statuses, runner.names = {}, []
+    lines.clear()
+    assert _suite(tmp_path, lines) == 0  # the failed steps run again, then what waited on them
+    assert runner.names == ["gpu-tests", "datasets-papers-s", "fig8-papers-s", "fig8-pipeline-papers-s",
+                            "fig10-papers-s", "report-fig8", "report-fig10"]
+    assert any(line.startswith("[run] gpu-tests (it failed at") and "with rc 1; running it again" in line
+               for line in lines)
+
+
+def test_a_timed_out_step_is_recorded_so(tmp_path, fake_gpu, runner):
+    runner.statuses = {"gpubench": gpu_suite.TIMEOUT_RC}
+    assert _suite(tmp_path, []) == 1
+    assert _state(tmp_path)["steps"]["gpubench"]["status"] == "timed out"
+
+
+def test_the_state_file_survives_a_crash_while_it_is_written(tmp_path, fake_gpu, runner, monkeypatch):
+    assert _suite(tmp_path, []) == 0
+    path = tmp_path / "gpu" / "cuda-fake-gpu-80gb" / gpu_suite.STATE_FILE
+    before = path.read_text()
+
+    def crash(*args):
+        raise KeyboardInterrupt  # the power goes out between writing the new state and renaming it
+
+    monkeypatch.setattr(atomic.os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        _suite(tmp_path, [], rerun=["doctor"])
+    assert path.read_text() == before and json.loads(before)["steps"]["doctor"]["status"] == "done"
+    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_step_interrupted_by_a_crash_runs_again(tmp_path, fake_gpu, monkeypatch):
+    def crash_in_gpubench(command, log, timeout_s):
+        if log.stem == "gpubench":
+            raise KeyboardInterrupt
+        return 0
+
+    monkeypatch.setattr(gpu_suite, "run_command", crash_in_gpubench)
+    with pytest.raises(KeyboardInterrupt):
+        _suite(tmp_path, [])
+    state = _state(tmp_path)
+    assert state["steps"]["gpubench"]["status"] == "running" and state["steps"]["gpu-tests"]["status"] == "done"
+    runner = FakeRunner()
+    monkeypatch.setattr(gpu_suite, "run_command", runner)
+    lines = []
+    assert _suite(tmp_path, lines) == 0
+    assert runner.names == STEPS[2:]
+    assert any(line.startswith("[run] gpubench (it was running (since") for line in lines)
+
+
+def test_a_dry_run_after_a_failure_shows_what_would_run_again(tmp_path, fake_gpu, runner):
+    runner.statuses = {"datasets-products-s": 1}
+    _suite(tmp_path, [])
+    lines = []
+    assert _suite(tmp_path, lines, dry_run=True) == 0
+    text = "\n".join(lines)
+    assert "datasets-products-s: would run (it failed at" in text
+    assert "fig8-products-s: would run (not done yet)" in text
+    assert "report-fig8: would run (its input fig8-products-s runs first)" in text
+    assert "fig8-papers-s: would skip (done at" in text
+
+
+def test_the_time_budget_stops_before_a_step_that_would_pass_it(tmp_path, fake_gpu, runner):
+    lines = []
+    assert _suite(tmp_path, lines, max_minutes=1.5) == 0  # doctor (~60 s) fits, gpu-tests (~180 s) does not
+    assert runner.names == ["doctor"]
+    assert any(line.startswith("[stop] gpu-tests: its ~180 s would pass --max-minutes 1.5") for line in lines)
+    table = lines[-1]
+    assert "report-fig10" in table and "not started" in table
+
+
+def test_a_second_suite_in_the_same_folder_is_refused(tmp_path, fake_gpu, runner):
+    folder = tmp_path / "gpu" / "cuda-fake-gpu-80gb"
+    folder.mkdir(parents=True)
+    with filelock.FileLock(str(folder / f"{gpu_suite.STATE_FILE}.lock")):
+        with pytest.raises(ValueError, match="another tierbench gpu-suite is running"):
+            _suite(tmp_path, [])
+    assert runner.names == []
+
+
+def test_unknown_step_names_are_one_clear_error(tmp_path, capsys):
+    assert main(["gpu-suite", "--out", str(tmp_path), "--rerun", "fig9", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tierbench: error: --rerun: no step named fig9; the steps are doctor, gpu-tests")
+
+
+def test_the_real_runner_records_output_and_kills_a_step_past_its_time(tmp_path):
+    log = tmp_path / "logs" / "hello.log"
+    assert gpu_suite.run_command((sys.executable, "-c", "print('hello from a step')"), log, 60) == 0
+    assert "hello from a step" in log.read_text() and log.read_text().startswith("$ ")
+    assert gpu_suite.run_command((sys.executable, "-c", "import sys; sys.exit(3)"), log, 60) == 3
+    slow = (sys.executable, "-c", "import time; time.sleep(60)")
+    assert gpu_suite.run_command(slow, log, 0.5) == gpu_suite.TIMEOUT_RC
+    assert "killed after 0 s" in log.read_text() or "killed after 1 s" in log.read_text()
+
+
+def test_the_real_doctor_step_runs_inside_the_suite(tmp_path):
+    lines = []
+    others = [name for name in STEPS if name != "doctor"]
+    assert gpu_suite.run_suite(tmp_path / "gpu", skip=others, measure_ceilings=False, echo=lines.append) == 0
+    profiles = list((tmp_path / "machines").glob("*.json"))
+    assert len(profiles) == 1 and "torch" in profiles[0].read_text()
+    folder = next((tmp_path / "gpu").iterdir())
+    state = json.loads((folder / gpu_suite.STATE_FILE).read_text())
+    assert state["steps"]["doctor"]["status"] == "done" and "--no-measure" in state["steps"]["doctor"]["command"]
+    assert "wrote" in (folder / "logs" / "doctor.log").read_text()
+    assert f"[skip] gpubench: --skip asked for it" in lines

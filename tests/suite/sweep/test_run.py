@@ -1,0 +1,201 @@
+"""tierbench run / report: records with every field, resumable sweeps, tables with the paper beside ours."""
+
+import pandas as pd
+import pytest
+
+import suite.sweep.run as harness
+from suite.cli import main
+from suite.sweep.cells import cells
+from suite.sweep.records import read_records
+from suite.sweep.report import write_report
+from suite.sweep.run import run_sweep
+
+FIELDS = [
+    "dataset", "num_nodes", "num_edges", "feature_dim", "fanouts", "batch_size", "loader", "scorer", "hot_fraction",
+    "gpus", "device", "git_revision", "time", "epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio",
+    "pcie_payload_bytes", "pcie_requests", "pcie_rx_bytes_measured", "host_bytes_touched", "gpu_bytes_resident",
+    "valid_accuracy",
+]
+SWEEP = dict(datasets=["tiny"], loaders=["cpu-gather", "uva", "degree-cache", "tiered"], hot_fractions=[0.0, 0.25],
+             fanouts=[(5, 5)], epochs=1, warmup=0, progress=False)
+
+
+def test_cells_run_hot_fractions_only_where_there_is_a_hot_tier():
+    got = [(c.loader, c.hot_fraction, c.scorer) for c in cells(["tiny"], ["cpu-gather", "tiered", "in-memory"], [0.1, 0.2], [(5,)])]
+    assert got == [("cpu-gather", 0.0, "none"), ("tiered", 0.1, "wrpr"), ("tiered", 0.2, "wrpr"), ("in-memory", 1.0, "none")]
+    assert cells(["papers-s"], ["uva"], [0.1], [None])[0].fanouts == (12, 12, 12)
+
+
+def test_a_sweep_records_every_field_and_resumes_without_rerunning(tiny, tmp_path):
+    path, summary = run_sweep("t", tmp_path, **SWEEP)
+    records = read_records(path)
+    assert set(FIELDS) <= set(records.columns)
+    assert len(records) == 6 and len(summary) == 6  # cpu-gather, uva once; degree-cache, tiered at 0 and 25%
+    assert records["device"].str.startswith("cpu: ").all() and (records["gpus"] == 0).all()
+    assert records["pcie_rx_bytes_measured"].isna().all()  # unavailable, never 0
+    tiered = records[records["loader"] == "tiered"].set_index("hot_fraction")
+    assert tiered.loc[0.0, "hit_ratio"] == 0 and tiered.loc[0.25, "hit_ratio"] > 0.25  # hottest rows first
+    assert tiered.loc[0.25, "pcie_payload_bytes"] < tiered.loc[0.0, "pcie_payload_bytes"]
+    before = path.read_bytes()
+    run_sweep("t", tmp_path, **SWEEP)
+    assert path.read_bytes() == before  # every cell was found, nothing ran again
+    run_sweep("t", tmp_path, **{**SWEEP, "loaders": ["uva"]}, rerun=True)
+    again = read_records(path)
+    assert len(again) == 6 and again["loader"].tolist()[-1] == "uva"  # replaced, not added
+
+
+def test_an_interrupted_sweep_keeps_the_cells_it_finished(tiny, tmp_path, monkeypatch):
+    real = harness.run_cell
+    calls = []
+
+    def flaky(cell, dataset, **kwargs):
+        calls.append(cell)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(cell, dataset, **kwargs)
+
+    monkeypatch.setattr(harness, "run_cell", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep("t", tmp_path, **SWEEP)
+    assert read_records(tmp_path / "t.csv")["loader"].tolist() == ["cpu-gather", "uva"]
+    monkeypatch.setattr(harness, "run_cell", real)
+    path, _ = run_sweep("t", tmp_path, **SWEEP)  # picks up where it stopped
+    assert len(read_records(path)) == 6
+
+
+def test_reports_put_the_papers_numbers_beside_ours(tiny, tmp_path):
+    run_sweep("t", tmp_path, **SWEEP)
+    fig8 = write_report("t", tmp_path, tmp_path / "out8", figure="fig8")
+    table = pd.read_csv(fig8[1])
+    cpu = table[table["loader"] == "cpu-gather"]
+    assert cpu["speedup over cpu-gather"].iloc[0] == pytest.approx(1.0)
+    text = fig8[0].read_text()
+    assert "2.5-4.6x over CPU gather" in text and "1.6-2.1x over zero-copy" in text and "Measured on a CPU" in text
+    fig10 = write_report("t", tmp_path, tmp_path / "out10", figure="fig10")
+    table = pd.read_csv(fig10[1])
+    assert table.loc[table["hot_fraction"] == 0.0, "traffic vs 0% (model)"].iloc[0] == 0
+    assert table.loc[table["hot_fraction"] == 0.25, "traffic vs 0% (model)"].iloc[0] < 0
+    assert "-97% traffic, -42% time" in fig10[0].read_text()
+    assert fig10[2].read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="no records"):
+        write_report("missing", tmp_path)
+
+
+def test_run_and_report_commands(tiny, tmp_path, capsys):
+    runs = str(tmp_path / "runs")
+    assert main(["run", "--experiment", "c", "--datasets", "tiny", "--loaders", "uva,tiered", "--hot-fractions", "0.1",
+                 "--fanout", "4,4", "--epochs", "1", "--warmup", "0", "--runs", runs, "-q"]) == 0
+    assert "records:" in capsys.readouterr().out
+    assert main(["report", "--experiment", "c", "--runs", runs, "--out", str(tmp_path / "rep")]) == 0
+    assert (tmp_path / "rep" / "fig8.png").exists()
+    assert main(["run", "--experiment", "new", "--runs", runs, "-q"]) == 2
+    assert "give datasets and loaders" in capsys.readouterr().err
+
+
+def test_figure_7_is_redrawn_from_its_csv(tiny, tmp_path, capsys):
+    out = tmp_path / "profile"
+    assert main(["profile", "--dataset", "tiny", "--figure", "7", "--out", str(out), "-q"]) == 0
+    (out / "fig7.png").unlink()
+    assert main(["report", "--figure", "7", "--dataset", "tiny", "--out", str(out)]) == 0
+    assert (out / "fig7.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_pipelined_and_plain_runs_are_separate_cells_with_the_same_losses(tiny, tmp_path):
+    sweep = {**SWEEP, "loaders": ["uva", "tiered"], "hot_fractions": [0.25]}
+    run_sweep("p", tmp_path, **sweep)
+    path, _ = run_sweep("p", tmp_path, **sweep, pipeline=True)
+    records = read_records(path)
+    assert sorted(records["pipeline"].tolist()) == [False, False, True, True]
+    plain = records[~records["pipeline"]].set_index("loader")
+    piped = records[records["pipeline"]].set_index("loader")
+    assert (plain["loss"] == piped["loss"]).all() and (plain["valid_accuracy"] == piped["valid_accuracy"]).all()
+    table = pd.read_csv(write_report("p", tmp_path, tmp_path / "rep", figure="fig8")[1])
+    assert table.groupby("pipeline")["speedup over uva"].apply(lambda s: (s > 0).all()).all()
+    assert len(table) == 4
+
+
+RUN = ["--datasets", "tiny", "--loaders", "in-memory,tiered", "--fanout", "4,4", "--epochs", "1", "--warmup", "0",
+       "-q"]
+
+
+@pytest.mark.parametrize("change, message", [
+    (["--datasets", "tiny,papers-s,tinyy"], "unknown dataset 'tinyy'; synthetic presets are tiny, "),
+    (["--datasets", "tiny,ogbn-products"], "ogbn-products is a real OGB dataset: give the directory that holds it"),
+    (["--loaders", "in-memory,tiered,uvaa"], "unknown loader 'uvaa'; choose from cpu-gather, uva-naive, uva, "),
+    (["--hot-fractions", "0.1,1.5"], "hot fractions are shares of the rows, in [0, 1]; got 1.5"),
+    (["--epochs", "0"], "epochs (--epochs) must be an integer of at least 1, got 0"),
+    (["--warmup", "-1"], "warmup (--warmup) must be an integer of at least 0, got -1"),
+    (["--batch-size", "0"], "batch size (--batch-size) must be an integer of at least 1, got 0"),
+    (["--fanout", "4,0"], "fanouts are one or more neighbour counts of at least 1"),
+    (["--sampling", "distributed"], "distributed sampling is for multi-process runs: add --gpus G"),
+    (["--experiment", "../../x"], "experiment name '../../x' is not a plain name"),
+])
+def test_run_refuses_a_bad_setting_in_one_line_before_any_cell_runs(tmp_path, capsys, monkeypatch, change, message):
+    def never(*args, **kwargs):
+        raise AssertionError("a cell ran")
+
+    monkeypatch.setattr(harness, "run_cell", never)
+    monkeypatch.setattr(harness, "open_dataset", never)
+    runs = tmp_path / "runs"
+    argv = ["run", "--experiment", "e", *RUN, "--runs", str(runs)]
+    for k in range(0, len(change), 2):  # a later option replaces an earlier one
+        argv += change[k:k + 2]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tierbench: error: ") and err.count("\n") == 1
+    assert message in err, err
+    assert not list(tmp_path.rglob("*.csv"))  # nothing recorded, no file left behind
+
+
+def test_the_tiered_loader_without_a_scorer_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="needs a dataset reordered by a scorer, got scorer None"):
+        harness.plan_sweep("e", tmp_path, datasets=["tiny"], loaders=["tiered"], scorer=None)
+    assert harness.plan_sweep("e", tmp_path, datasets=["tiny"], loaders=["uva"], scorer=None).cells[0].scorer == "none"
+
+
+def test_run_refuses_a_runs_directory_it_cannot_write(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["run", "--experiment", "e", *RUN, "--runs", str(blocker / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tierbench: error: cannot write records into {blocker / 'runs'}: ") and err.count("\n") == 1
+    assert "give a writable directory (--runs DIR)" in err
+
+
+def test_run_refuses_a_records_file_that_does_not_parse_before_any_cell_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(harness, "run_cell", lambda *args, **kwargs: pytest.fail("a cell ran"))
+    (tmp_path / "e.csv").write_text("dataset,loader\ntiny\n")
+    assert main(["run", "--experiment", "e", *RUN, "--runs", str(tmp_path)]) == 2
+    assert "e.csv, line 2: 1 fields where the header has 2" in capsys.readouterr().err
+
+
+def test_an_interrupted_run_says_what_it_kept_and_how_to_resume(tiny, tmp_path, capsys, monkeypatch):
+    runs = tmp_path / "runs"
+    assert main(["run", "--experiment", "e", *RUN, "--loaders", "in-memory", "--runs", str(runs)]) == 0
+    capsys.readouterr()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(harness, "run_sweep", interrupted)
+    assert main(["run", "--experiment", "e", *RUN, "--runs", str(runs)]) == 130
+    err = capsys.readouterr().err
+    assert err == (f"tierbench: interrupted: 1 of 2 cells recorded in {runs / 'e.csv'}; run the same command again "
+                   "to resume (finished cells are skipped)\n")
+    assert main(["run", "--experiment", "e", *RUN, "--runs", str(runs), "--rerun"]) == 130
+    assert "; run it again without --rerun to resume" in capsys.readouterr().err
+
+
+def test_an_interrupted_multi_process_run_says_so_in_the_launching_process(tiny, tmp_path, capsys, monkeypatch):
+    import types
+
+    import suite.cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(suite.cli, "subprocess", types.SimpleNamespace(run=interrupted))  # torchrun, interrupted
+    argv = ["run", "--experiment", "e", *RUN, "--loaders", "in-memory", "--gpus", "2", "--runs", str(tmp_path)]
+    assert main(argv) == 130
+    assert capsys.readouterr().err == (f"tierbench: interrupted: 0 of 1 cells recorded in {tmp_path / 'e.csv'}; run "
+                                       "the same command again to resume (finished cells are skipped)\n")

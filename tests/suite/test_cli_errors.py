@@ -1,0 +1,252 @@
+"""Bad options, devices and sizes end the tierbench command with one line, never a traceback or a silent run."""
+
+import argparse
+
+import pytest
+import torch
+
+from suite import cli
+from suite.cli import main
+from suite.measure.devices import resolve_device
+from suite.registry import LOADERS, check_gpu_memory, create_loader, hot_tier_loaders
+from tiering.combined import HotTierTooLarge
+from tiering.scores import SCORERS
+
+
+def run(argv, capsys):
+    """main(argv) as a user runs it: an argparse exit becomes its status; returns (status, stdout, stderr)."""
+    try:
+        status = main(argv)
+    except SystemExit as exit_info:
+        status = exit_info.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def assert_one_error_line(status, err, *fragments):
+    assert status == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tierbench: error: "), err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def no_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
+def fake_gpus(monkeypatch, count, free_bytes=2**40):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (free_bytes, 2 * free_bytes))
+
+
+# ----------------------------------------------------------------- --device
+DEVICE_COMMANDS = [
+    ["train", "--dataset", "tiny"],
+    ["run", "--experiment", "demo"],
+    ["gpubench"],
+    ["doctor", "--no-measure"],
+]
+
+
+@pytest.mark.parametrize("command", DEVICE_COMMANDS, ids=lambda c: c[0])
+def test_cuda_without_a_gpu_is_one_line(command, capsys, monkeypatch, tmp_path):
+    no_cuda(monkeypatch)
+    status, _, err = run(command + ["--device", "cuda", "--out" if command[0] != "run" else "--runs", str(tmp_path)],
+                         capsys)
+    assert_one_error_line(status, err, "--device cuda needs a CUDA GPU")
+    assert not list(tmp_path.iterdir())  # nothing was made
+
+
+@pytest.mark.parametrize("command", DEVICE_COMMANDS, ids=lambda c: c[0])
+def test_a_device_torch_cannot_parse_is_one_line(command, capsys, tmp_path):
+    status, _, err = run(command + ["--device", "garbage", "--out" if command[0] != "run" else "--runs", str(tmp_path)],
+                         capsys)
+    assert_one_error_line(status, err, "--device 'garbage' is not a device", "cpu, cuda or cuda:N")
+
+
+def test_resolve_device_refuses_what_this_machine_lacks(monkeypatch):
+    assert resolve_device("cpu") == torch.device("cpu")
+    with pytest.raises(ValueError, match="runs on cpu or cuda"):
+        resolve_device("meta")
+    with pytest.raises(ValueError, match="is not a device"):
+        resolve_device("cuda:-1")
+    no_cuda(monkeypatch)
+    monkeypatch.setattr(torch.version, "cuda", None)
+    with pytest.raises(ValueError, match="built without CUDA"):
+        resolve_device("cuda")
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(ValueError, match="sees no GPU here \\(CUDA_VISIBLE_DEVICES=''\\)"):
+        resolve_device("cuda:0")
+    fake_gpus(monkeypatch, 2)
+    assert resolve_device("cuda") == torch.device("cuda")
+    assert resolve_device("cuda:1") == torch.device("cuda", 1)
+    with pytest.raises(ValueError, match=r"cuda:2: this machine has 2 visible GPUs \(cuda:0 to cuda:1\)"):
+        resolve_device("cuda:2")
+
+
+def test_gpubench_on_the_cpu_is_one_line(capsys, tmp_path):
+    status, _, err = run(["gpubench", "--device", "cpu", "--out", str(tmp_path)], capsys)
+    assert_one_error_line(status, err, "gpubench measures a CUDA GPU")
+
+
+# ----------------------------------------------------------------- sizes
+@pytest.mark.parametrize("option, value, says", [
+    ("--epochs", "0", "must be at least 1"),
+    ("--hidden", "0", "must be at least 1"),
+    ("--hidden", "-3", "must be at least 1"),
+    ("--batch-size", "0", "must be at least 1"),
+    ("--lr", "0", "must be above 0"),
+    ("--lr", "nan", "finite"),
+    ("--dropout", "1", "[0, 1)"),
+    ("--dropout", "-0.1", "[0, 1)"),
+    ("--hot-fraction", "1.5", "[0, 1]"),
+    ("--epochs", "two", "expected an integer"),
+])
+def test_a_size_out_of_range_is_one_line(option, value, says, capsys):
+    status, _, err = run(["train", "--dataset", "tiny", option, value], capsys)
+    assert_one_error_line(status, err, f"argument {option}", says, "tierbench train --help")
+
+
+def test_profile_refuses_zero_epochs_and_batches(capsys):
+    for option in ("--epochs", "--batch-size"):
+        status, _, err = run(["profile", "--dataset", "tiny", "--figure", "7", option, "0"], capsys)
+        assert_one_error_line(status, err, f"argument {option}")
+
+
+def test_an_unknown_loader_or_scorer_is_one_line_that_lists_the_registry(capsys):
+    status, _, err = run(["train", "--dataset", "tiny", "--loader", "nope"], capsys)
+    assert_one_error_line(status, err, "invalid choice: 'nope'", *LOADERS)
+    status, _, err = run(["prepare", "--dataset", "tiny", "--scorer", "nope"], capsys)
+    assert_one_error_line(status, err, *SCORERS)
+
+
+# ----------------------------------------------------------------- --hot-fraction
+@pytest.mark.parametrize("loader", ["in-memory", "cpu-gather", "uva"])
+def test_hot_fraction_given_to_a_loader_without_a_hot_tier_is_warned_about(loader, tiny, capsys):
+    status, out, err = run(["train", "--dataset", "tiny", "--loader", loader, "--hot-fraction", "0.3", "--epochs", "1",
+                            "--fanout", "3,3", "-q"], capsys)
+    assert status == 0
+    assert err.startswith("tierbench: warning: --hot-fraction 0.3 is ignored: loader " + loader)
+    assert ", ".join(hot_tier_loaders()) in err
+    assert f"loader {loader} (hot fraction {1.0 if loader == 'in-memory' else 0.0})" in out
+
+
+def test_no_warning_without_hot_fraction_and_the_default_for_a_hot_tier(tiny, capsys):
+    status, out, err = run(["train", "--dataset", "tiny", "--loader", "degree-cache", "--epochs", "1",
+                            "--fanout", "3,3", "-q"], capsys)
+    assert status == 0 and err == ""
+    assert f"loader degree-cache (hot fraction {cli.DEFAULT_HOT_FRACTION})" in out
+
+
+# ----------------------------------------------------------------- --scorer default
+def test_tiered_without_a_scorer_trains_on_wrpr_and_says_so(tiny, capsys, tmp_path):
+    status, out, err = run(["train", "--dataset", "tiny", "--loader", "tiered", "--epochs", "1", "--fanout", "3,3",
+                            "--out", str(tmp_path), "-q"], capsys)
+    assert status == 0, err
+    assert "loader tiered needs a dataset reordered hottest-first: using --scorer wrpr" in out
+    assert "epoch 0:" in out
+    assert "scorer wrpr" in (tmp_path / "train-tiny-wrpr-tiered.md").read_text()
+
+
+# ----------------------------------------------------------------- GPU memory
+class FakeDataset:
+    """What check_gpu_memory reads of a dataset: N, D and the feature dtype."""
+
+    def __init__(self, num_nodes, feature_dim):
+        self.num_nodes, self.feature_dim = num_nodes, feature_dim
+        self.features = torch.zeros(1, feature_dim)
+
+
+def test_gpu_memory_needed_by_every_loader_that_keeps_rows_there(monkeypatch):
+    dataset = FakeDataset(1000, 256)  # rows of 1 KiB
+    seen = []
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: seen.append(device) or (2**40, 2**41))
+    for name in LOADERS:
+        check_gpu_memory(name, dataset, 0.5, "cuda:0")
+    assert seen == [torch.device("cuda", 0)] * 4  # in-memory, degree-cache, gns, tiered
+
+    def free(nbytes):
+        monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (nbytes, 2**41))
+
+    free(1000 * 1024)
+    check_gpu_memory("in-memory", dataset, 0.0, "cuda")  # exactly fits
+    check_gpu_memory("tiered", dataset, 1.0, "cuda")
+    free(1000 * 1024 - 1)
+    with pytest.raises(HotTierTooLarge, match=r"in-memory loader's table needs .* \(1000 rows x 1024 B\) .*hot tier"):
+        check_gpu_memory("in-memory", dataset, 0.0, "cuda")
+    with pytest.raises(HotTierTooLarge, match="the hot tier of tiered needs"):
+        check_gpu_memory("tiered", dataset, 1.0, "cuda")
+    free(500 * 1024 + 1000 * 8)  # half the rows and the node -> slot map
+    for name in ("degree-cache", "gns"):
+        check_gpu_memory(name, dataset, 0.5, "cuda")
+    free(500 * 1024 + 1000 * 8 - 1)
+    for name in ("degree-cache", "gns"):
+        with pytest.raises(HotTierTooLarge, match=rf"hot tier of {name} needs .*500 rows x 1024 B \+ a 1000-entry"):
+            check_gpu_memory(name, dataset, 0.5, "cuda")
+    check_gpu_memory("in-memory", dataset, 0.0, "cpu")  # no GPU: nothing to check, mem_get_info never called
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_the_real_gpu_checks_its_device_count_and_free_memory():
+    count = torch.cuda.device_count()
+    assert resolve_device(f"cuda:{count - 1}") == torch.device("cuda", count - 1)
+    with pytest.raises(ValueError, match=f"this machine has {count} visible GPU"):
+        resolve_device(f"cuda:{count}")
+    _, total = torch.cuda.mem_get_info(0)
+    check_gpu_memory("in-memory", FakeDataset(1024, 256), 0.0, "cuda:0")  # 1 MiB fits
+    rows = total // 1024 + 1  # more 1 KiB rows than the GPU has bytes
+    with pytest.raises(HotTierTooLarge, match="cuda:0 has"):
+        check_gpu_memory("in-memory", FakeDataset(rows, 256), 0.0, "cuda:0")
+    with pytest.raises(HotTierTooLarge, match="lower the hot fraction"):
+        check_gpu_memory("tiered", FakeDataset(rows, 256), 1.0, "cuda:0")
+
+
+@pytest.mark.parametrize("loader", ["in-memory", "degree-cache", "gns", "tiered"])
+def test_create_loader_refuses_a_gpu_tier_larger_than_free_memory_before_copying(loader, tiny, monkeypatch):
+    fake_gpus(monkeypatch, 1, free_bytes=1024)
+    monkeypatch.setattr(tiny, "scorer", "wrpr")  # as if reordered
+    monkeypatch.setattr("suite.registry.host_table", lambda *args, **kwargs: pytest.fail("the table was copied"))
+    with pytest.raises(HotTierTooLarge, match="GiB free"):
+        create_loader(loader, tiny, 0.5, "cuda")
+
+
+def test_a_hot_tier_larger_than_gpu_memory_is_one_line(tiny, capsys, monkeypatch):
+    fake_gpus(monkeypatch, 1, free_bytes=1024)
+    status, _, err = run(["train", "--dataset", "tiny", "--loader", "degree-cache", "--device", "cuda", "-q"], capsys)
+    assert_one_error_line(status, err, "the hot tier of degree-cache needs", "lower the hot fraction")
+
+
+def test_memory_errors_and_gpu_out_of_memory_are_one_line(capsys, monkeypatch):
+    def fail(error):
+        def command(args):
+            raise error
+        monkeypatch.setattr(cli, "_cmd_list", command)
+        return run(["datasets", "list"], capsys)
+
+    status, _, err = fail(MemoryError())
+    assert_one_error_line(status, err, "out of host memory")
+    status, _, err = fail(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB.\nmore detail"))
+    assert_one_error_line(status, err, "CUDA out of memory. Tried to allocate 2.00 GiB.", "lower --batch-size")
+
+
+# ----------------------------------------------------------------- help
+def test_help_shows_defaults_and_the_registries(capsys):
+    status, out, _ = run(["train", "--help"], capsys)
+    assert status == 0
+    for name in LOADERS:
+        assert name in out
+    assert "(default: 1024)" in out and "(default: 256)" in out and "(default: in-memory)" in out
+    assert "tiny, tiny-rmat, products-s" in out  # --dataset names the presets
+    status, out, _ = run(["prepare", "--help"], capsys)
+    assert "damping factor (default 0.85)" in out and "(default: None)" not in out
+
+
+def test_parser_errors_are_one_line_everywhere():
+    parser = cli.build_parser()
+    subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in subcommands.choices.items():
+        assert isinstance(sub, cli._Parser), name

@@ -1,0 +1,145 @@
+"""Data-parallel training (seeds/000 §5.5): DDP on gloo processes, shares of the seeds, collective sampling."""
+
+import json
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from baselines.in_memory import InMemoryLoader
+from suite.datasets import load_dataset
+from suite.training.distributed import DistributedTrainer, share
+from suite.training.trainer import majority_accuracy
+from tests.gloo import run_gloo
+
+
+def test_shares_are_equal_cover_every_id_and_count_it_once():
+    ids = torch.arange(10)
+    parts = [share(ids, rank, 4) for rank in range(4)]
+    assert [len(p) for p, _ in parts] == [3, 3, 3, 3]
+    assert [c for _, c in parts] == [3, 3, 3, 1]
+    counted = torch.cat([p[:c] for p, c in parts])
+    assert torch.equal(torch.sort(counted).values, ids)
+    assert share(torch.arange(0), 1, 2)[1] == 0
+    few = [share(torch.tensor([7]), rank, 4) for rank in range(4)]  # fewer ids than processes
+    assert [p.tolist() for p, _ in few] == [[7]] * 4 and [c for _, c in few] == [1, 0, 0, 0]
+
+
+def train_on_tiny(rank, world, out_dir, sampling):
+    tiny = load_dataset("tiny", progress=False)
+    trainer = DistributedTrainer(tiny, InMemoryLoader(tiny.features), (10, 5), sampling=sampling, batch_size=128, seed=0)
+    results = [trainer.train_epoch(epoch, progress=False) for epoch in range(4)]
+    params = torch.cat([p.detach().flatten() for p in trainer.model.parameters()])
+    replicas = [torch.empty_like(params) for _ in range(world)]
+    dist.all_gather(replicas, params)
+    assert all(torch.equal(replicas[0], other) for other in replicas[1:]), "the replicas diverged"
+    assert trainer.evaluate("valid", epoch=3) == results[-1].valid_accuracy  # every process sees the combined accuracy
+    if rank == 0:
+        (out_dir / "results.json").write_text(json.dumps([r.as_record() for r in results]))
+
+
+@pytest.mark.parametrize(("world", "sampling"), [(2, "cpu"), (2, "distributed"), (4, "distributed")])
+def test_ddp_training_on_tiny_reduces_the_loss_and_keeps_replicas_identical(tiny, tmp_path, world, sampling):
+    run_gloo(train_on_tiny, world, tmp_path, tmp_path, sampling)
+    results = json.loads((tmp_path / "results.json").read_text())
+    losses = [r["loss"] for r in results]
+    assert losses[-1] < losses[0] * 0.8, losses
+    assert results[-1]["valid_accuracy"] > majority_accuracy(tiny) + 0.1
+    # each process runs its share of the seeds, 128 per minibatch
+    assert results[0]["batches"] == -(-len(tiny.splits["train"]) // (128 * world))
+    assert results[0]["hit_ratio"] == 1.0 and results[0]["sampled_edges"] > 0
+
+
+def refuse_uva_on_cpu(rank, world):
+    tiny = load_dataset("tiny", progress=False)
+    with pytest.raises(ValueError, match="CUDA"):
+        DistributedTrainer(tiny, InMemoryLoader(tiny.features), (5,), sampling="uva")
+    with pytest.raises(ValueError, match="sampling"):
+        DistributedTrainer(tiny, InMemoryLoader(tiny.features), (5,), sampling="gpu")
+
+
+def test_unsupported_settings_are_refused(tiny, tmp_path):
+    run_gloo(refuse_uva_on_cpu, 2, tmp_path)
+
+
+def test_run_with_gpus_launches_processes_that_train_identically_with_either_sampler(tiny, tmp_path, capsys):
+    from suite.cli import main
+    from suite.sweep.run import read_records
+
+    argv = ["run", "--experiment", "fig11", "--datasets", "tiny", "--hot-fractions", "0,0.3", "--fanout", "5,5",
+            "--epochs", "1", "--warmup", "0", "--batch-size", "256", "--gpus", "2", "--device", "cpu",
+            "--runs", str(tmp_path), "-q"]
+    assert main(argv) == 0
+    records = read_records(tmp_path / "fig11.csv")
+    assert len(records) == 4 and set(records["sampling"]) == {"cpu", "distributed"}
+    assert (records["processes"] == 2).all() and (records["gpus"] == 0).all()
+    # the same minibatches whichever sampler drew them and wherever the rows lived: the same training
+    assert records["loss"].nunique() == 1 and records["valid_accuracy"].nunique() == 1
+    by_hot = records.groupby("hot_fraction")
+    assert (by_hot["hit_ratio"].max()[0.0], by_hot["hit_ratio"].min()[0.3]) == (0.0, by_hot["hit_ratio"].max()[0.3])
+    assert by_hot["hit_ratio"].min()[0.3] > 0.3  # the hot tier holds the most requested 30% of the rows
+    assert by_hot["pcie_payload_bytes"].max()[0.3] < by_hot["pcie_payload_bytes"].min()[0.0]
+    assert main(["report", "--experiment", "fig11", "--runs", str(tmp_path), "--out", str(tmp_path / "fig11")]) == 0
+    assert "Not a multi-GPU measurement" in (tmp_path / "fig11" / "fig11.md").read_text()
+    assert (tmp_path / "fig11" / "fig11.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def pipelined_and_plain(rank, world):
+    tiny = load_dataset("tiny", progress=False)
+    runs = {}
+    for pipeline in (True, False):
+        trainer = DistributedTrainer(tiny, InMemoryLoader(tiny.features), (10, 5), sampling="distributed",
+                                     batch_size=128, seed=0)
+        runs[pipeline] = [trainer.train_epoch(epoch, progress=False, pipeline=pipeline) for epoch in range(2)]
+        trainer.close()
+        trainer.close()
+    return {pipeline: [(r.losses, r.valid_accuracy, r.sampled_edges) for r in results]
+            for pipeline, results in runs.items()}
+
+
+def test_a_pipelined_epoch_with_distributed_sampling_trains_as_an_unpipelined_one(tiny, tmp_path):
+    # the sampler thread's all-to-alls run beside the training thread's all-reduces, on a group of their own
+    for result in run_gloo(pipelined_and_plain, 2, tmp_path):
+        assert result[True] == result[False]
+        assert all(len(losses) == -(-len(tiny.splits["train"]) // 256) for losses, _, _ in result[True])
+
+
+def sweep_with_shm_dir(rank, world, runs, shm_dir):
+    from suite.sweep.run import run_sweep
+
+    sweep = dict(datasets=["tiny"], loaders=["tiered"], hot_fractions=[0.3], fanouts=[(5, 5)],
+                 samplings=["distributed"], epochs=1, warmup=0, batch_size=256, progress=False)
+    try:
+        run_sweep("pipelined", runs, **sweep, shm_dir=f"{shm_dir}/missing")
+    except ValueError as error:
+        refused = str(error)
+    for pipeline in (False, True):
+        run_sweep("pipelined", runs, **sweep, pipeline=pipeline, shm_dir=shm_dir)
+    return refused
+
+
+def test_a_sweep_pipelines_distributed_sampling_with_its_host_tier_in_the_given_shm_dir(tiny, tmp_path):
+    from suite.datasets.reordered import load_reordered
+    from suite.sweep.run import read_records
+
+    load_reordered("tiny", "wrpr", progress=False)  # prepared once, before the processes open it
+    shm_dir = tmp_path / "shm"
+    shm_dir.mkdir()
+    refusals = run_gloo(sweep_with_shm_dir, 2, tmp_path, str(tmp_path / "runs"), str(shm_dir))
+    assert refusals == [f"the shared-memory directory {shm_dir}/missing is not a directory: pass --shm-dir DIR "
+                        "(shm_dir=), a directory on a tmpfs such as /dev/shm"] * 2
+    records = read_records(tmp_path / "runs" / "pipelined.csv")
+    assert sorted(records["pipeline"]) == [False, True] and (records["sampling"] == "distributed").all()
+    assert records["loss"].nunique() == 1 and records["valid_accuracy"].nunique() == 1
+    assert (records["hit_ratio"] > 0.3).all() and list(shm_dir.iterdir()) == []
+
+
+def test_run_refuses_a_shm_dir_that_is_not_a_directory_before_launching(tmp_path, capsys):
+    from suite.cli import main
+
+    argv = ["run", "--experiment", "fig11", "--datasets", "tiny", "--gpus", "2", "--device", "cpu",
+            "--shm-dir", str(tmp_path / "missing"), "--runs", str(tmp_path), "-q"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tierbench: error: the shared-memory directory") and err.count("\n") == 1
+    assert "--shm-dir DIR" in err and list(tmp_path.iterdir()) == []
