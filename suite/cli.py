@@ -3,6 +3,7 @@
     tierbench datasets list                       presets, their shapes, and whether they are cached
     tierbench datasets generate NAME [NAME ...]   build cache entries (synthetic, or a real ogbn-* with --ogb-root)
     tierbench datasets info NAME [NAME ...]       statistics from the manifests; --out DIR writes a table and a figure
+    tierbench datasets cost NAME [NAME ...]       time, peak memory and size of building and preparing, and a projection
     tierbench prepare --dataset NAME --scorer S   score, reorder and cache a dataset (S: see prepare --help)
     tierbench scorers --dataset NAME --out DIR    score concentration and scoring/reordering speed tables
     tierbench train --dataset NAME --epochs K     GraphSAGE training, timed per stage, with validation accuracy
@@ -33,6 +34,7 @@ import torch
 from suite.datasets import PRESETS, DatasetFileError, entry_path, prepare_dataset
 from suite.datasets.build import regenerate_hint
 from suite.datasets.cache import describe_root, entry_bytes, is_complete, read_manifest
+from suite.datasets.regime import REGIMES
 from suite.measure.devices import resolve_device
 from suite.registry import (
     LOADERS,
@@ -108,6 +110,17 @@ def _cmd_info(args) -> int:
     if args.out:
         for path in write_summary(manifests, args.out, ogb_root=args.ogb_root):
             print(f"wrote {path}")
+    return 0
+
+
+def _cmd_cost(args) -> int:
+    from suite.figures.build_cost import write_build_cost
+
+    print(f"dataset cache: {describe_root()}")
+    paths = write_build_cost(args.names, args.out, one_thread=args.one_thread, progress=not args.quiet)
+    print(paths[0].read_text())
+    for path in paths:
+        print(f"wrote {path}")
     return 0
 
 
@@ -205,7 +218,8 @@ def _loader_hot_fraction(name: str, hot_fraction: float | None) -> float:
 
 
 def _cmd_train(args) -> int:
-    from suite.datasets.presets import default_fanouts
+    from suite.datasets import regime as regimes
+    from suite.datasets.regime import default_fanouts
     from suite.figures.training import write_training_report
     from suite.sweep.cells import Cell
     from suite.sweep.run import open_dataset, train_cell
@@ -218,12 +232,15 @@ def _cmd_train(args) -> int:
         print(f"loader {args.loader} needs a dataset reordered hottest-first: using --scorer {DEFAULT_SCORER} "
               f"(weighted reverse PageRank; --scorer chooses another)")
     fanouts = tuple(args.fanout or default_fanouts(args.dataset))
-    cell = Cell(args.dataset, args.loader, hot_fraction, fanouts, args.scorer or "none")
+    batch_size, regime = regimes.resolve(args.dataset, args.regime, args.batch_size)
+    cell = Cell(args.dataset, args.loader, hot_fraction, fanouts, args.scorer or "none", batch_size=batch_size,
+                regime=regime)
     dataset = open_dataset(cell, args.ogb_root, progress=not args.quiet)
     majority = majority_accuracy(dataset)
     print(
-        f"{dataset}\nloader {args.loader} (hot fraction {hot_fraction}), fanouts {fanouts}, batch {args.batch_size}, "
-        f"device {device}; majority-class valid accuracy {majority:.3f}"
+        f"{dataset}\nloader {args.loader} (hot fraction {hot_fraction}), fanouts {fanouts}, "
+        f"{regimes.describe(args.dataset, batch_size, regime)}, device {device}; majority-class valid accuracy "
+        f"{majority:.3f}"
     )
 
     def report(r) -> None:
@@ -233,12 +250,12 @@ def _cmd_train(args) -> int:
             f"hit ratio {r.hit_ratio:.3f}  PCIe model {r.pcie_payload_bytes / 1e6:.1f} MB"
         )
 
-    results = train_cell(cell, dataset, epochs=args.epochs, batch_size=args.batch_size, device=device, seed=args.seed,
-                         pipeline=args.pipeline, progress=not args.quiet, on_epoch=report,
+    results = train_cell(cell, dataset, epochs=args.epochs, device=device, seed=args.seed, pipeline=args.pipeline,
+                         progress=not args.quiet, on_epoch=report,
                          model=dict(hidden=args.hidden, dropout=args.dropout, lr=args.lr))
     if args.out:
         settings = {"dataset": args.dataset, "scorer": args.scorer or "none", "fanouts": ",".join(map(str, fanouts)),
-                    "batch_size": args.batch_size, "loader": args.loader, "hot_fraction": hot_fraction,
+                    "batch_size": batch_size, "regime": regime, "loader": args.loader, "hot_fraction": hot_fraction,
                     "majority_valid_accuracy": majority}
         for path in write_training_report(results, settings, args.out, device):
             print(f"wrote {path}")
@@ -251,7 +268,7 @@ def _cmd_profile(args) -> int:
     out = args.out or f"results/profile/{args.dataset}"
     paths = profile_figure(
         args.dataset, args.figure, out, fanouts=args.fanout, epochs=args.epochs, batch_size=args.batch_size,
-        seed=args.seed, ogb_root=args.ogb_root, progress=not args.quiet,
+        regime=args.regime, seed=args.seed, ogb_root=args.ogb_root, progress=not args.quiet,
     )
     print(paths[0].read_text())
     for path in paths:
@@ -323,7 +340,8 @@ def _cmd_run(args) -> int:
         check_shm_dir(args.shm_dir)  # before any process is launched or dataset prepared
     settings = dict(datasets=args.datasets, loaders=args.loaders, hot_fractions=args.hot_fractions,
                     fanouts=[args.fanout] if args.fanout else None, samplings=args.sampling, epochs=args.epochs,
-                    warmup=args.warmup, batch_size=args.batch_size, scorer=args.scorer, pipeline=args.pipeline,
+                    warmup=args.warmup, batch_size=args.batch_size, regime=args.regime, scorer=args.scorer,
+                    pipeline=args.pipeline,
                     ogb_root=args.ogb_root)
     if args.gpus is not None and not distributed.launched_by_torchrun():
         sweep = plan_sweep(args.experiment, args.runs, **settings, device=args.device, processes=args.gpus)
@@ -398,6 +416,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 DATASET_HELP = f"a preset ({', '.join(PRESETS)}), or ogbn-* with --ogb-root"
+REGIME_HELP = ("the batch's regime (suite/datasets/regime.py): paper, a batch whose footprint (the share of the "
+               "graph one minibatch touches) matches the paper's batch on the graph the dataset imitates; unscaled, "
+               "the paper's 1024 seeds as they are; --batch-size overrides both")
 OGB_ROOT_HELP = "directory holding real OGB datasets (as ogb lays them out; nothing is downloaded)"
 
 
@@ -434,6 +455,15 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--out", help="write summary.md, summary.csv and degree-ccdf.png into this directory")
     info.set_defaults(func=_cmd_info)
 
+    cost = dsub.add_parser("cost", help="build and prepare presets in child processes: time, peak memory, size, "
+                           "and a projection")
+    cost.add_argument("names", nargs="+", metavar="NAME", help="a preset name (each is rebuilt, as with --force)")
+    cost.add_argument("--out", default="results/datasets", help="directory for build-cost.md, .csv and .png")
+    cost.add_argument("--one-thread", metavar="NAME", help="also measure NAME with one numba thread, for the "
+                      "projection to 16 cores")
+    cost.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    cost.set_defaults(func=_cmd_cost)
+
     prepare = sub.add_parser("prepare", help="score a dataset's nodes, reorder it hottest-first, and cache the result")
     prepare.add_argument("--dataset", required=True, help=DATASET_HELP)
     prepare.add_argument("--scorer", required=True, choices=list(SCORERS), help="how nodes are scored (seeds/000 §3.1): "
@@ -462,7 +492,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "dataset; the original order for the other loaders)")
     train.add_argument("--fanout", type=_fanouts, help="neighbours per layer from the seeds out, e.g. 12,12,12 "
                        "(default: the dataset's)")
-    train.add_argument("--batch-size", type=_positive_int, default=1024, help="seed nodes per minibatch")
+    train.add_argument("--batch-size", type=_positive_int, help="seed nodes per minibatch (default: --regime's)")
+    train.add_argument("--regime", choices=REGIMES, default="paper", help=REGIME_HELP)
     train.add_argument("--loader", default="in-memory", choices=list(LOADERS), help="how features reach the model "
                        "(README: Feature loaders)")
     train.add_argument("--hot-fraction", type=_fraction, help="share of rows kept in GPU memory, for the "
@@ -484,8 +515,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "sampling depth")
     profile.add_argument("--fanout", type=_fanouts, help="figure 7 only: fanouts (default: the dataset's training fanouts)")
     profile.add_argument("--epochs", type=_positive_int, default=1, help="epochs of sampling to count over")
-    profile.add_argument("--batch-size", type=_positive_int, help="seeds per minibatch (default: 1024 scaled to the "
-                         "imitated dataset's size)")
+    profile.add_argument("--batch-size", type=_positive_int, help="seeds per minibatch (default: --regime's)")
+    profile.add_argument("--regime", choices=REGIMES, default="paper", help=REGIME_HELP)
     profile.add_argument("--seed", type=int, default=0, help="seed of the minibatches")
     profile.add_argument("--ogb-root", help=OGB_ROOT_HELP)
     profile.add_argument("--out", help="output directory (default results/profile/<dataset>)")
@@ -535,7 +566,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--epochs", type=int, help="recorded epochs per cell, at least 1 (default: the experiment's, else 1)")
     run.add_argument("--warmup", type=int, help="unrecorded epochs per cell before them, 0 or more (default: the "
                      "experiment's, else 1)")
-    run.add_argument("--batch-size", type=int, default=1024, help="seed nodes per minibatch")
+    run.add_argument("--batch-size", type=int, help="seed nodes per minibatch in every cell (default: --regime's)")
+    run.add_argument("--regime", choices=REGIMES, help=REGIME_HELP + " (default: the experiment's, else paper)")
     run.add_argument("--device", default="cpu")
     run.add_argument("--scorer", default=DEFAULT_SCORER, choices=list(SCORERS), help="ordering used by the tiered loader")
     run.add_argument("--seed", type=int, default=0)

@@ -17,7 +17,8 @@ torch tensors; numba kernels work on zero-copy numpy views of them.
 Construction is a stable counting sort done by numba kernels: no Python loop
 over nodes or edges, and no temporaries beyond one int64 cursor per node, so a
 100M-edge graph builds in a few seconds with its final size plus ``8 * N``
-bytes of extra memory.
+bytes of extra memory.  ``from_edge_chunks`` builds the coalesced graph of
+edges that can be drawn twice, a chunk at a time, without the edge list.
 """
 
 from __future__ import annotations
@@ -144,11 +145,96 @@ def _sort_unique_lists(indptr, indices, drop_self_loops, work, kept):
 
 
 @numba.njit(parallel=True, cache=True)
+def _count_owned(bounds, targets, counts):
+    """counts[v] += 1 for every v in ``targets``; thread part t owns the nodes [bounds[t], bounds[t+1])."""
+    for t in numba.prange(len(bounds) - 1):
+        lo, hi = bounds[t], bounds[t + 1]
+        for i in range(len(targets)):
+            v = targets[i]
+            if lo <= v < hi:
+                counts[v] += 1
+
+
+@numba.njit(parallel=True, cache=True)
+def _place_owned(bounds, src, dst, indptr, cursor, out):
+    """Append src[i] to the list of dst[i] at ``cursor``; thread part t owns the lists [bounds[t], bounds[t+1]).
+
+    Returns False, having stopped, when a list would overflow its ``indptr`` range.
+    """
+    overflow = np.zeros(len(bounds) - 1, dtype=np.bool_)
+    for t in numba.prange(len(bounds) - 1):
+        lo, hi = bounds[t], bounds[t + 1]
+        for i in range(len(dst)):
+            v = dst[i]
+            if lo <= v < hi:
+                if cursor[v] >= indptr[v + 1]:
+                    overflow[t] = True
+                    break
+                out[cursor[v]] = src[i]
+                cursor[v] += 1
+    return not overflow.any()
+
+
+@numba.njit(parallel=True, cache=True)
+def _sort_unique_lists_in_place(indptr, indices, drop_self_loops, kept):
+    """Sort each list in place and move its distinct entries to its front; their count goes to ``kept``."""
+    for v in numba.prange(len(indptr) - 1):
+        start, end = indptr[v], indptr[v + 1]
+        seg = indices[start:end]
+        seg.sort()
+        count = 0
+        previous = -1
+        for k in range(end - start):
+            value = seg[k]
+            if value == previous or (drop_self_loops and value == v):
+                continue
+            seg[count] = value
+            count += 1
+            previous = value
+        kept[v] = count
+
+
+@numba.njit(cache=True)
+def _compact(indptr, new_indptr, indices):
+    """Move the front ``new_indptr[v+1] - new_indptr[v]`` entries of every list down to ``new_indptr[v]`` (in order:
+    a list only ever moves towards the start, over entries already moved or dropped)."""
+    for v in range(len(indptr) - 1):
+        start, base = indptr[v], new_indptr[v]
+        if start != base:
+            for k in range(new_indptr[v + 1] - base):
+                indices[base + k] = indices[start + k]
+
+
+def _thread_parts(upper: int, offsets=None) -> np.ndarray:
+    """Bounds of one part of [0, upper) per numba thread: equal node ranges, or equal shares of ``offsets``'s entries."""
+    parts = numba.get_num_threads()
+    if offsets is None:
+        bounds = np.linspace(0, upper, parts + 1).astype(np.int64)
+    else:
+        bounds = np.searchsorted(offsets, np.linspace(0, offsets[-1], parts + 1), side="left").astype(np.int64)
+    bounds[0], bounds[-1] = 0, upper
+    return bounds
+
+
+@numba.njit(parallel=True, cache=True)
 def _gather_kept(indptr, work, new_indptr, out):
     for v in numba.prange(len(indptr) - 1):
         start = indptr[v]
         for k in range(new_indptr[v + 1] - new_indptr[v]):
             out[new_indptr[v] + k] = work[start + k]
+
+
+def _chunk_ids(src, dst, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """One chunk of ``from_edge_chunks``: two integer arrays of equal length, every id in [0, num_nodes)."""
+    src = _as_numpy(src, "src")
+    dst = _as_numpy(dst, "dst")
+    if len(src) != len(dst):
+        raise ValueError(f"src has {len(src)} entries but dst has {len(dst)}")
+    for name, ids in (("src", src), ("dst", dst)):
+        p = _first_out_of_range(ids, num_nodes)
+        if p >= 0:
+            raise ValueError(f"{name}[{p}] = {ids[p]} of a chunk is not a node id in [0, {num_nodes})")
+    return src, dst
 
 
 class CSRGraph:
@@ -300,6 +386,52 @@ class CSRGraph:
         indices = np.empty(len(src), dtype=_NUMPY_INDEX_DTYPE[index_dtype])
         _scatter_edges(src, dst, indptr, indices)
         return cls(torch.from_numpy(indptr), torch.from_numpy(indices), validate=False)
+
+    @classmethod
+    def from_edge_chunks(cls, chunks, num_nodes: int, *, both_ways: bool = False,
+                         drop_self_loops: bool = True) -> "CSRGraph":
+        """The coalesced graph of edges that arrive in chunks and can be drawn twice.
+
+        ``chunks()`` returns an iterable of ``(src, dst)`` pairs (edges
+        ``src[i] -> dst[i]``) and must give the same edges each time it is
+        called.  The result equals ``from_edges(src, dst, num_nodes).coalesce(drop_self_loops)``
+        of all the chunks concatenated, with ``both_ways`` of every edge in
+        both directions (``src + dst, dst + src``), but the edge list never
+        exists whole: pass 1 counts every list's length, pass 2 draws the
+        chunks again and places each entry, then each list is sorted and
+        deduplicated where it lies and the lists are moved together.  Memory:
+        the uncoalesced ``indices`` (int32 below 2**31 nodes), ``indptr``, one
+        int64 cursor per node and one chunk.  Counting and placing are
+        parallel over thread-owned node ranges, so no two threads write one list.
+        """
+        counts = np.zeros(num_nodes, dtype=np.int64)
+        bounds = _thread_parts(num_nodes)
+        for src, dst in chunks():
+            src, dst = _chunk_ids(src, dst, num_nodes)
+            _count_owned(bounds, dst, counts)
+            if both_ways:
+                _count_owned(bounds, src, counts)
+        indptr = indptr_from_counts(counts)
+        cursor = counts  # reused: the next free slot of every list
+        cursor[:] = indptr[:-1]
+        indices = np.empty(indptr[-1], dtype=_NUMPY_INDEX_DTYPE[index_dtype_for(num_nodes)])
+        bounds = _thread_parts(num_nodes, indptr)
+        for src, dst in chunks():
+            src, dst = _chunk_ids(src, dst, num_nodes)
+            placed = _place_owned(bounds, src, dst, indptr, cursor, indices)
+            if both_ways:
+                placed = placed and _place_owned(bounds, dst, src, indptr, cursor, indices)
+            if not placed:
+                raise ValueError("chunks() gave more edges the second time than the first")
+        if not np.array_equal(cursor, indptr[1:]):
+            raise ValueError("chunks() gave fewer edges the second time than the first")
+        kept = cursor  # reused again
+        _sort_unique_lists_in_place(indptr, indices, drop_self_loops, kept)
+        new_indptr = indptr_from_counts(kept)
+        del cursor, kept, counts
+        _compact(indptr, new_indptr, indices)
+        # a view of the front of the array: copying it out would need both at once
+        return cls(torch.from_numpy(new_indptr), torch.from_numpy(indices[: new_indptr[-1]]), validate=False)
 
     @classmethod
     def from_ogb(cls, edge_index, num_nodes: int) -> "CSRGraph":

@@ -1,40 +1,46 @@
-"""Preparing a dataset: generate or locate it, read it through ogb, convert, cache.
+"""Preparing a dataset: build a synthetic preset straight into its cache entry, or convert a real one read through ogb.
 
-Both kinds of dataset take the same road from OGB files to the cache::
+Two roads lead into the cache::
 
-    synthetic preset --generate--> OGB layout --ogb's NodePropPredDataset--> convert --> cache entry
-    real ogbn-* on disk ---------------------> ogb's NodePropPredDataset--> convert --> cache entry
+    synthetic preset --edges in chunks, twice--> CSR --features, a chunk of rows at a time--> cache entry
+    real ogbn-* on disk --ogb's NodePropPredDataset--> convert --> cache entry
 
-so the converter that turns ogb's arrays into a ``CSRGraph`` plus feature,
-label and split arrays is exercised by every synthetic dataset in CI.  The
-arrays are checked on the way in (``ogb_format.read_node_dataset``), once.
+A synthetic preset never exists as an edge list or a feature table in
+memory.  Every random draw is counter-based (``tiering.rng``), so edge e and
+feature row v are the same whichever chunk makes them: the edges are drawn
+in chunks of ``EDGE_CHUNK``, once to count every list's length and once more
+to place the entries (``CSRGraph.from_edge_chunks``), and the lists are then
+sorted and deduplicated where they lie; the features are made and written a
+chunk of rows at a time (``write_npy_chunks``, hashing as it writes).  The
+arrays are exactly those of the in-memory route the presets were first built
+by (``from_edges(...).coalesce()``, one ``synthesize_features`` call:
+``tests/suite/datasets/test_build.py`` checks), so older entries stay valid.
+The peak is the uncoalesced ``indices`` (int32: 4 bytes per drawn list
+entry), the generator's per-node arrays (tens of bytes per node) and one
+chunk; ``tierbench datasets cost`` measures it (README, Datasets).
 
-The OGB files of a synthetic dataset are scratch: they are written inside
-the entry's build directory, read back once, and deleted, since nothing
-reads them after the conversion (for products-s they are 270 MB).  A real
-dataset is read where the user keeps it and never copied.
-
-Conversion keeps memory near the size of what ogb already holds: the CSR is
-built by a counting sort over views of ogb's ``edge_index`` rows (one int64
-per node of temporaries), features are written straight from ogb's array, and
-labels are converted in place of a copy of one column.  For ogbn-papers100M
-(1.6B edges, 111M x 128 features) that is about 90 GB at the peak, within a
-128 GB machine.
+A real dataset is read where the user keeps it, never copied, and checked
+on the way in (``ogb_format.read_node_dataset``).  Conversion keeps memory
+near the size of what ogb already holds: the CSR is built by a counting sort
+over views of ogb's ``edge_index`` rows (one int64 per node of temporaries),
+features are written straight from ogb's array, and labels are converted in
+place of a copy of one column.  For ogbn-papers100M (1.6B edges, 111M x 128
+features) that is about 90 GB at the peak, within a 128 GB machine.
 """
 
 from __future__ import annotations
 
 import datetime
 import hashlib
-import shutil
 import zlib
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from suite.datasets import cache, ogb_format
 from suite.datasets.dataset import Dataset, dataset_arrays, load_entry, save_arrays
-from suite.datasets.dcsbm import dcsbm_edges
+from suite.datasets.dcsbm import block_model
 from suite.datasets.errors import DatasetFileError
 from suite.datasets.node_data import (
     NO_LABEL,
@@ -43,7 +49,7 @@ from suite.datasets.node_data import (
     visible_labels,
 )
 from suite.datasets.presets import Preset, get_preset
-from suite.datasets.rmat import rmat_communities, rmat_edges, shuffle_ids
+from suite.datasets.rmat import id_permutation, rmat_communities, rmat_edges
 from suite.datasets.stats import graph_stats
 from suite.io.progress import Steps
 from tiering.graph import CSRGraph
@@ -76,35 +82,85 @@ def _sub_seed(seed: int, purpose: str) -> int:
 
 
 # ----------------------------------------------------------------- synthetic
-def generate_graph(preset: Preset):
-    """The coalesced graph and the true class of every node."""
+EDGE_CHUNK = 1 << 23
+"""Edges drawn at once (two int64 arrays of them: 128 MB)."""
+FEATURE_CHUNK_BYTES = 64 << 20
+"""Feature rows made and written at once, in bytes."""
+
+
+def _edge_source(preset: Preset):
+    """``(draw, classes)``: ``draw(first, count)`` gives edges ``first`` to ``first + count - 1`` as ``(src, dst)``."""
     n = preset.num_nodes
-    drawn = int(round(n * preset.avg_degree / (2 if preset.symmetric else 1)))
     seed = _sub_seed(preset.seed, "graph")
     if preset.generator == "rmat":
-        src, dst = rmat_edges(n.bit_length() - 1, drawn, seed)
-        src, dst, classes = shuffle_ids(src, dst, rmat_communities(n, preset.num_classes), seed)
-    else:
-        src, dst, classes = dcsbm_edges(
-            n, drawn, preset.num_classes, preset.degree_exponent, preset.homophily,
-            preset.class_skew, preset.symmetric, seed,
-        )
-    if preset.symmetric:
-        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
-    graph = CSRGraph.from_edges(src, dst, n)
-    del src, dst  # the edge list is the largest array alive here
-    return graph.coalesce(drop_self_loops=True), classes
+        perm = id_permutation(n, seed)  # ids shuffled as shuffle_ids does, a chunk at a time
+        classes = np.empty(n, dtype=np.int64)
+        classes[perm] = rmat_communities(n, preset.num_classes)
+
+        def draw(first: int, count: int):
+            src, dst = rmat_edges(n.bit_length() - 1, count, seed, first=first)
+            return np.take(perm, src, out=src), np.take(perm, dst, out=dst)
+
+        return draw, classes
+    model = block_model(n, preset.num_classes, preset.degree_exponent, preset.homophily, preset.class_skew,
+                        preset.symmetric, seed)
+    return model.draw, model.classes
+
+
+def generate_graph(preset: Preset, progress: bool = False):
+    """The coalesced graph and the true class of every node; the edges are drawn ``EDGE_CHUNK`` at a time, twice.
+
+    A symmetric preset adds every drawn edge both ways.
+    """
+    chunk_edges = EDGE_CHUNK
+    n = preset.num_nodes
+    drawn = int(round(n * preset.avg_degree / (2 if preset.symmetric else 1)))
+    draw, classes = _edge_source(preset)
+    firsts = range(0, drawn, chunk_edges)
+    bar = tqdm(total=2 * len(firsts), desc="drawing edges (twice)", unit="chunk", leave=False,
+               disable=not progress or len(firsts) < 2)
+
+    def chunks():
+        for first in firsts:
+            yield draw(first, min(chunk_edges, drawn - first))
+            bar.update(1)
+
+    with bar:
+        graph = CSRGraph.from_edge_chunks(chunks, n, both_ways=preset.symmetric)
+    return graph, classes
+
+
+def generate_labels(preset: Preset, classes: np.ndarray):
+    """``(labels, splits)``: a seeded split of the nodes, and the class of every node in one (-1 elsewhere)."""
+    fractions = (preset.train_fraction, preset.valid_fraction, preset.test_fraction)
+    splits = random_splits(preset.num_nodes, fractions, _sub_seed(preset.seed, "splits"))
+    return visible_labels(classes, splits), splits
+
+
+def _features(preset: Preset, graph: CSRGraph, classes: np.ndarray, out=None, first: int = 0):
+    return synthesize_features(graph, classes, preset.feature_dim, preset.signal, preset.neighbor_signal,
+                               _sub_seed(preset.seed, "features"), out=out, first=first)
+
+
+def feature_chunks(preset: Preset, graph: CSRGraph, classes: np.ndarray, progress: bool = False):
+    """The feature table ``FEATURE_CHUNK_BYTES`` at a time, in order (each chunk is overwritten by the next)."""
+    n = preset.num_nodes
+    rows = max(1, FEATURE_CHUNK_BYTES // (4 * preset.feature_dim))
+    buffer = np.empty((min(rows, n), preset.feature_dim), dtype=np.float32)
+    firsts = range(0, n, rows)
+    for first in tqdm(firsts, desc="features", unit="chunk", leave=False, disable=not progress or len(firsts) < 2):
+        yield _features(preset, graph, classes, out=buffer[: min(rows, n - first)], first=first)
 
 
 def generate_arrays(preset: Preset):
-    """``(graph, features, labels, splits)`` of a preset, exactly as they are written to OGB files."""
+    """``(graph, features, labels, splits)`` of a preset, in memory: the arrays of its cache entry.
+
+    For small presets only (the OGB-layout tests and the conversion benchmark
+    write them as OGB files); the cache entry is built without them.
+    """
     graph, classes = generate_graph(preset)
-    fractions = (preset.train_fraction, preset.valid_fraction, preset.test_fraction)
-    splits = random_splits(preset.num_nodes, fractions, _sub_seed(preset.seed, "splits"))
-    features = synthesize_features(
-        graph, classes, preset.feature_dim, preset.signal, preset.neighbor_signal, _sub_seed(preset.seed, "features")
-    )
-    return graph, features, visible_labels(classes, splits), splits
+    labels, splits = generate_labels(preset, classes)
+    return graph, _features(preset, graph, classes), labels, splits
 
 
 # ---------------------------------------------------------------- conversion
@@ -133,7 +189,8 @@ def convert_ogb(graph_dict, labels, split, name: str):
     return graph, features, labels_from_ogb(labels), splits
 
 
-def _manifest(name: str, source: dict, graph: CSRGraph, features, labels, splits, num_classes: int, files: dict):
+def _manifest(name: str, source: dict, graph: CSRGraph, feature_dim: int, labels, splits, num_classes: int,
+              files: dict):
     return {
         "name": name,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -141,7 +198,7 @@ def _manifest(name: str, source: dict, graph: CSRGraph, features, labels, splits
         "num_nodes": graph.num_nodes,
         "num_edges": graph.num_edges,
         "index_dtype": str(graph.index_dtype).replace("torch.", ""),
-        "feature_dim": int(features.shape[1]),
+        "feature_dim": int(feature_dim),
         "num_classes": num_classes,
         "split_sizes": {k: len(v) for k, v in splits.items()},
         "stats": graph_stats(graph, labels, splits),
@@ -150,34 +207,44 @@ def _manifest(name: str, source: dict, graph: CSRGraph, features, labels, splits
 
 
 # ------------------------------------------------------------------- prepare
-def _build(name: str, ogb_root, partial: Path, progress: bool) -> None:
-    """Write the arrays and the manifest of ``name`` into the build directory ``partial``."""
-    hint = regenerate_hint(name, ogb_root)
-    real = is_real_ogb(name)
-    steps = Steps(name, 4 if real else 6, progress)
+def _build_synthetic(name: str, partial: Path, progress: bool) -> None:
+    """Draw the preset ``name`` into the build directory ``partial``: graph, labels, features (streamed), manifest."""
+    preset = get_preset(name)
+    steps = Steps(name, 5, progress)
     try:
-        if real:
-            meta = ogb_format.real_meta_dict(name, ogb_root)
-            num_classes = int(meta["num classes"])
-            source = {"kind": "ogb", "dir": str(Path(meta["dir_path"]).resolve())}
-        else:
-            preset = get_preset(name)
-            scratch = partial / "ogb"
-            with steps.step("generating graph and features"):
-                graph, features, labels, splits = generate_arrays(preset)
-            with steps.step("writing OGB files"):
-                ogb_dir = scratch / name.replace("-", "_")
-                ogb_format.write_node_dataset(ogb_dir, graph.to_edge_index(), features, labels, splits)
-                del graph, features, labels, splits
-            meta = ogb_format.synthetic_meta_dict(ogb_dir, f"tierbench-{name}", preset.num_classes)
-            num_classes = preset.num_classes
+        with steps.step("drawing the graph"):
+            graph, classes = generate_graph(preset, progress)
+        with steps.step("labels and splits"):
+            labels, splits = generate_labels(preset, classes)
+        with steps.step("writing features"):
+            shape = (preset.num_nodes, preset.feature_dim)
+            chunks = feature_chunks(preset, graph, classes, progress=progress)
+            features = {"features.npy": cache.write_npy_chunks(partial / "features.npy", np.float32, shape, chunks)}
+            del classes
+        with steps.step("writing arrays"):
+            arrays = dataset_arrays(graph, None, labels, splits)
+            del arrays["features"]  # written above
+            written = save_arrays(partial, **arrays)
+        with steps.step("checksums"):
+            files = {**cache.describe_files(partial, written, progress), **features}
             source = {"kind": "synthetic", "preset": preset.params()}
+            manifest = _manifest(name, source, graph, preset.feature_dim, labels, splits, preset.num_classes, files)
+            cache.write_manifest(partial, manifest)
+    finally:
+        steps.close()
+
+
+def _build_real(name: str, ogb_root, partial: Path, progress: bool) -> None:
+    """Read the real OGB dataset ``name`` through ogb, check and convert it into the build directory ``partial``."""
+    hint = regenerate_hint(name, ogb_root)
+    steps = Steps(name, 4, progress)
+    try:
+        meta = ogb_format.real_meta_dict(name, ogb_root)
+        num_classes = int(meta["num classes"])
+        source = {"kind": "ogb", "dir": str(Path(meta["dir_path"]).resolve())}
         with steps.step("reading through ogb"):
-            graph_dict, ogb_labels, split = ogb_format.read_node_dataset(
-                meta, hint, cache_processed=real, progress=progress
-            )
-            if not real:
-                shutil.rmtree(scratch)  # ogb's arrays are in memory; nothing reads the files again
+            graph_dict, ogb_labels, split = ogb_format.read_node_dataset(meta, hint, cache_processed=True,
+                                                                         progress=progress)
         with steps.step("converting to CSR"):
             try:
                 graph, features, labels, splits = convert_ogb(graph_dict, ogb_labels, split, name)
@@ -188,9 +255,18 @@ def _build(name: str, ogb_root, partial: Path, progress: bool) -> None:
             written = save_arrays(partial, **dataset_arrays(graph, features, labels, splits))
         with steps.step("checksums"):
             files = cache.describe_files(partial, written, progress)
-            cache.write_manifest(partial, _manifest(name, source, graph, features, labels, splits, num_classes, files))
+            cache.write_manifest(partial, _manifest(name, source, graph, features.shape[1], labels, splits, num_classes,
+                                                    files))
     finally:
         steps.close()
+
+
+def _build(name: str, ogb_root, partial: Path, progress: bool) -> None:
+    """Write the arrays and the manifest of ``name`` into the build directory ``partial``."""
+    if is_real_ogb(name):
+        _build_real(name, ogb_root, partial, progress)
+    else:
+        _build_synthetic(name, partial, progress)
 
 
 def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: bool = True) -> Path:

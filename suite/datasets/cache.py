@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import logging
 import os
@@ -34,6 +35,7 @@ import shutil
 from pathlib import Path, PurePosixPath
 
 import filelock
+import numpy as np
 from tqdm.auto import tqdm
 
 from suite.datasets.errors import DatasetFileError
@@ -98,6 +100,38 @@ def describe_files(entry: Path, paths, progress: bool = True) -> dict:
         str(Path(p).relative_to(entry)): {"bytes": Path(p).stat().st_size, "sha256": sha256_file(Path(p), progress)}
         for p in paths
     }
+
+
+def write_npy_chunks(path: Path, dtype, shape: tuple, chunks) -> dict:
+    """Write a ``.npy`` array of ``shape`` from ``chunks`` (its rows, in order), hashing it as it is written.
+
+    Returns the file's record, as ``describe_files`` would give it, without
+    reading the file back.  The bytes are those ``np.save`` writes for the
+    whole array (the same header), and only one chunk is in memory at a time:
+    the file is written, not memory-mapped, so its pages never count in the
+    process's resident memory.  Crash-safe (``suite.io.atomic``).
+    """
+    dtype = np.dtype(dtype)
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)}
+    )
+    digest = hashlib.sha256(header.getvalue())
+    rows = 0
+    with atomic.atomic_path(path) as tmp, open(tmp, "wb") as f:
+        f.write(header.getvalue())
+        for chunk in chunks:
+            if chunk.dtype != dtype or chunk.shape[1:] != tuple(shape[1:]):
+                raise ValueError(f"{path.name}: a chunk of shape {chunk.shape} and type {chunk.dtype} does not "
+                                 f"fit an array of shape {tuple(shape)} and type {dtype}")
+            data = memoryview(np.ascontiguousarray(chunk)).cast("B")
+            f.write(data)
+            digest.update(data)
+            rows += len(chunk)
+        if rows != shape[0]:
+            raise ValueError(f"{path.name}: the chunks hold {rows} rows, not {shape[0]}")
+        size = f.tell()
+    return {"bytes": size, "sha256": digest.hexdigest()}
 
 
 def entry_bytes(entry: Path) -> int:

@@ -28,9 +28,11 @@ NO_LABEL = -1
 
 
 @numba.njit(parallel=True, cache=True)
-def _features_kernel(indptr, indices, classes, centroids, signal, neighbor_signal, seed, out):
+def _features_kernel(indptr, indices, classes, centroids, signal, neighbor_signal, seed, first, out):
+    """Rows ``first`` to ``first + len(out) - 1`` of the table into ``out``."""
     dim = out.shape[1]
-    for v in numba.prange(len(indptr) - 1):
+    for i in numba.prange(out.shape[0]):
+        v = first + i
         start, end = indptr[v], indptr[v + 1]
         row = np.zeros(dim, dtype=np.float64)
         for p in range(start, end):
@@ -39,20 +41,28 @@ def _features_kernel(indptr, indices, classes, centroids, signal, neighbor_signa
             row *= neighbor_signal / (end - start)
         row += signal * centroids[classes[v]]
         for k in range(dim):
-            out[v, k] = row[k] + normal(seed, v, k)
+            out[i, k] = row[k] + normal(seed, v, k)
 
 
 def class_centroids(num_classes: int, dim: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((num_classes, dim))
 
 
-def synthesize_features(graph, classes, dim: int, signal: float, neighbor_signal: float, seed: int, out=None):
-    """Float32 features of shape (N, dim); ``out`` may be a preallocated (memory-mapped) array."""
+def synthesize_features(graph, classes, dim: int, signal: float, neighbor_signal: float, seed: int, out=None,
+                        first: int = 0):
+    """Float32 features of shape (N, dim), or rows ``first`` to ``first + len(out) - 1`` of them into ``out``.
+
+    Row v depends on v, its list and the seed only, so the table can be made
+    a chunk of rows at a time (the dataset builder writes it so).
+    """
     if out is None:
-        out = np.empty((graph.num_nodes, dim), dtype=np.float32)
+        out = np.empty((graph.num_nodes - first, dim), dtype=np.float32)
+    if not 0 <= first <= first + len(out) <= graph.num_nodes:
+        raise ValueError(f"rows {first} to {first + len(out) - 1} are not rows of a table of {graph.num_nodes}")
     centroids = class_centroids(int(classes.max()) + 1, dim, seed)
     _features_kernel(
-        graph.indptr.numpy(), graph.indices.numpy(), classes, centroids, signal, neighbor_signal, np.uint64(seed), out
+        graph.indptr.numpy(), graph.indices.numpy(), classes, centroids, signal, neighbor_signal, np.uint64(seed),
+        first, out,
     )
     return out
 

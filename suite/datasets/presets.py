@@ -21,6 +21,7 @@ Shapes follow DESIGN.md and the OGB datasets used in seeds/000 (Table 1):
   16), a generic skewed graph.
 * **tiny**: a few thousand nodes, for CI; enough labels per class to learn.
 
+``papers-xs`` (262,144 nodes) is the demo's graph, built in seconds;
 ``papers-s`` and ``products-s`` build on a 2-core, 24 GB machine in well
 under two minutes; ``papers-m`` and ``papers-l`` are meant for the GPU machine
 (16 cores, 128 GB): 8.6 M and 16.8 M nodes, 4.3 GB and 8.6 GB of features.
@@ -34,16 +35,12 @@ import json
 
 GENERATORS = ("dcsbm", "rmat")
 
-REAL_NUM_NODES = {"ogbn-papers100M": 111_059_956, "ogbn-products": 2_449_029}
-"""Node counts of the OGB datasets the presets imitate (OGB's dataset pages)."""
-
-
 @dataclasses.dataclass(frozen=True)
 class Preset:
     """Everything that determines a synthetic dataset; its hash keys the cache."""
 
     name: str
-    imitates: str
+    imitates: str  # the graph it is shaped like; suite.datasets.regime.IMITATED has the paper's setting on it
     generator: str  # "dcsbm" or "rmat"
     num_nodes: int  # for rmat, a power of two
     avg_degree: float  # list entries per node before duplicates are removed
@@ -144,6 +141,7 @@ PRESETS: dict[str, Preset] = {
             degree_exponent=2.5,
             homophily=0.8,
         ),
+        _papers("papers-xs", 1 << 18),
         _papers("papers-s", 1 << 20),
         _papers("papers-m", 1 << 23),
         _papers("papers-l", 1 << 24),
@@ -172,13 +170,3 @@ def get_preset(name: str) -> Preset:
             f"unknown dataset {name!r}; synthetic presets are {', '.join(PRESETS)}, "
             f"and real OGB datasets are named ogbn-*"
         ) from None
-
-
-DEFAULT_FANOUTS = {"ogbn-papers100M": (12, 12, 12), "ogbn-products": (15, 10, 5)}
-"""Fanouts of the papers' runs: (12,12,12) for papers100M (seeds/000 §5.1); (15,10,5) is PyG's products example."""
-
-
-def default_fanouts(name: str) -> tuple[int, ...]:
-    """The training fanouts of a dataset: those of the OGB dataset a preset imitates, or of the OGB name itself."""
-    imitates = PRESETS[name].imitates if name in PRESETS else name
-    return DEFAULT_FANOUTS.get(imitates, (10, 10))

@@ -6,8 +6,17 @@ labels, renames the splits, and writes the result as a cache entry of its
 own with ``old_to_new``, ``new_to_old`` and the scores.  The entry's key
 hashes the base dataset's content checksums, the scorer and its parameters,
 so a changed dataset or parameter makes a new entry, and an existing one is
-reused.  Features are permuted straight into the new memory-mapped file, a
-chunk of rows at a time, so tables larger than RAM can be reordered.
+reused.
+
+Features are permuted file to file without holding either table: the new
+table is made in parts of ``PERMUTE_PART_BYTES`` or more (at most
+``PERMUTE_MAX_PARTS`` of them), each filled by one sequential read of the
+old table, and written and hashed part by part (``write_npy_chunks``).
+Neither file is memory-mapped: pages of a mapped file count in the process's
+resident memory, and a random row read through a mapping maps the whole
+cached folio around it, so a mapped gather would take the entire old table
+into resident memory however small its chunks.  Memory: one part and one
+read block, besides the graph and the permutation.
 
 The weighted scorer takes the training split as its labelled set: training
 minibatches start there (seeds/000 §3.1).
@@ -21,8 +30,10 @@ import json
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from suite.datasets import cache
 from suite.datasets.build import prepare_dataset, regenerate_hint
@@ -33,10 +44,62 @@ from suite.datasets.dataset import (
     load_entry,
     save_arrays,
 )
+from suite.datasets.errors import DatasetFileError
 from suite.datasets.stats import graph_stats, top_share
 from suite.io.progress import Steps
 from tiering.reorder import map_ids, permute_rows, reorder_graph
 from tiering.scores import get_scorer
+
+PERMUTE_PART_BYTES = 256 << 20
+"""Smallest part of the new feature table made per sequential read of the old one."""
+PERMUTE_MAX_PARTS = 8
+"""Most sequential reads of the old feature table (larger tables get larger parts)."""
+_READ_BLOCK_BYTES = 64 << 20
+
+
+@numba.njit(parallel=True, cache=True)
+def _place_rows(block, first, old_to_new, lo, part):
+    """Row ``first + i`` of the old table (``block[i]``) goes to row ``old_to_new[first + i] - lo`` of ``part``, if any."""
+    for i in numba.prange(block.shape[0]):
+        row = old_to_new[first + i] - lo
+        if 0 <= row < part.shape[0]:
+            part[row] = block[i]
+
+
+def _read_exactly(f, view: memoryview, path: Path) -> None:
+    done = 0
+    while done < len(view):
+        got = f.readinto(view[done:])
+        if not got:
+            raise DatasetFileError(f"{path} ends early: it is shorter than its header says")
+        done += got
+
+
+def permuted_rows(path: Path, old_to_new: np.ndarray, progress: bool = False):
+    """The rows of the ``.npy`` table at ``path`` in the new order (new row ``old_to_new[v]`` is old row v), a part
+    at a time, in order; each part is filled by one sequential read of the file and overwritten by the next."""
+    header = np.load(path, mmap_mode="r")  # only the header is read: shape, type and where the rows start
+    shape, dtype, offset = header.shape, header.dtype, header.offset
+    del header
+    n = shape[0]
+    row_bytes = max(1, int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize)
+    part_rows = max(1, PERMUTE_PART_BYTES // row_bytes, -(-n // PERMUTE_MAX_PARTS))
+    block_rows = max(1, _READ_BLOCK_BYTES // row_bytes)
+    part = np.empty((min(part_rows, n), *shape[1:]), dtype=dtype)
+    block = np.empty((min(block_rows, n), *shape[1:]), dtype=dtype)
+    los = range(0, n, part_rows)
+    with tqdm(total=len(los) * n * row_bytes, unit="B", unit_scale=True, desc="permuting rows", leave=False,
+              disable=not progress or len(los) * n * row_bytes < (1 << 30)) as bar:
+        for lo in los:
+            rows = part[: min(part_rows, n - lo)]
+            with open(path, "rb") as f:
+                f.seek(offset)
+                for first in range(0, n, block_rows):
+                    chunk = block[: min(block_rows, n - first)]
+                    _read_exactly(f, memoryview(chunk).cast("B"), path)
+                    _place_rows(chunk, first, old_to_new, lo, rows)
+                    bar.update(chunk.nbytes)
+            yield rows
 
 
 def score_nodes(dataset: Dataset, scorer: str, params: dict) -> torch.Tensor:
@@ -69,19 +132,17 @@ def _build(base_entry: Path, hint: str, name: str, scorer: str, params: dict, pa
             graph, old_to_new, new_to_old = reorder_graph(base.graph, scores)
             reorder_seconds = time.perf_counter() - start
         with steps.step("permuting features"):
-            features = np.lib.format.open_memmap(
-                array_file(partial, "features"), mode="w+", dtype=np.float32, shape=tuple(base.features.shape)
-            )
-            permute_rows(base.features, new_to_old, out=features, progress=progress)
-            features.flush()
-            del features
+            parts = permuted_rows(array_file(base_entry, "features"), old_to_new.numpy(), progress=progress)
+            table = base.features.numpy()  # the memory-mapped old table, for its shape and type (nothing is read)
+            features = {"features.npy": cache.write_npy_chunks(array_file(partial, "features"), table.dtype,
+                                                                table.shape, parts)}
+            del table
         with steps.step("writing arrays"):
             labels = permute_rows(base.labels, new_to_old)
             splits = {k: map_ids(v, old_to_new) for k, v in base.splits.items()}
             arrays = dataset_arrays(graph, None, labels, splits)
-            del arrays["features"]  # already written in place
+            del arrays["features"]  # written above
             written = save_arrays(partial, **arrays, old_to_new=old_to_new, new_to_old=new_to_old, scores=scores[new_to_old])
-            written.append(array_file(partial, "features"))
         with steps.step("checksums"):
             manifest = {
                 "name": name,
@@ -104,11 +165,17 @@ def _build(base_entry: Path, hint: str, name: str, scorer: str, params: dict, pa
                 "stats": graph_stats(graph, labels.numpy(), splits),
                 "score_mass_top10": top_share(scores.numpy(), 0.10),
                 "score_mass_top25": top_share(scores.numpy(), 0.25),
-                "files": cache.describe_files(partial, written, progress),
+                "files": {**cache.describe_files(partial, written, progress), **features},
             }
             cache.write_manifest(partial, manifest)
     finally:
         steps.close()
+
+
+def reordered_entry_path(name: str, scorer: str, params: dict, base_entry: Path, hint: str) -> Path:
+    """The entry directory of ``name`` (built in ``base_entry``) reordered by ``scorer`` with ``params`` (it may not
+    exist yet)."""
+    return cache.cache_root() / f"{name}.{scorer}-{_content_key(cache.read_manifest(base_entry, hint), scorer, params)}"
 
 
 def prepare_reordered(
@@ -118,7 +185,7 @@ def prepare_reordered(
     params = get_scorer(scorer).params(**(params or {}))
     base_entry = prepare_dataset(name, ogb_root=ogb_root, progress=progress)
     hint = regenerate_hint(name, ogb_root)
-    entry = cache.cache_root() / f"{name}.{scorer}-{_content_key(cache.read_manifest(base_entry, hint), scorer, params)}"
+    entry = reordered_entry_path(name, scorer, params, base_entry, hint)
     return cache.build_entry(
         entry, lambda partial: _build(base_entry, hint, name, scorer, params, partial, progress), force=force
     )

@@ -14,7 +14,9 @@ the top bit equal).  ``rmat_communities`` turns contiguous ranges of the
 unshuffled ids into classes, which is what the dataset builder uses as labels.
 
 Parallel over edges with numba; every draw is a counter-based hash of
-(seed, edge, level), so the output is identical for any thread count.
+(seed, edge, level), so the output is identical for any thread count, and
+any range of edges can be drawn on its own (``first``): the dataset builder
+draws them in chunks.
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ GRAPH500 = (0.57, 0.19, 0.19)
 
 
 @numba.njit(parallel=True, cache=True)
-def _rmat_kernel(scale, a, b, c, seed, src, dst):
+def _rmat_kernel(scale, a, b, c, seed, first, src, dst):
     ab = a + b
     abc = a + b + c
-    for e in numba.prange(len(src)):
+    for i in numba.prange(len(src)):
+        e = first + i
         u = 0
         v = 0
         for level in range(scale):
@@ -48,15 +51,17 @@ def _rmat_kernel(scale, a, b, c, seed, src, dst):
             else:
                 u |= 1
                 v |= 1
-        src[e] = u
-        dst[e] = v
+        src[i] = u
+        dst[i] = v
 
 
-def rmat_edges(scale: int, num_edges: int, seed: int, params=GRAPH500):
+def rmat_edges(scale: int, num_edges: int, seed: int, params=GRAPH500, first: int = 0):
     """``num_edges`` directed edges over ``2**scale`` nodes, ids *not* yet shuffled.
 
     Returns ``(src, dst)`` int64 arrays; edge e goes from quadrant row to
     column, so ``src`` is the row id.  Duplicates and self-loops are kept.
+    They are edges ``first`` to ``first + num_edges - 1`` of the seed's
+    sequence: any range can be drawn on its own, with the same result.
     """
     a, b, c = params
     if not (0 < a and 0 <= b and 0 <= c and a + b + c < 1):
@@ -65,7 +70,7 @@ def rmat_edges(scale: int, num_edges: int, seed: int, params=GRAPH500):
         raise ValueError(f"scale must be in [1, 40], got {scale}")
     src = np.empty(num_edges, dtype=np.int64)
     dst = np.empty(num_edges, dtype=np.int64)
-    _rmat_kernel(scale, a, b, c, np.uint64(seed), src, dst)
+    _rmat_kernel(scale, a, b, c, np.uint64(seed), first, src, dst)
     return src, dst
 
 
@@ -74,9 +79,14 @@ def rmat_communities(num_nodes: int, num_classes: int) -> np.ndarray:
     return (np.arange(num_nodes, dtype=np.int64) * num_classes) // num_nodes
 
 
+def id_permutation(num_nodes: int, seed: int) -> np.ndarray:
+    """The seeded relabelling ``shuffle_ids`` applies: node u becomes ``perm[u]``."""
+    return np.random.default_rng(seed).permutation(num_nodes)
+
+
 def shuffle_ids(src, dst, classes, seed: int):
     """Relabel nodes by a seeded random permutation; returns new (src, dst, classes)."""
-    perm = np.random.default_rng(seed).permutation(len(classes))
+    perm = id_permutation(len(classes), seed)
     new_classes = np.empty_like(classes)
     new_classes[perm] = classes
     return perm[src], perm[dst], new_classes

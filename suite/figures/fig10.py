@@ -35,10 +35,10 @@ EXPERIMENTS = {
 def render(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     """Write ``fig10.md``, ``fig10.csv`` and ``fig10.png`` into ``out_dir`` from the tiered loader's ``records``."""
     plt, sns = pyplot()
-    tiered = tables.tiered_records(records, 10, "tierbench run --experiment fig10")
+    tiered = tables.with_footprint(tables.tiered_records(records, 10, "tierbench run --experiment fig10"))
     settings = tables.settings_of(tiered)
     bounded, bound_text = tables.with_bound(tiered, settings)
-    columns = ["epoch_s", "pcie_payload_bytes", "pcie_rx_bytes_measured", "hit_ratio"]
+    columns = ["epoch_s", "pcie_payload_bytes", "pcie_rx_bytes_measured", "hit_ratio", *tables.FOOTPRINT]
     table = tables.per_cell(bounded, settings, columns + ["gather_s", tables.BOUND] * (tables.BOUND in bounded))
     same = [column for column in settings if column != "hot_fraction"]
     table = table.sort_values(settings).reset_index(drop=True)
@@ -56,7 +56,7 @@ def render(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
 
     shown = [column for column in settings if column in tables.varying(table, settings) or column == "hot_fraction"]
     display = table[shown].assign(**{"epoch s, mean (min-max)": tables.epoch_text(table)})
-    display = pd.concat([display, table[["pcie_payload_bytes", "pcie_rx_bytes_measured", "hit_ratio"]]], axis=1)
+    display = pd.concat([display, table[columns[1:]]], axis=1)
     if tables.BOUND in table:
         display = tables.bound_columns(display.assign(gather_s=table["gather_s"]), table)
     reference = table["hot_fraction"] == 0.0
@@ -84,7 +84,8 @@ def render(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     markdown = (
         f"# Figure 10: PCIe traffic and epoch time vs hot fraction\n\nMade by {command}; {caption(record)}.\n\n"
-        f"{tables.cpu_warning(tiered)}{tables.common_settings(tiered, settings)}{tables.spread_text(table)}"
+        f"{tables.cpu_warning(tiered)}{tables.common_settings(tiered, settings)}{tables.regime_text(tiered)}"
+        f"{tables.spread_text(table)}"
         f"Changes are relative to the 0% hot tier of the same setting;{note} measured PCIe bytes are NVML's receive "
         "counter, empty where unavailable.\n\n" + bound_text + tables.markdown_table(display)
     )

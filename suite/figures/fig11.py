@@ -53,9 +53,10 @@ def _multi_gpu_warning(records: pd.DataFrame) -> str:
 def render(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     """Write ``fig11.md``, ``fig11.csv`` and ``fig11.png`` into ``out_dir`` from the tiered loader's ``records``."""
     plt, sns = pyplot()
-    tiered = tables.tiered_records(records, 11, "tierbench run --experiment fig11 --gpus G")
+    tiered = tables.with_footprint(tables.tiered_records(records, 11, "tierbench run --experiment fig11 --gpus G"))
     settings = tables.settings_of(tiered)
-    columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "pcie_payload_bytes", "gpu_bytes_resident"]
+    columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "pcie_payload_bytes", "gpu_bytes_resident",
+               *tables.FOOTPRINT]
     table = tables.per_cell(tiered, settings, columns).sort_values(settings).reset_index(drop=True)
     table["paper"] = table["sampling"].map(PAPER).where(table["hot_fraction"] == table["hot_fraction"].min(), "")
     table["paper"] = table["paper"].fillna("")
@@ -81,7 +82,8 @@ def render(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     markdown = (
         f"# Figure 11: epoch time vs size of the multi-GPU hot tier\n\nMade by {command}; {caption(record)}.\n\n"
-        f"{_multi_gpu_warning(tiered)}{tables.common_settings(tiered, settings)}{tables.spread_text(table)}"
+        f"{_multi_gpu_warning(tiered)}{tables.common_settings(tiered, settings)}{tables.regime_text(tiered)}"
+        f"{tables.spread_text(table)}"
         "Each process holds an equal, interleaved share of the hot tier (no replicated tier, seeds/000 §5.5); times "
         "are the slowest process's; hit ratio counts rows served from any GPU's memory; GPU memory in use adds every "
         "process's feature shard and, with distributed sampling on GPUs, its part of the CSR.\n\n"

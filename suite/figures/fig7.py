@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from suite.datasets.presets import default_fanouts
+from suite.datasets.regime import default_fanouts
 from suite.figures.reuse import ReuseRun, coverage_table, scores_by_label, share_at
 from suite.io.plotting import pyplot
 from suite.registry import SCORERS

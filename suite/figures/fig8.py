@@ -2,8 +2,7 @@
 
 Made by ``tierbench run --experiment fig8`` and then ``tierbench report
 --experiment fig8`` (``tox -e fig8``; on a GPU ``TIERBENCH_DEVICE=cuda tox -e
-fig8``).  The same table reports the demo (``tierbench run / report
---experiment demo``, ``tox -e demo``), the pipeline sweep (``tierbench run
+fig8``).  The same table reports the pipeline sweep (``tierbench run
 --experiment pipeline``, with and without ``--pipeline``, then ``tierbench
 report --experiment pipeline``) and any other sweep over several loaders.
 
@@ -31,23 +30,22 @@ PAPER = {"uva": "2.5-4.6x over CPU gather", "tiered": "1.6-2.1x over zero-copy"}
 """The paper's speedups, beside the loader they are of."""
 
 EXPERIMENTS = {
-    "demo": dict(datasets=["tiny"], loaders=["in-memory", "cpu-gather", "uva", "degree-cache", "tiered"],
-                 hot_fractions=[0.1], fanouts=[(10, 10)], epochs=2, warmup=1),
     "fig8": dict(datasets=["papers-s", "products-s"], loaders=["cpu-gather", "uva", "degree-cache", "gns", "tiered"],
                  hot_fractions=[0.1], fanouts=[None], epochs=2, warmup=1),
     "pipeline": dict(datasets=["papers-s"], loaders=["cpu-gather", "uva", "degree-cache", "tiered"],
                      hot_fractions=[0.1], fanouts=[None], epochs=2, warmup=1),
 }
-"""The sweeps this figure reports: the demo on ``tiny``, Figure 8 itself, and the same loaders with and without
-``--pipeline``."""
+"""The sweeps this figure reports: Figure 8 itself, and the same loaders with and without ``--pipeline``."""
 
 
 def render(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     """Write ``fig8.md``, ``fig8.csv`` and ``fig8.png`` into ``out_dir`` from ``records``, made by ``command``."""
     plt, sns = pyplot()
+    records = tables.with_footprint(records)
     settings = tables.settings_of(records)
     bounded, bound_text = tables.with_bound(records, settings)
-    columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "valid_accuracy"]
+    columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "pcie_payload_bytes", *tables.FOOTPRINT,
+               "valid_accuracy"]
     table = tables.per_cell(bounded, settings, columns + [tables.BOUND] * (tables.BOUND in bounded))
     if tables.BOUND in table:
         table[tables.RATIO] = table["gather_s"] / table[tables.BOUND]
@@ -74,7 +72,7 @@ def render(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     shown = tables.varying(table, settings)
     shown = [column for column in settings if column in shown or column == "loader"]
     display = table[shown].assign(**{"epoch s, mean (min-max)": tables.epoch_text(table)})
-    display = pd.concat([display, table[["sample_s", "gather_s", "train_s", "hit_ratio", "valid_accuracy"]]], axis=1)
+    display = pd.concat([display, table[columns[1:]]], axis=1)
     display = tables.bound_columns(display, table)
     for reference in ("cpu-gather", "uva"):
         if f"speedup over {reference}" in table:
@@ -94,8 +92,8 @@ def render(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     grid.figure.subplots_adjust(top=0.8, bottom=0.2)
     markdown = (
         f"# Figure 8: epoch time by feature loader\n\nMade by {command}; {caption(record)}.\n\n{tables.cpu_warning(records)}"
-        f"{tables.common_settings(records, settings)}{tables.spread_text(table)}"
-        "Speedup = mean epoch time of the reference loader in the same setting / this row's."
+        f"{tables.common_settings(records, settings)}{tables.regime_text(records)}{tables.spread_text(table)}"
+        "PCIe bytes per epoch are the model's (DESIGN.md, Metrics). Speedup = mean epoch time of the reference loader in the same setting / this row's."
         + "".join(f" {note}" for note in notes) + "\n\n" + bound_text + tables.markdown_table(display)
     )
     return write_table_and_figure(out_dir, "fig8", markdown, table, grid.figure, record, index=False)

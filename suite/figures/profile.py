@@ -25,10 +25,10 @@ def _figure(figure: int):
 
 
 def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int = 1, batch_size: int | None = None,
-                   seed: int = 0, ogb_root=None, progress: bool = True) -> list[Path]:
+                   regime: str = "paper", seed: int = 0, ogb_root=None, progress: bool = True) -> list[Path]:
     """Measure reuse on ``name`` and write Figure 7 or 9's table, curves and plot into ``out_dir``."""
     module = _figure(figure)
-    run = open_run(name, figure, out_dir, fanouts=fanouts, epochs=epochs, batch_size=batch_size, seed=seed,
+    run = open_run(name, figure, out_dir, fanouts=fanouts, epochs=epochs, batch_size=batch_size, regime=regime, seed=seed,
                    ogb_root=ogb_root, progress=progress)
     return module.measure(run)
 

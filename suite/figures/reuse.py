@@ -12,13 +12,14 @@ themselves, the best any static placement could do.
 
 Batch size.  A synthetic preset is smaller than the graph it imitates
 (papers-s has 1/106 of ogbn-papers100M's nodes), so a minibatch of 1024
-seeds would fetch a far larger share of it (28% of papers-s per minibatch
-at fanouts 12,12,12, against ~0.1% of papers100M), every node would be
-fetched by most minibatches, and the counts would flatten.  By default the
-batch is therefore scaled, 1024 x N / N(imitated dataset), so that a
-minibatch covers the same share of the graph as in the paper and an epoch
-has as many minibatches; the share actually fetched per minibatch is printed
-with every table.  ``--batch-size`` overrides it.
+seeds would fetch a far larger share of it (27% of papers-s per minibatch
+at fanouts 12,12,12, against ~0.7% of papers100M), every node would be
+fetched by most minibatches, and the counts would flatten.  The batch is
+therefore the one of the paper's regime (``suite.datasets.regime``: its
+footprint on the preset matches the paper's batch on the imitated graph),
+as in the sweeps; ``--regime unscaled`` takes 1024 seeds as they are and
+``--batch-size`` sets it by hand.  The share actually fetched per minibatch,
+and per epoch, is printed with every table.
 
 Each figure writes ``figK.md`` / ``.csv`` (its table), ``figK-curves.csv``
 (every curve, with the provenance of the measurement) and ``figK.png``;
@@ -36,8 +37,8 @@ import torch
 from tqdm.auto import tqdm
 
 from suite.datasets import load_dataset
+from suite.datasets import regime as regimes
 from suite.datasets.dataset import Dataset
-from suite.datasets.presets import REAL_NUM_NODES
 from suite.datasets.reordered import score_nodes
 from suite.datasets.stats import cumulative_share
 from suite.io import atomic
@@ -50,13 +51,6 @@ GRID = np.linspace(0.0, 1.0, 201)
 """The fractions of the nodes every curve is given at: 0 to 100% in steps of 0.5%."""
 IDEAL = "ideal (measured counts)"
 PROVENANCE_COLUMNS = ("device", "git_revision", "time")
-
-
-def paper_equivalent_batch_size(dataset, batch_size: int = 1024) -> int:
-    """``batch_size`` scaled by N / N(imitated OGB dataset); unchanged for real or unmatched datasets."""
-    imitates = dataset.manifest["source"].get("preset", {}).get("imitates")
-    real = REAL_NUM_NODES.get(imitates)
-    return max(1, round(batch_size * dataset.num_nodes / real)) if real else batch_size
 
 
 def access_counts(graph, train_ids, fanouts, *, batch_size=1024, epochs=1, seed=0, progress=True) -> np.ndarray:
@@ -105,8 +99,7 @@ class ReuseRun:
     """One measurement of Figure ``figure`` on dataset ``name``: how it samples, and where and how it writes.
 
     ``fanouts`` are the fanouts asked for (``None``: the figure's own);
-    ``by_hand`` says whether ``batch_size`` was given or scaled
-    (``paper_equivalent_batch_size``).
+    ``regime`` is the regime ``batch_size`` is in (``suite.datasets.regime``).
     """
 
     name: str
@@ -115,7 +108,7 @@ class ReuseRun:
     out_dir: Path
     fanouts: tuple[int, ...] | None
     batch_size: int
-    by_hand: bool
+    regime: str
     epochs: int
     seed: int
     progress: bool
@@ -137,19 +130,19 @@ class ReuseRun:
 
     def intro(self, counts_by_fanouts: dict) -> str:
         """The table's opening: the command, the provenance, and what was sampled at each of the fanouts counted."""
-        chosen = f" --batch-size {self.batch_size}" if self.by_hand else ""
+        chosen = {"fixed": f" --batch-size {self.batch_size}", "unscaled": " --regime unscaled"}.get(self.regime, "")
         command = (f"`tierbench profile --dataset {self.name} --figure {self.figure} --epochs {self.epochs}{chosen} "
                    f"--out {self.out_dir}`")
         fetched = ", ".join(
-            f"{100 * counts.sum() / self.batches / self.dataset.num_nodes:.2g}% at {fo}"
+            f"{100 * regimes.footprint_share(counts.sum(), self.batches, self.dataset.num_nodes):.2g}% per minibatch "
+            f"and {100 * (counts > 0).mean():.2g}% over the {'epoch' if self.epochs == 1 else 'epochs'} at {fo}"
             for fo, counts in counts_by_fanouts.items()
         )
         return (
             f"Made by {command}; {caption(self.record)}.\n{self.name}: {self.dataset.num_nodes:,} nodes, "
-            f"{len(self.train):,} training seeds, batch {self.batch_size} "
-            f"({'set by hand' if self.by_hand else 'scaled to the imitated dataset, see suite/figures/reuse.py'}), "
+            f"{len(self.train):,} training seeds; {regimes.describe(self.name, self.batch_size, self.regime)}; "
             f"{self.batches} minibatches over {self.epochs} epoch(s). Shares are of measured feature fetches (each node "
-            f"once per minibatch); a minibatch fetched on average {fetched} of the nodes.\n\n"
+            f"once per minibatch). Footprint: the minibatches fetched on average {fetched} of the nodes.\n\n"
         )
 
     def write(self, title: str, counted: dict, paper: str, table: pd.DataFrame, curves: pd.DataFrame,
@@ -166,12 +159,12 @@ class ReuseRun:
 
 
 def open_run(name: str, figure: int, out_dir, *, fanouts=None, epochs: int = 1, batch_size: int | None = None,
-             seed: int = 0, ogb_root=None, progress: bool = True) -> ReuseRun:
+             regime: str = "paper", seed: int = 0, ogb_root=None, progress: bool = True) -> ReuseRun:
     """Load dataset ``name`` and settle how Figure ``figure`` samples it (nothing is sampled yet)."""
+    batch, regime = regimes.resolve(name, regime, batch_size)
     dataset = load_dataset(name, ogb_root=ogb_root, progress=progress)
-    return ReuseRun(name, figure, dataset, Path(out_dir), tuple(fanouts) if fanouts else None,
-                    batch_size or paper_equivalent_batch_size(dataset), bool(batch_size), epochs, seed, progress,
-                    provenance(device="cpu"))
+    return ReuseRun(name, figure, dataset, Path(out_dir), tuple(fanouts) if fanouts else None, batch, regime, epochs,
+                    seed, progress, provenance(device="cpu"))
 
 
 def replot(out_dir, figure: int, name: str, plot) -> Path:

@@ -24,6 +24,12 @@ ceilings and carries ``rows_gathered`` and ``row_bytes``; where no cell has
 one (every CPU run, records made before these columns) the columns are left
 out and one line says why.
 
+Every table gives the batch's regime (``suite.datasets.regime``) and its
+footprint as measured: ``footprint %``, the unique input nodes of a
+minibatch as a share of the nodes (rows gathered / minibatches / N), and
+``touched %``, the share of the nodes an epoch's minibatches gathered at
+least once.
+
 Numbers measured on a CPU are labelled so (``cpu_warning``): there the "GPU"
 tier is host memory, no byte crosses PCIe, and times compare code paths, not
 the paper's hardware effect.
@@ -37,10 +43,14 @@ from pathlib import Path
 
 import pandas as pd
 
-SETTINGS = ["dataset", "device", "processes", "gpus", "pipeline", "sampling", "fanouts", "batch_size", "loader", "scorer",
-            "hot_fraction"]
+from suite.datasets import regime as regimes
+
+SETTINGS = ["dataset", "device", "processes", "gpus", "pipeline", "sampling", "fanouts", "batch_size", "regime", "loader",
+            "scorer", "hot_fraction"]
 """The columns that make two records different measurements: epochs are averaged within one value of each, never across."""
 SPREAD_COLUMNS = ["epoch_s", "epoch_s min", "epoch_s max", "epochs"]
+FOOTPRINT = ["footprint %", "touched %"]
+"""Measured per record: the share of the nodes one minibatch gathers, and the share an epoch gathers."""
 MARKS = "mean of the recorded epochs; error bars: fastest-slowest epoch"
 BOUND = "gather bound s"
 RATIO = "gather / bound"
@@ -71,6 +81,7 @@ _NAMES = {
     "processes": lambda value: f"{value} process" + ("" if value == 1 else "es"),
     "gpus": lambda value: f"{value} GPU" + ("" if value == 1 else "s"),
     "batch_size": "batch {}".format,
+    "regime": "{} regime".format,
     "fanouts": "fanouts {}".format,
     "scorer": "scorer {}".format,
 }
@@ -93,6 +104,29 @@ def cpu_warning(records: pd.DataFrame) -> str:
             "compare code paths, not the paper's GPU effect; PCIe columns are the model.\n\n"
         )
     return ""
+
+
+def with_footprint(records: pd.DataFrame) -> pd.DataFrame:
+    """``records`` with their measured ``FOOTPRINT`` columns (empty where a record predates the counts)."""
+    def column(name):
+        return pd.to_numeric(records[name], errors="coerce").astype(float) if name in records else math.nan
+
+    minibatches = column("batches") * column("processes")
+    return records.assign(**{
+        FOOTPRINT[0]: 100 * regimes.footprint_share(column("rows_gathered"), minibatches, column("num_nodes")),
+        FOOTPRINT[1]: 100 * column("nodes_touched") / column("num_nodes"),
+    })
+
+
+def regime_text(records: pd.DataFrame) -> str:
+    """Which regime each dataset's batch is in, as the table's text says it (``suite.datasets.regime.describe``)."""
+    columns = [c for c in ("dataset", "batch_size", "regime") if c in records]
+    if len(columns) < 3:
+        return ""
+    settings = records[columns].drop_duplicates().sort_values(columns)
+    lines = [f"{row.dataset}: {regimes.describe(row.dataset, row.batch_size, row.regime)}." for row in settings.itertuples()]
+    return ("Regime (`footprint %`: unique input nodes per minibatch / nodes, `touched %`: nodes an epoch gathered / "
+            "nodes, both measured): " + " ".join(lines) + "\n\n")
 
 
 def settings_of(records: pd.DataFrame) -> list[str]:
@@ -193,7 +227,7 @@ def flagged(values: pd.Series, fmt: str, noise: pd.Series | None = None) -> pd.S
                       for value, flag in zip(values, noise)], index=values.index)
 
 
-def _measured_ceilings(path) -> tuple[float, float] | None:
+def measured_ceilings(path) -> tuple[float, float] | None:
     """The H2D memcpy and D2D copy ceilings (bytes/s) of the machine profile at ``path``; ``None`` where there is
     no such file (a path is relative to the working directory, as ``suite.io.provenance`` writes it) or it holds no
     measured ceilings (a CPU machine's, or one made with ``--no-measure``)."""
@@ -225,7 +259,7 @@ def with_bound(records: pd.DataFrame, settings: list[str]) -> tuple[pd.DataFrame
         return pd.to_numeric(values, errors="coerce").astype(float)
 
     profiles = records["machine_profile"] if "machine_profile" in records else pd.Series(None, index=records.index)
-    ceilings = {path: _measured_ceilings(path) for path in profiles.dropna().unique()}
+    ceilings = {path: measured_ceilings(path) for path in profiles.dropna().unique()}
     measured = profiles.map(lambda path: ceilings.get(path) if isinstance(path, str) else None)
     h2d = measured.map(lambda pair: math.nan if pair is None else pair[0]).astype(float)
     d2d = measured.map(lambda pair: math.nan if pair is None else pair[1]).astype(float)

@@ -1,7 +1,9 @@
 """The cells of a sweep: which loader runs on which dataset at which hot fraction, fanouts and sampling.
 
 A sweep is the product of datasets x fanouts x loaders x samplings x hot
-fractions, with each loader's traits from ``suite.registry`` applied: a
+fractions, each dataset at the batch of its regime (``suite.datasets.regime``:
+footprint-matched to the paper's by default, or the paper's batch unscaled,
+or a batch given by hand), with each loader's traits from ``suite.registry`` applied: a
 loader with a hot tier runs at every hot fraction, any other once at its
 fixed share (``in-memory`` 1, the rest 0); a loader that needs a reordered
 dataset gets the sweep's scorer, every other the dataset in its original
@@ -18,8 +20,9 @@ import numbers
 import torch
 
 from suite.datasets import entry_path, get_preset
+from suite.datasets import regime as regimes
 from suite.datasets.build import is_real_ogb
-from suite.datasets.presets import default_fanouts
+from suite.datasets.regime import default_fanouts
 from suite.figures import EXPERIMENTS
 from suite.registry import LOADERS, SCORERS, loader, reordered_loaders
 from suite.training.distributed import SAMPLING
@@ -33,28 +36,33 @@ class Cell:
     fanouts: tuple[int, ...]
     scorer: str
     sampling: str = "cpu"
+    batch_size: int = regimes.PAPER_BATCH
+    regime: str = "unscaled"  # which regime batch_size is in: "paper", "unscaled" or "fixed" (suite.datasets.regime)
 
     def describe(self) -> str:
         hot = f" hot {self.hot_fraction:.0%}" if loader(self.loader).hot_tier else ""
         sampling = f" {self.sampling} sampling" if self.sampling != "cpu" else ""
-        return f"{self.dataset} {self.loader}{hot}{sampling}"
+        return f"{self.dataset} {self.loader}{hot}{sampling} batch {self.batch_size}"
 
 
-def cells(datasets, loaders, hot_fractions, fanouts, scorer: str = "wrpr", samplings=("cpu",)) -> list[Cell]:
+def cells(datasets, loaders, hot_fractions, fanouts, scorer: str = "wrpr", samplings=("cpu",), regime: str = "paper",
+          batch_size: int | None = None) -> list[Cell]:
+    """The sweep's cells; each dataset's batch is ``batch_size`` where given, else its ``regime``'s."""
     out = []
     for dataset in datasets:
+        batch = regimes.resolve(dataset, regime, batch_size)
         for fanout in fanouts:
             for name in loaders:
                 spec = loader(name)
                 for sampling in samplings:
                     for hot in spec.hot_fractions(hot_fractions):
                         resolved = tuple(fanout) if fanout else default_fanouts(dataset)
-                        out.append(Cell(dataset, name, hot, resolved, scorer if spec.reordered else "none", sampling))
+                        out.append(Cell(dataset, name, hot, resolved, scorer if spec.reordered else "none", sampling, *batch))
     return out
 
 
 def sweep_cells(experiment: str, *, datasets=None, loaders=None, hot_fractions=None, fanouts=None, samplings=None,
-                scorer: str = "wrpr") -> list[Cell]:
+                scorer: str = "wrpr", regime: str | None = None, batch_size: int | None = None) -> list[Cell]:
     """The cells of a sweep: a predefined experiment's, with any setting given here replacing its own."""
     preset = EXPERIMENTS.get(experiment, {})
     settings = {
@@ -63,13 +71,16 @@ def sweep_cells(experiment: str, *, datasets=None, loaders=None, hot_fractions=N
         "hot_fractions": hot_fractions if hot_fractions is not None else preset.get("hot_fractions", [0.1]),
         "fanouts": fanouts or preset.get("fanouts", [None]),
         "samplings": samplings or preset.get("samplings", ["cpu"]),
+        "regime": regime or preset.get("regime", "paper"),
     }
     if not settings["datasets"] or not settings["loaders"]:
         raise ValueError(f"experiment {experiment!r} is not predefined ({', '.join(EXPERIMENTS)}): give datasets and loaders")
     for name in dict.fromkeys(settings["loaders"]):
         if name not in LOADERS:
             raise ValueError(f"unknown loader {name!r}; choose from {', '.join(LOADERS)}")
-    return cells(**settings, scorer=scorer)
+    if settings["regime"] not in regimes.REGIMES:
+        raise ValueError(f"unknown regime {settings['regime']!r}; choose from {', '.join(regimes.REGIMES)} (--regime)")
+    return cells(**settings, scorer=scorer, batch_size=batch_size)
 
 
 def check_count(value, least: int, option: str) -> int:

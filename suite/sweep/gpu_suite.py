@@ -101,7 +101,8 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
     for name, estimate in zip(DATASETS, (150, 60)):
         steps.append(Step(f"datasets-{name}", cli + ("prepare", "--dataset", name, "--scorer", "wrpr", "-q"),
                           "the dataset cache ($TIERBENCH_DATA)", estimate))
-    sweeps = {"fig8": (), "fig8-pipeline": ("--pipeline",), "fig10": ()}
+    # times at a batch that keeps the GPU busy; Figure 10's traffic in the paper's regime (suite.datasets.regime)
+    sweeps = {"fig8": ("--regime", "unscaled"), "fig8-pipeline": ("--regime", "unscaled", "--pipeline"), "fig10": ()}
     for sweep, extra in sweeps.items():
         for name in DATASETS:
             experiment = sweep.split("-")[0]

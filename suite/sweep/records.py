@@ -67,6 +67,7 @@ SCHEMA = {
     "feature_dim": Column("int"),
     "fanouts": Column("str"),
     "batch_size": Column("int"),
+    "regime": Column("str", default="unscaled"),
     "loader": Column("str"),
     "scorer": Column("str"),
     "hot_fraction": Column("float"),
@@ -90,6 +91,7 @@ SCHEMA = {
     "sampled_edges": Column("int"),
     "hit_ratio": Column("float"),
     "rows_gathered": Column("int", nullable=True),
+    "nodes_touched": Column("int", nullable=True),
     "row_bytes": Column("int", nullable=True),
     "pcie_payload_bytes": Column("int"),
     "pcie_requests": Column("int"),
@@ -100,8 +102,9 @@ SCHEMA = {
     "pipeline": Column("bool", default=False),
 }
 """Column -> type of a record; rows written before ``sampling``, ``processes`` and ``pipeline`` existed ran
-with CPU sampling, in one process, without a pipeline; those written before ``rows_gathered`` and ``row_bytes``
-existed miss them (``<NA>``)."""
+with CPU sampling, in one process, without a pipeline, and those written before ``regime`` with the paper's batch
+unscaled; those written before ``rows_gathered``, ``nodes_touched`` and ``row_bytes`` existed miss them
+(``<NA>``)."""
 
 _EXTRA = Column("str", nullable=True)  # a column this version does not know: kept as text
 _INTEGER = re.compile(r"[+-]?\d+(?:\.0*)?")  # pandas wrote an integer column with a gap as floats: 1744078336.0

@@ -63,22 +63,21 @@ def open_dataset(cell: Cell, ogb_root=None, progress: bool = True):
     return load_dataset(cell.dataset, ogb_root=ogb_root, progress=progress)
 
 
-def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, batch_size: int, device: str, pipeline: bool,
-             processes: int) -> pd.Series:
+def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, device: str, pipeline: bool, processes: int) -> pd.Series:
     """Which records belong to ``cell`` measured with these settings on this device."""
     if records.empty:
         return pd.Series(dtype=bool)
     return (records["pipeline"] == pipeline) & (records["sampling"] == cell.sampling) & (records["processes"] == processes) & (
         (records["dataset"] == cell.dataset) & (records["loader"] == cell.loader) & (records["scorer"] == cell.scorer)
         & (records["hot_fraction"].round(6) == round(cell.hot_fraction, 6)) & (records["fanouts"] == fanouts)
-        & (records["batch_size"] == batch_size) & (records["device"] == device)
+        & (records["batch_size"] == cell.batch_size) & (records["device"] == device)
     )
 
 
-def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, batch_size: int, device, seed: int,
-               pipeline: bool, progress: bool, shm_dir: str = "/dev/shm", model: dict | None = None,
-               on_epoch=None) -> list[EpochResult]:
-    """Train GraphSAGE on ``cell``: ``warmup`` unrecorded epochs, then ``epochs`` whose results are returned.
+def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, seed: int, pipeline: bool, progress: bool,
+               shm_dir: str = "/dev/shm", model: dict | None = None, on_epoch=None) -> list[EpochResult]:
+    """Train GraphSAGE on ``cell`` (at its batch): ``warmup`` unrecorded epochs, then ``epochs`` whose results are
+    returned.
 
     In a distributed run every process calls this together.  ``model``
     (hidden, dropout, lr) goes to the trainer; ``on_epoch(result)`` is called
@@ -100,7 +99,7 @@ def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, batch_size:
         loader = create_loader(cell.loader, dataset, cell.hot_fraction, device, progress=progress)
         make_trainer = Trainer
     try:
-        trainer = make_trainer(dataset, loader, cell.fanouts, batch_size=batch_size, seed=seed, **(model or {}))
+        trainer = make_trainer(dataset, loader, cell.fanouts, batch_size=cell.batch_size, seed=seed, **(model or {}))
         for epoch in range(warmup):
             trainer.train_epoch(epoch, progress=False, pipeline=pipeline)
         results = []
@@ -118,17 +117,18 @@ def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, batch_size:
     return results
 
 
-def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, batch_size: int, device, seed: int, pipeline: bool,
-             progress: bool, shm_dir: str = "/dev/shm") -> list[dict]:
+def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int, pipeline: bool, progress: bool,
+             shm_dir: str = "/dev/shm") -> list[dict]:
     """Train one cell (``train_cell``) and return its records: one row per recorded epoch, with the cell's settings
     and the provenance of the measurement."""
-    results = train_cell(cell, dataset, epochs=epochs, warmup=warmup, batch_size=batch_size, device=device, seed=seed,
-                         pipeline=pipeline, progress=progress, shm_dir=shm_dir)
+    results = train_cell(cell, dataset, epochs=epochs, warmup=warmup, device=device, seed=seed, pipeline=pipeline,
+                         progress=progress, shm_dir=shm_dir)
     processes = dist.get_world_size() if dist.is_initialized() else 1
     record = provenance(device)
     common = {
         "dataset": cell.dataset, "num_nodes": dataset.num_nodes, "num_edges": dataset.graph.num_edges,
-        "feature_dim": dataset.feature_dim, "fanouts": ",".join(map(str, cell.fanouts)), "batch_size": batch_size,
+        "feature_dim": dataset.feature_dim, "fanouts": ",".join(map(str, cell.fanouts)), "batch_size": cell.batch_size,
+        "regime": cell.regime,
         "loader": cell.loader, "scorer": cell.scorer, "hot_fraction": cell.hot_fraction,
         "sampling": cell.sampling, "processes": processes,
         "gpus": processes if torch.device(device).type == "cuda" else 0, **record,
@@ -162,7 +162,6 @@ class Sweep:
     cells: list[Cell]
     epochs: int
     warmup: int
-    batch_size: int
     device: torch.device | str
     pipeline: bool
     processes: int
@@ -176,8 +175,7 @@ class Sweep:
     def rows_of(self, cell: Cell):
         """``records -> mask`` of the records of ``cell`` measured with this sweep's settings on this device."""
         return functools.partial(_rows_of, cell=cell, fanouts=",".join(map(str, cell.fanouts)),
-                                 batch_size=self.batch_size, device=self.device_name, pipeline=self.pipeline,
-                                 processes=self.processes)
+                                 device=self.device_name, pipeline=self.pipeline, processes=self.processes)
 
     def is_recorded(self, cell: Cell) -> bool:
         return bool(self.rows_of(cell)(read_records(self.path)).any())
@@ -189,9 +187,9 @@ class Sweep:
 
 
 def plan_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
-               fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int = 1024, device="cpu",
-               scorer: str | None = "wrpr", pipeline: bool = False, ogb_root=None,
-               processes: int | None = None) -> Sweep:
+               fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int | None = None,
+               regime: str | None = None, device="cpu", scorer: str | None = "wrpr", pipeline: bool = False,
+               ogb_root=None, processes: int | None = None) -> Sweep:
     """The sweep's cells and settings, every one checked before anything runs (nothing is built or written).
 
     ``processes``: how many processes run the sweep together (``tierbench
@@ -212,20 +210,22 @@ def plan_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loader
         samplings = [name for name in preset.get("samplings", ["cpu"]) if name != "uva"]
     epochs = check_count(epochs if epochs is not None else preset.get("epochs", 1), 1, "epochs (--epochs)")
     warmup = check_count(warmup if warmup is not None else preset.get("warmup", 1), 0, "warmup (--warmup)")
-    batch_size = check_count(batch_size, 1, "batch size (--batch-size)")
+    if batch_size is not None:
+        batch_size = check_count(batch_size, 1, "batch size (--batch-size)")
     todo = sweep_cells(experiment, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions, fanouts=fanouts,
-                       samplings=samplings, scorer=scorer)
+                       samplings=samplings, scorer=scorer, regime=regime, batch_size=batch_size)
     fractions = hot_fractions if hot_fractions is not None else preset.get("hot_fractions", [])
     check_cells(todo, fractions, scorer, ogb_root, device, distributed)
     check_writable(path)
     read_records(path)  # a records file that does not parse is refused now, not after the first cell
-    return Sweep(path, todo, epochs, warmup, batch_size, device, pipeline, processes)
+    return Sweep(path, todo, epochs, warmup, device, pipeline, processes)
 
 
 def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
-              fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int = 1024, device="cpu",
-              scorer: str | None = "wrpr", seed: int = 0, pipeline: bool = False, rerun: bool = False, ogb_root=None,
-              progress: bool = True, shm_dir: str = "/dev/shm") -> tuple[Path, pd.DataFrame]:
+              fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int | None = None,
+              regime: str | None = None, device="cpu", scorer: str | None = "wrpr", seed: int = 0,
+              pipeline: bool = False, rerun: bool = False, ogb_root=None, progress: bool = True,
+              shm_dir: str = "/dev/shm") -> tuple[Path, pd.DataFrame]:
     """Run (or resume) a sweep; returns the CSV path and a summary table of the cells run or found.
 
     The whole sweep is checked first (``plan_sweep``).  Inside a process
@@ -235,7 +235,7 @@ def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders
     """
     sweep = plan_sweep(experiment, out_dir, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions,
                        fanouts=fanouts, samplings=samplings, epochs=epochs, warmup=warmup, batch_size=batch_size,
-                       device=device, scorer=scorer, pipeline=pipeline, ogb_root=ogb_root)
+                       regime=regime, device=device, scorer=scorer, pipeline=pipeline, ogb_root=ogb_root)
     writer = not dist.is_initialized() or dist.get_rank() == 0
     datasets_loaded = {}  # (dataset, scorer) -> Dataset: each is opened and checksummed once per sweep
     with tqdm(sweep.cells, desc=experiment, unit="cell", disable=not (progress and writer)) as bar:
@@ -246,9 +246,8 @@ def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders
             key = (cell.dataset, cell.scorer)
             if key not in datasets_loaded:
                 datasets_loaded[key] = open_dataset(cell, ogb_root, progress=False)
-            rows = run_cell(cell, datasets_loaded[key], epochs=sweep.epochs, warmup=sweep.warmup,
-                            batch_size=sweep.batch_size, device=device, seed=seed, pipeline=pipeline, progress=False,
-                            shm_dir=shm_dir)
+            rows = run_cell(cell, datasets_loaded[key], epochs=sweep.epochs, warmup=sweep.warmup, device=device,
+                            seed=seed, pipeline=pipeline, progress=False, shm_dir=shm_dir)
             if writer:  # a rerun replaces the cell's earlier rows, chosen under the file's lock
                 store_records(sweep.path, rows, sweep.rows_of(cell) if rerun else None)
     return sweep.path, summarize_runs(read_records(sweep.path))

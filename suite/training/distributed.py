@@ -31,7 +31,8 @@ processes stand in for G GPUs, so CI can run the whole path).  Every process:
 
 An epoch's result is combined over processes: times are the slowest
 process's (the step waits for it), losses and accuracy are over all
-processes' minibatches, hit ratio, rows gathered and traffic are summed.
+processes' minibatches, hit ratio, rows gathered and traffic are summed,
+and the nodes touched are those any process gathered.
 """
 
 from __future__ import annotations
@@ -164,9 +165,12 @@ class DistributedTrainer(Trainer):
                           result.sampled_edges, measured or 0, measured is None])
         hits, accesses, payload, requests, host, resident, edges, rx, unmeasured = (int(v) for v in sums.tolist())
         losses = self._reduce(result.losses) / self.world  # minibatch i's loss averaged over the processes
+        touched = self.epoch_touched.to(device=self.comm_device, dtype=torch.uint8)
+        dist.all_reduce(touched, op=dist.ReduceOp.MAX, group=self.group)  # a node any process gathered
         return dataclasses.replace(
             result, loss=float(losses.mean()), sample_s=float(slowest[0]), gather_s=float(slowest[1]),
             train_s=float(slowest[2]), epoch_s=float(slowest[3]), sampled_edges=edges, rows_gathered=accesses,
+            nodes_touched=int(touched.sum()),
             hit_ratio=hits / accesses if accesses else float("nan"), pcie_payload_bytes=payload, pcie_requests=requests,
             host_bytes_touched=host, gpu_bytes_resident=resident,
             pcie_rx_bytes_measured=None if unmeasured else rx, losses=losses.tolist(),

@@ -51,6 +51,7 @@ class EpochResult:
     sampled_edges: int
     hit_ratio: float
     rows_gathered: int  # the loader's accesses: the unique input nodes of every training minibatch, summed
+    nodes_touched: int  # distinct nodes whose rows the epoch's training minibatches gathered
     row_bytes: int  # bytes of one row of the feature table (D x element size)
     pcie_payload_bytes: int  # modelled (tiering.traffic)
     pcie_requests: int  # modelled
@@ -102,6 +103,7 @@ class Trainer:
         self.labels = dataset.labels.to(self.device)
         self.pcie = PCIeCounter(self.device)
         self.epoch_stats = None  # the loader's counters over the last training epoch's minibatches
+        self.epoch_touched = None  # which nodes the last training epoch's minibatches gathered (bool, N)
 
     def _sync(self):
         """Wait for the work queued on the training's CUDA stream (other streams, such as the
@@ -147,6 +149,7 @@ class Trainer:
         self.loader.reset_stats()
         times = {"sample": 0.0, "gather": 0.0, "train": 0.0}
         losses, edges = [], 0
+        touched = torch.zeros(self.dataset.num_nodes, dtype=torch.bool, device=self.sampler.graph.indptr.device)
         batches, total, _ = self._batches("train", epoch, shuffle=True)
         bar = tqdm(total=total, desc=f"epoch {epoch}", unit="batch", disable=not progress, leave=False)
         self.pcie.start()
@@ -160,6 +163,7 @@ class Trainer:
         try:
             for batch, x, blocks in stages:
                 edges += batch.num_sampled_edges
+                touched[batch.input_nodes] = True
                 losses.append(float(self._step(batch, x, blocks, times, train=True)))
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
                 bar.update(1)
@@ -169,6 +173,7 @@ class Trainer:
             self.pcie.close()  # an interrupted epoch leaves no NVML reader running
         bar.close()
         stats = self.epoch_stats = self.loader.stats()  # before the validation pass gathers rows of its own
+        self.epoch_touched = touched
         return EpochResult(
             epoch=epoch,
             loss=sum(losses) / len(losses),
@@ -181,6 +186,7 @@ class Trainer:
             sampled_edges=edges,
             hit_ratio=stats.hit_ratio,
             rows_gathered=stats.accesses,
+            nodes_touched=int(touched.sum()),
             row_bytes=self.dataset.feature_dim * self.dataset.features.element_size(),
             pcie_payload_bytes=stats.pcie_payload_bytes,
             pcie_requests=stats.pcie_requests,

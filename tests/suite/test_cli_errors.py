@@ -239,7 +239,7 @@ def test_help_shows_defaults_and_the_registries(capsys):
     assert status == 0
     for name in LOADERS:
         assert name in out
-    assert "(default: 1024)" in out and "(default: 256)" in out and "(default: in-memory)" in out
+    assert "(default: paper)" in out and "(default: 256)" in out and "(default: in-memory)" in out
     assert "tiny, tiny-rmat, products-s" in out  # --dataset names the presets
     status, out, _ = run(["prepare", "--help"], capsys)
     assert "damping factor (default 0.85)" in out and "(default: None)" not in out

@@ -154,15 +154,15 @@ import os, pathlib, sys, time
 import suite.datasets.build as build
 
 ready, builds = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-generate = build.generate_arrays
+generate = build.generate_graph
 
-def counted(preset):
+def counted(preset, progress=False):
     with open(builds, "a") as f:
         f.write(f"{os.getpid()}\n")
     time.sleep(1.0)  # hold the lock while the others arrive
-    return generate(preset)
+    return generate(preset, progress)
 
-build.generate_arrays = counted
+build.generate_graph = counted
 (ready / str(os.getpid())).touch()
 deadline = time.monotonic() + 120
 while len(list(ready.iterdir())) < 3 and time.monotonic() < deadline:  # start the three builds together
@@ -204,7 +204,7 @@ def dead_pid() -> int:
 def refuse_to_build(monkeypatch):
     import suite.datasets.build as build
 
-    monkeypatch.setattr(build, "generate_arrays", lambda preset: pytest.fail("the entry was rebuilt"))
+    monkeypatch.setattr(build, "generate_graph", lambda *args: pytest.fail("the entry was rebuilt"))
 
 
 def test_a_publication_killed_between_its_two_renames_is_restored(copy_of_tiny, monkeypatch):

@@ -245,5 +245,5 @@ def test_the_demo_writes_into_an_ignored_folder_and_results_demo_into_results():
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("needs a git checkout")
     ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "--no-index", "out/runs/demo.csv",
-                              "out/demo/fig8.md", ".venv"], capture_output=True, text=True).stdout.split()
-    assert ignored == ["out/runs/demo.csv", "out/demo/fig8.md", ".venv"]
+                              "out/demo/demo.md", ".venv"], capture_output=True, text=True).stdout.split()
+    assert ignored == ["out/runs/demo.csv", "out/demo/demo.md", ".venv"]

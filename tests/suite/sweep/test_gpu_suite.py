@@ -63,7 +63,7 @@ def test_the_dry_run_lists_every_step_in_order_with_its_command(tmp_path, fake_g
     folder = tmp_path / "gpu" / "cuda-fake-gpu-80gb"
     assert f"-m suite.cli doctor --out {tmp_path / 'machines'}" in text
     assert "-m pytest" in text and "test_loaders.py" in text and "test_multi_gpu.py" in text
-    assert f"run --experiment fig8 --datasets papers-s --device cuda --runs {folder / 'runs'} -q --pipeline" in text
+    assert f"run --experiment fig8 --datasets papers-s --device cuda --runs {folder / 'runs'} -q --regime unscaled --pipeline" in text
     assert f"report --experiment fig10 --runs {folder / 'runs'} --out {folder / 'fig10'}" in text
 
 

@@ -1,0 +1,287 @@
+"""The paper's regime: how much of the graph one minibatch touches (seeds/000 §5.1, §5.2).
+
+How well a hot tier of x% of the nodes serves a minibatch depends on the
+minibatch's *footprint*: the unique nodes whose features it needs, as a
+share of all nodes.  seeds/000 trains ogbn-papers100M (111M nodes) with
+1024 seeds and fanouts (12, 12, 12); such a minibatch touches about 1% of
+the graph.  The same batch touches about 28% of papers-s (1M nodes), where
+every node is fetched by most minibatches and any placement looks alike.  A
+synthetic preset reproduces the paper's regime only with a batch whose
+footprint share matches the paper's on the graph it imitates.
+
+The imitated graph is too big to build here, so its footprint comes from a
+model of the generator (``footprint_model``): the degree-corrected block
+model of ``suite.datasets.dcsbm`` drawn lazily, one neighbour list at a time.
+A node's list has Poisson(E θ_row / Σθ_row) entries; each entry is in the
+node's class with probability ``homophily``, otherwise in a class chosen in
+proportion to its propensity mass, and inside the class it is a node drawn
+in proportion to θ_col.  Lists are fixed per node (entry j of node v is the
+same draw whenever v is sampled), and the sampler of
+``tiering.sampling.NeighborSampler`` runs on them unchanged: every node of
+the minibatch so far is sampled again at each hop, ``min(length, fanout)``
+distinct list positions.  It leaves out that the real lists hold no
+duplicates; on the presets themselves the model's footprint is within a few
+percent of the measured one (``tests/suite/datasets/test_regime.py``).
+
+``batch_size(name, regime)`` is the one place every experiment, sweep and
+profile takes its batch from:
+
+* ``paper`` (the default): the batch whose modelled footprint share on the
+  preset equals the modelled footprint share of the paper's batch on the
+  imitated graph, at the paper's fanouts; one model on both sides, so its
+  error largely cancels.  A real OGB dataset is its own imitated graph and
+  keeps the paper's batch.
+* ``unscaled``: the paper's batch as it is (1024), whatever the graph's
+  size: a batch that keeps a GPU busy, at the cost of a footprint far larger
+  than the paper's on a small graph.
+
+What a minibatch actually touched is measured where it runs
+(``measured_footprint``) and printed in every table beside the regime.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numba
+import numpy as np
+
+from suite.datasets.presets import PRESETS, Preset
+from tiering.rng import normal, uniform
+
+REGIMES = ("paper", "unscaled")
+"""``paper``: footprint-matched batch; ``unscaled``: the paper's batch as it is."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ImitatedGraph:
+    """An OGB graph a preset imitates, with the training setting the paper used on it."""
+
+    name: str
+    num_nodes: int
+    batch_size: int
+    fanouts: tuple[int, ...]
+
+
+IMITATED = {
+    g.name: g
+    for g in (
+        # seeds/000 §5.1: batch 1024, fanouts (12, 12, 12) on ogbn-papers100M (node count from OGB's dataset page)
+        ImitatedGraph("ogbn-papers100M", 111_059_956, 1024, (12, 12, 12)),
+        # PyG's ogbn-products example: batch 1024, fanouts (15, 10, 5)
+        ImitatedGraph("ogbn-products", 2_449_029, 1024, (15, 10, 5)),
+    )
+}
+"""The graphs presets imitate, by OGB name."""
+
+PAPER_BATCH = 1024
+"""The batch of seeds/000's runs; also the unscaled batch of a graph that imitates none of ``IMITATED``."""
+
+MODEL_BATCHES = 8
+"""Minibatches the footprint model averages over."""
+
+
+def imitated_graph(name: str) -> ImitatedGraph | None:
+    """The graph dataset ``name`` imitates (a real OGB dataset imitates itself), or None."""
+    if name in PRESETS:
+        return IMITATED.get(PRESETS[name].imitates)
+    return IMITATED.get(name)
+
+
+def default_fanouts(name: str) -> tuple[int, ...]:
+    """The training fanouts of a dataset: the paper's on the graph it imitates, else (10, 10)."""
+    imitated = imitated_graph(name)
+    return imitated.fanouts if imitated else (10, 10)
+
+
+# ------------------------------------------------------------------ the model
+@numba.njit(parallel=True, cache=True)
+def _pareto_cumsum(alpha, seed, stream, out):
+    """Pareto(alpha) propensities (as ``dcsbm._pareto`` draws them), then their running sum in place."""
+    for v in numba.prange(len(out)):
+        out[v] = (1.0 - uniform(seed, stream, v)) ** (-1.0 / alpha)
+    total = 0.0
+    for v in range(len(out)):
+        total += out[v]
+        out[v] = total
+
+
+@numba.njit(parallel=True, cache=True)
+def _pareto_sum(alpha, seed, stream, n):
+    total = 0.0
+    for v in numba.prange(n):
+        total += (1.0 - uniform(seed, stream, v)) ** (-1.0 / alpha)
+    return total
+
+
+@numba.njit(inline="always")
+def _list_length(mean, seed, v):
+    """Poisson(mean) from counter-based draws: inversion for small means, the normal approximation for large."""
+    if mean > 64.0:
+        return max(0, int(round(mean + np.sqrt(mean) * normal(seed, 4, v))))
+    u = uniform(seed, 5, v)
+    p = np.exp(-mean)
+    k, cdf = 0, p
+    while u > cdf and k < 1000:
+        k += 1
+        p *= mean / k
+        cdf += p
+    return k
+
+
+@numba.njit(inline="always")
+def _entry(cum_col, block_ptr, cum_block, home, homophily, seed, v, j):
+    """Entry j of node v's list: a node of v's class (``home``) or of a class drawn by mass, drawn by θ_col."""
+    entry_seed = seed + np.uint64(1)
+    r = home
+    if uniform(entry_seed, v, 3 * j) >= homophily:
+        x = uniform(entry_seed, v, 3 * j + 1) * cum_block[-1]
+        r = min(np.searchsorted(cum_block, x, side="right"), len(cum_block) - 1)
+    lo, hi = block_ptr[r], block_ptr[r + 1]
+    base = cum_col[lo - 1] if lo > 0 else 0.0
+    x = base + uniform(entry_seed, v, 3 * j + 2) * (cum_col[hi - 1] - base)
+    return min(max(np.searchsorted(cum_col, x, side="right"), lo), hi - 1)
+
+
+@numba.njit(parallel=True, cache=True)
+def _sample_hop(nodes, fanout, hop_seed, cum_col, row_total, symmetric, alpha, entries, block_ptr, cum_block,
+                homophily, seed, out, counts):
+    for i in numba.prange(len(nodes)):
+        v = nodes[i]
+        if symmetric:
+            theta = cum_col[v] - (cum_col[v - 1] if v > 0 else 0.0)
+        else:
+            theta = (1.0 - uniform(seed, 2, v)) ** (-1.0 / alpha)
+        length = _list_length(entries * theta / row_total, seed, v)
+        home = min(np.searchsorted(block_ptr, v, side="right") - 1, len(block_ptr) - 2)
+        k = min(length, fanout)
+        counts[i] = k
+        for r in range(k):
+            if length <= fanout:
+                t = r
+            else:
+                j = length - fanout + r
+                t = min(int(uniform(hop_seed, v, r) * (j + 1)), j)
+                for q in range(r):
+                    if out[i * fanout + q] == t:
+                        t = j
+                        break
+            out[i * fanout + r] = t
+        extra = length  # a repeated entry is redrawn past the list's end: real lists hold no duplicates
+        for r in range(k):
+            u = _entry(cum_col, block_ptr, cum_block, home, homophily, seed, v, out[i * fanout + r])
+            for attempt in range(8):
+                repeated = False
+                for q in range(r):
+                    if out[i * fanout + q] == u:
+                        repeated = True
+                        break
+                if not repeated:
+                    break
+                u = _entry(cum_col, block_ptr, cum_block, home, homophily, seed, v, extra)
+                extra += 1
+            out[i * fanout + r] = u
+
+
+def _class_blocks(preset: Preset, num_nodes: int) -> np.ndarray:
+    """Class boundaries in a class-sorted numbering: each class as large as its expected share."""
+    weights = np.arange(1, preset.num_classes + 1, dtype=np.float64) ** -preset.class_skew
+    sizes = np.floor(num_nodes * weights / weights.sum()).astype(np.int64)
+    sizes[0] += num_nodes - sizes.sum()
+    return np.concatenate([[0], np.cumsum(sizes)])
+
+
+@functools.lru_cache(maxsize=32)
+def footprint_model(preset: Preset, num_nodes: int, batch_size: int, fanouts: tuple[int, ...],
+                    batches: int = MODEL_BATCHES, seed: int = 0) -> float:
+    """Mean footprint share (unique input nodes ÷ N) of ``batches`` minibatches of ``batch_size`` seeds at
+    ``fanouts``, on ``preset``'s generator at ``num_nodes`` nodes, drawn lazily (the module docstring)."""
+    if preset.generator != "dcsbm":
+        raise ValueError(f"the footprint model follows the dcsbm generator; {preset.name} is {preset.generator}")
+    alpha = preset.degree_exponent - 1.0
+    rng_seed = np.uint64(seed * 1_000_003 + preset.seed)
+    cum_col = np.empty(num_nodes, dtype=np.float64)
+    _pareto_cumsum(alpha, rng_seed, 1, cum_col)
+    row_total = cum_col[-1] if preset.symmetric else _pareto_sum(alpha, rng_seed, 2, num_nodes)
+    entries = num_nodes * preset.avg_degree
+    block_ptr = _class_blocks(preset, num_nodes)
+    cum_block = np.cumsum([cum_col[hi - 1] - (cum_col[lo - 1] if lo else 0.0)
+                           for lo, hi in zip(block_ptr[:-1], block_ptr[1:])])
+    draw = np.random.default_rng([seed, num_nodes, batch_size])
+    shares = []
+    for b in range(batches):
+        nodes = np.sort(draw.choice(num_nodes, size=min(batch_size, num_nodes), replace=False))
+        for hop, fanout in enumerate(fanouts):
+            out = np.empty(len(nodes) * fanout, dtype=np.int64)
+            counts = np.empty(len(nodes), dtype=np.int64)
+            hop_seed = np.uint64((seed * 7919 + b) * 31 + hop)
+            _sample_hop(nodes, fanout, hop_seed, cum_col, row_total, preset.symmetric, alpha, entries, block_ptr,
+                        cum_block, preset.homophily, rng_seed, out, counts)
+            keep = (np.arange(fanout)[None, :] < counts[:, None]).ravel()
+            nodes = np.union1d(nodes, out[keep])
+        shares.append(len(nodes) / num_nodes)
+    return float(np.mean(shares))
+
+
+# ------------------------------------------------------------------ the batch
+@functools.lru_cache(maxsize=32)
+def _matched_batch(name: str) -> int:
+    preset, imitated = PRESETS[name], imitated_graph(name)
+    target = footprint_model(preset, imitated.num_nodes, imitated.batch_size, imitated.fanouts)
+    low, high = 1, imitated.batch_size  # the model grows with the batch: bisect for the first batch reaching target
+    while low < high:
+        middle = (low + high) // 2
+        if footprint_model(preset, preset.num_nodes, middle, imitated.fanouts) < target:
+            low = middle + 1
+        else:
+            high = middle
+    if low > 1:  # the nearer of the two batches around the target
+        below = footprint_model(preset, preset.num_nodes, low - 1, imitated.fanouts)
+        if target - below < footprint_model(preset, preset.num_nodes, low, imitated.fanouts) - target:
+            low -= 1
+    return low
+
+
+def resolve(name: str, regime: str = "paper", batch_size: int | None = None) -> tuple[int, str]:
+    """``(batch, regime)`` of dataset ``name``: the batch an experiment trains and samples it with, and the regime
+    that batch is in.
+
+    ``batch_size`` given: that batch, regime ``fixed``.  ``paper``: the
+    footprint-matched batch of a preset imitating an OGB graph, the paper's
+    batch on the OGB graph itself.  ``unscaled``, or a graph that imitates
+    none of ``IMITATED``: the paper's batch as it is.
+    """
+    if regime not in REGIMES:
+        raise ValueError(f"unknown regime {regime!r}; choose from {', '.join(REGIMES)}")
+    if batch_size is not None:
+        return batch_size, "fixed"
+    imitated = imitated_graph(name)
+    if imitated is None:
+        return PAPER_BATCH, "unscaled"
+    if regime == "unscaled" or name not in PRESETS:
+        return imitated.batch_size, "unscaled" if name in PRESETS else "paper"
+    return _matched_batch(name), "paper"
+
+
+def describe(name: str, batch: int, regime: str) -> str:
+    """What the regime of a table's batch means, as a sentence."""
+    imitated = imitated_graph(name)
+    if regime == "fixed":
+        return f"batch {batch} set by hand (--batch-size)"
+    if imitated is None:
+        return f"batch {batch}, unscaled: {name} imitates no graph the paper trained on"
+    setting = f"batch {imitated.batch_size} at fanouts {','.join(map(str, imitated.fanouts))} on {imitated.name}"
+    if regime == "unscaled":
+        return (f"batch {batch}, unscaled: the paper's batch as it is, a much larger share of {name} than {setting} "
+                "touches (time at a batch that keeps a GPU busy)")
+    if name not in PRESETS:
+        return f"the paper's regime: {setting}"
+    share = footprint_model(PRESETS[name], imitated.num_nodes, imitated.batch_size, imitated.fanouts)
+    return (f"the paper's regime: batch {batch}, whose footprint on {name} matches the modelled {100 * share:.2g}% "
+            f"of {setting} (suite/datasets/regime.py)")
+
+
+def footprint_share(rows_gathered, batches, num_nodes):
+    """The measured footprint share: rows gathered per minibatch (unique input nodes) ÷ nodes."""
+    return rows_gathered / batches / num_nodes

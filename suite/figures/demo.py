@@ -1,0 +1,118 @@
+"""The demo: what data tiering does to one epoch, loader by loader, in the paper's regime (seeds/000 §5.3-5.4).
+
+Made by ``tierbench run --experiment demo`` and then ``tierbench report
+--experiment demo`` (``tox -e demo``, about two minutes on two cores).  The
+graph is ``papers-xs``, shaped like ogbn-papers100M, trained at the batch of
+the paper's regime (``suite.datasets.regime``), so that a minibatch touches
+the share of the graph it touches in the paper and a hot tier pays as it
+does there.  One bar per loader and hot fraction (never averaged together),
+in four panels:
+
+* hit ratio: the share of gathered rows served from GPU memory;
+* PCIe bytes per epoch, from the traffic model (DESIGN.md, Metrics);
+* epoch time on this machine, labelled with its device (on a CPU the GPU
+  tier is host memory and nothing crosses PCIe);
+* where a GPU's machine profile with measured ceilings exists
+  (``tierbench doctor``, ``results/machines``), the data-loading time of
+  the epoch *projected* for that GPU: cold bytes / its H2D ceiling + hot
+  bytes / its D2D ceiling (the bound of ``suite.figures.sweep_tables``),
+  labelled with the profile's device and date.  It is a projection, never a
+  measurement.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from suite.figures import sweep_tables as tables
+from suite.io.plotting import pyplot, write_table_and_figure
+from suite.io.provenance import caption
+from suite.registry import LOADERS
+
+EXPERIMENTS = {
+    "demo": dict(datasets=["papers-xs"], loaders=["cpu-gather", "uva", "degree-cache", "tiered"],
+                 hot_fractions=[0.1, 0.25], fanouts=[None], epochs=1, warmup=0, regime="paper"),
+}
+"""The demo's sweep: the paper's baselines and data tiering at 10% and 25% hot on a papers-like graph."""
+
+MACHINES = Path("results/machines")
+"""Where ``tierbench doctor`` writes machine profiles; the newest GPU profile with ceilings gives the projection."""
+PROJECTED = "data loading s, projected"
+
+
+def gpu_profile(machines=MACHINES) -> tuple[Path, dict] | None:
+    """The newest machine profile in ``machines`` measured on a GPU with both ceilings, or None."""
+    found = []
+    for path in sorted(Path(machines).glob("*.json")):
+        if tables.measured_ceilings(str(path)) is not None:
+            profile = json.loads(path.read_text(encoding="utf-8"))
+            found.append((str(profile.get("time", "")), path, profile))
+    if not found:
+        return None
+    _, path, profile = max(found, key=lambda item: item[0])
+    return path, profile
+
+
+def _bar(row) -> str:
+    hot = f" {100 * row['hot_fraction']:g}%" if LOADERS[row["loader"]].hot_tier else ""
+    return f"{row['loader']}{hot}"
+
+
+def render(records: pd.DataFrame, out_dir, command: str, machines=MACHINES) -> list[Path]:
+    """Write ``demo.md``, ``demo.csv`` and ``demo.png`` into ``out_dir`` from the demo's ``records``."""
+    plt, sns = pyplot()
+    records = tables.with_footprint(records)
+    settings = tables.settings_of(records)
+    columns = ["epoch_s", "hit_ratio", "pcie_payload_bytes", "rows_gathered", "row_bytes", *tables.FOOTPRINT]
+    table = tables.per_cell(records, settings, columns)
+    order = [name for name in LOADERS if name in set(table["loader"])]
+    table["loader"] = pd.Categorical(table["loader"], order, ordered=True)
+    table = table.sort_values(["dataset", "loader", "hot_fraction"]).reset_index(drop=True)
+    table["loader"] = table["loader"].astype(str)
+    table["bar"] = table.apply(_bar, axis=1)
+    device = " / ".join(sorted(records["device"].unique()))
+    profile = gpu_profile(machines)
+    projection = "No GPU machine profile with measured ceilings in results/machines: no projection (`tierbench doctor`)."
+    if profile is not None:
+        path, machine = profile
+        h2d, d2d = tables.measured_ceilings(str(path))
+        hot_bytes = table["hit_ratio"] * table["rows_gathered"] * table["row_bytes"]
+        table[PROJECTED] = table["pcie_payload_bytes"] / h2d + hot_bytes / d2d
+        projection = (f"`{PROJECTED}`: the epoch's cold bytes / the H2D ceiling + hot bytes / the D2D ceiling of "
+                      f"{machine['device']} as `tierbench doctor` measured them on {machine['time']} ({path}); a "
+                      "projection from the traffic model, not a measurement.")
+
+    shown = ["dataset"] * (table["dataset"].nunique() > 1) + ["bar"]
+    display = table[shown].rename(columns={"bar": "loader"}).assign(**{
+        f"epoch s ({device}), mean (min-max)": tables.epoch_text(table),
+        "hit ratio": table["hit_ratio"],
+        "PCIe bytes / epoch (model)": table["pcie_payload_bytes"],
+        **{name: table[name] for name in tables.FOOTPRINT},
+    })
+    if PROJECTED in table:
+        display[PROJECTED] = table[PROJECTED]
+
+    panels = [("hit_ratio", "hit ratio (rows from GPU memory)"), ("pcie_gb", "PCIe GB / epoch (model)"),
+              ("epoch_s", f"epoch time (s), measured on\n{device}")]
+    plotted = table.assign(pcie_gb=table["pcie_payload_bytes"] / 1e9)
+    if PROJECTED in table:
+        panels.append((PROJECTED, f"data loading (s), projected for\n{profile[1]['device']} ({profile[1]['time'][:10]})"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.6), squeeze=False)
+    for ax, (column, label) in zip(axes[0], panels):
+        sns.barplot(data=plotted, x="bar", y=column, hue="loader", dodge=False, legend=False, ax=ax)
+        ax.set(xlabel="", ylabel=label)
+        ax.tick_params(axis="x", rotation=35)
+    fig.suptitle("What tiering does to one epoch: one bar per loader and hot fraction")
+    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
+    record = tables.record_of(records)
+    markdown = (
+        f"# Demo: feature loaders in the paper's regime\n\nMade by {command}; {caption(record)}.\n\n"
+        f"{tables.cpu_warning(records)}{tables.common_settings(records, settings)}{tables.regime_text(records)}"
+        f"{tables.spread_text(table)}Hit ratio: rows served from GPU memory / rows gathered. PCIe bytes per epoch are "
+        f"the traffic model's (DESIGN.md, Metrics): what the loader would move over PCIe on a GPU. {projection}\n\n"
+        + tables.markdown_table(display)
+    )
+    return write_table_and_figure(out_dir, "demo", markdown, table.drop(columns="bar"), fig, record, index=False)

@@ -1,0 +1,82 @@
+"""tierbench datasets cost: build and prepare measured in child processes, and the projection from them."""
+
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from suite.cli import main
+from suite.datasets import entry_path
+from suite.datasets.cache import entry_bytes
+from suite.figures import build_cost
+
+
+def test_a_child_is_measured_by_its_own_peak_and_time():
+    grow = [sys.executable, "-c", "import time; block = b'x' * (300 << 20); time.sleep(0.2)"]
+    cost = build_cost.run_child(grow)
+    assert 300 << 20 < cost.peak_bytes < 1 << 30 and 0.2 < cost.seconds < 60 and cost.load >= 0
+    with pytest.raises(ValueError, match=r"failed \(exit status 3\): the last line"):
+        build_cost.run_child([sys.executable, "-c", "import sys; print('a line'); print('the last line'); sys.exit(3)"])
+
+
+def in_process(command, threads=None):
+    """``run_child`` without the child: the tierbench command it names, run here (the test above runs a real one)."""
+    assert command[:3] == build_cost.tierbench()
+    start = time.perf_counter()
+    assert main(command[3:]) == 0
+    return build_cost.ChildCost(time.perf_counter() - start, 1 << 30, 0.0)
+
+
+def test_the_cost_command_on_tiny(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(build_cost, "run_child", in_process)
+    monkeypatch.setenv("TIERBENCH_DATA", str(tmp_path / "cache"))  # the command rebuilds: not the session's tiny
+    assert main(["datasets", "cost", "tiny", "--out", str(tmp_path), "-q"]) == 0
+    markdown = (tmp_path / "build-cost.md").read_text()
+    assert "Made by `tierbench datasets cost tiny --out" in markdown and "device cpu:" in markdown
+    assert "| tiny" in markdown and "measured" in markdown and "No projection" in markdown
+    row = pd.read_csv(tmp_path / "build-cost.csv").iloc[0]
+    assert row["dataset"] == "tiny" and row["rows"] == "measured" and row["nodes"] == 4096
+    assert row["size_on_disk_bytes"] == entry_bytes(entry_path("tiny"))
+    assert row["build_peak_bytes"] == 1 << 30 and row["build_s"] > 0
+    assert (tmp_path / "build-cost.png").read_bytes()[:4] == b"\x89PNG"
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_a_bad_request_is_a_one_line_error(tmp_path, capsys):
+    assert main(["datasets", "cost", "tiny", "--out", str(tmp_path), "--one-thread", "papers-s"]) == 2
+    assert main(["datasets", "cost", "nope", "--out", str(tmp_path)]) == 2
+    errors = capsys.readouterr().err.splitlines()
+    assert len(errors) == 2 and all(line.startswith("tierbench: error: ") for line in errors)
+    assert "--one-thread papers-s must be one of the datasets measured" in errors[0] and "'nope'" in errors[1]
+
+
+def measured_rows(names, entries, feature_bytes, coefficients):
+    rows = []
+    for name, e, f in zip(names, entries, feature_bytes):
+        costs = {cost: c0 + c1 * e + c2 * f for cost, (c0, c1, c2) in coefficients.items()}
+        rows.append({"dataset": name, "rows": "measured", "cores": 2, "nodes": f // 512, "list_entries": e,
+                     "feature_bytes": f, "papers_like": name.startswith("papers"), **costs})
+    return pd.DataFrame(rows)
+
+
+def test_the_fit_recovers_a_linear_cost_and_projects_it():
+    coefficients = {cost: (1.0 + k, 2e-8 * k, 3e-9) for k, cost in enumerate(build_cost.COSTS)}
+    measured = measured_rows(["tiny", "papers-s", "papers-m"], [4e4, 3.1e7, 2.5e8], [5e5, 5.4e8, 4.3e9], coefficients)
+    fitted = build_cost.fit(measured)
+    for cost, expected in coefficients.items():
+        np.testing.assert_allclose(fitted.loc[cost].to_numpy(), expected, rtol=1e-6, atol=1e-9)
+    # Amdahl: 10 s on one thread and 6 s on two make 8 s parallel and 2 s serial, so 2.5 s on 16
+    factors = build_cost.amdahl_factor(pd.Series({"build_s": 6.0, "prepare_s": 4.0}),
+                                       pd.Series({"build_s": 10.0, "prepare_s": 4.0}), cores=2, target=16)
+    assert factors["build_s"] == pytest.approx(2.5 / 6) and factors["prepare_s"] == pytest.approx(1.0)
+    projected = build_cost.project(measured, fitted, factors, cores=2)
+    assert list(zip(projected["dataset"].str.split(",").str[0], projected["cores"])) == [
+        ("papers-l", 2), ("papers-l", 16), ("ogbn-papers100M size", 16), ("ogbn-papers100M size", 16)]
+    here, there = projected.iloc[0], projected.iloc[1]
+    assert there["build_s"] == pytest.approx(here["build_s"] * 2.5 / 6)
+    assert there["build_peak_bytes"] == here["build_peak_bytes"]  # memory does not depend on the cores
+    per_node = np.mean([3.1e7 / (5.4e8 // 512), 2.5e8 / (4.3e9 // 512)])
+    assert projected.iloc[2]["list_entries"] == pytest.approx(111_059_956 * per_node, rel=1e-6)
+    assert projected.iloc[3]["list_entries"] == build_cost.PAPERS_OGB_EDGES
