@@ -161,6 +161,7 @@ REGISTER_PORTABLE = 1
 REGISTER_MAPPED = 2
 REGISTER_READ_ONLY = 8
 DEV_ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91  # cudaDevAttrCanUseHostPointerForRegisteredMem
+MEMORY_TYPE_HOST = 1  # cudaMemoryTypeHost: cudaPointerGetAttributes' type for page-locked host memory
 
 
 def check_variant(variant: str) -> None:
@@ -259,8 +260,28 @@ def launch_gather(gpu_tiers: torch.Tensor, host_ptr: int, ids: torch.Tensor, out
         )
 
 
+def is_page_locked(tensor: torch.Tensor) -> bool:
+    """Whether every byte of the CPU tensor ``tensor`` is page-locked: allocated pinned, or registered.
+
+    ``Tensor.is_pinned`` asks about the first byte of the tensor's storage, so it answers False for a view into
+    memory registered from a later address (``page_aligned_empty`` returns such views, and a table is often a view
+    of a larger registered buffer).  This asks the driver about the view's own first and last byte.
+    """
+    if tensor.is_pinned():
+        return True
+    nbytes = tensor.numel() * tensor.element_size()
+    if nbytes == 0:
+        return False
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    first = tensor.data_ptr()
+    ends = (first, first + nbytes - 1)
+    return all(runtime.pointerGetAttributes(address).type == MEMORY_TYPE_HOST for address in ends)
+
+
 def register_host_memory(tensor: torch.Tensor, read_only: bool = False) -> bool:
-    """Page-lock and map ``tensor``'s memory in place; returns False if it was already pinned.
+    """Page-lock and map ``tensor``'s memory in place; returns False if it was already page-locked.
 
     Raises ``RuntimeError`` naming the CUDA error when the driver refuses
     (for example a memory-mapped file on a filesystem it cannot pin).  CuPy's
@@ -269,7 +290,7 @@ def register_host_memory(tensor: torch.Tensor, read_only: bool = False) -> bool:
     """
     if tensor.device.type != "cpu" or not tensor.is_contiguous():
         raise ValueError("only a contiguous CPU tensor can be pinned in place")
-    if tensor.is_pinned():
+    if is_page_locked(tensor):
         return False
     import cupy
 
@@ -327,7 +348,7 @@ def mapped_view(tensor: torch.Tensor, device) -> torch.Tensor:
     The view keeps ``tensor`` alive.  ``tensor`` must be pinned: allocated
     pinned (``pin_memory()``) or registered with ``register_host_memory``.
     """
-    if tensor.device.type != "cpu" or not tensor.is_contiguous() or not tensor.is_pinned():
+    if tensor.device.type != "cpu" or not tensor.is_contiguous() or not is_page_locked(tensor):
         raise ValueError("only a contiguous, pinned CPU tensor can be viewed from the GPU")
     import cupy
 

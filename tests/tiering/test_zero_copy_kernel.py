@@ -103,21 +103,31 @@ class FakeCUDARuntimeError(RuntimeError):
 
 
 class FakeRuntime:
-    """The part of ``cupy.cuda.runtime`` the module calls, recording each call."""
+    """The part of ``cupy.cuda.runtime`` the module calls, recording each call; like the driver, it refuses to
+    register a range that overlaps one registered already, and reports registered bytes as page-locked host memory."""
 
     CUDARuntimeError = FakeCUDARuntimeError
 
     def __init__(self, refuse=False, host_pointer_ok=1, alias=0xD000):
         self.calls = []
+        self.registered = {}  # start -> size
         self.refuse, self.host_pointer_ok, self.alias = refuse, host_pointer_ok, alias
+
+    def _registered_at(self, ptr):
+        return any(start <= ptr < start + size for start, size in self.registered.items())
 
     def hostRegister(self, ptr, size, flags):
         self.calls.append(("hostRegister", ptr, size, flags))
         if self.refuse:
             raise FakeCUDARuntimeError("cudaErrorInvalidValue: invalid argument")
+        if any(start < ptr + size and ptr < start + length for start, length in self.registered.items()):
+            raise FakeCUDARuntimeError("cudaErrorHostMemoryAlreadyRegistered: part or all of the requested memory "
+                                       "range is already mapped")
+        self.registered[ptr] = size
 
     def hostUnregister(self, ptr):
         self.calls.append(("hostUnregister", ptr))
+        self.registered.pop(ptr)
 
     def deviceGetAttribute(self, attribute, device):
         self.calls.append(("deviceGetAttribute", attribute, device))
@@ -125,7 +135,7 @@ class FakeRuntime:
 
     def pointerGetAttributes(self, ptr):
         self.calls.append(("pointerGetAttributes", ptr))
-        return types.SimpleNamespace(devicePointer=self.alias, hostPointer=ptr)
+        return types.SimpleNamespace(devicePointer=self.alias, hostPointer=ptr, type=int(self._registered_at(ptr)))
 
 
 @pytest.fixture
@@ -149,12 +159,28 @@ def test_registration_passes_the_mapped_flags_and_explains_a_refusal(fake_cupy):
     runtime = fake_cupy.cuda.runtime
     features = torch.zeros(4, 8)
     assert zero_copy.register_host_memory(features, read_only=True)
-    assert runtime.calls == [("hostRegister", features.data_ptr(), 128, 1 | 2 | 8)]
+    assert runtime.calls[-1] == ("hostRegister", features.data_ptr(), 128, 1 | 2 | 8)
+    zero_copy.unregister_host_memory(features)
+    assert runtime.calls[-1] == ("hostUnregister", features.data_ptr())
     runtime.refuse = True
     with pytest.raises(RuntimeError, match=r"cudaHostRegister refused 128 bytes .*cudaErrorInvalidValue.*load them"):
         zero_copy.register_host_memory(features)
-    zero_copy.unregister_host_memory(features)
-    assert runtime.calls[-1] == ("hostUnregister", features.data_ptr())
+
+
+def test_a_view_into_registered_memory_is_not_registered_again(fake_cupy):
+    """A table that is a view of a registered buffer which starts after its storage does (a page-aligned buffer
+    cut from a larger allocation) is page-locked, though ``Tensor.is_pinned`` asks about the storage and says not."""
+    runtime = fake_cupy.cuda.runtime
+    buffer = torch.empty(8192, dtype=torch.uint8)[100:4196]
+    assert zero_copy.register_host_memory(buffer)
+    table = buffer[64 : 64 + 1024].view(torch.float32).view(16, 16)
+    assert not table.is_pinned() and zero_copy.is_page_locked(table)
+    assert not zero_copy.register_host_memory(table)  # already page-locked: nothing to undo later
+    assert [c[0] for c in runtime.calls].count("hostRegister") == 1
+    zero_copy.unregister_host_memory(buffer)
+    assert not zero_copy.is_page_locked(table)
+    with pytest.raises(ValueError, match="pinned CPU tensor"):
+        zero_copy.mapped_view(table, "cuda:0")
 
 
 def test_the_device_reads_host_memory_at_the_host_address_only_where_the_attribute_allows(fake_cupy):
