@@ -224,8 +224,9 @@ def _gather_kept(indptr, work, new_indptr, out):
             out[new_indptr[v] + k] = work[start + k]
 
 
-def _chunk_ids(src, dst, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """One chunk of ``from_edge_chunks``: two integer arrays of equal length, every id in [0, num_nodes)."""
+def _edge_ids(src, dst, num_nodes: int, where: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """Edges as two integer arrays of equal length, every id in [0, num_nodes); ``where`` (" of a chunk") goes
+    into the error."""
     src = _as_numpy(src, "src")
     dst = _as_numpy(dst, "dst")
     if len(src) != len(dst):
@@ -233,7 +234,7 @@ def _chunk_ids(src, dst, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     for name, ids in (("src", src), ("dst", dst)):
         p = _first_out_of_range(ids, num_nodes)
         if p >= 0:
-            raise ValueError(f"{name}[{p}] = {ids[p]} of a chunk is not a node id in [0, {num_nodes})")
+            raise ValueError(f"{name}[{p}] = {ids[p]}{where} is not a node id in [0, {num_nodes})")
     return src, dst
 
 
@@ -364,16 +365,7 @@ class CSRGraph:
         Lists keep the order in which their edges are given (stable counting
         sort). Duplicate edges and self-loops are kept; see ``coalesce``.
         """
-        src = _as_numpy(src, "src")
-        dst = _as_numpy(dst, "dst")
-        if len(src) != len(dst):
-            raise ValueError(f"src has {len(src)} entries but dst has {len(dst)}")
-        for name, ids in (("src", src), ("dst", dst)):
-            p = _first_out_of_range(ids, num_nodes)
-            if p >= 0:
-                raise ValueError(
-                    f"{name}[{p}] = {ids[p]} is not a node id in [0, {num_nodes})"
-                )
+        src, dst = _edge_ids(src, dst, num_nodes)
         index_dtype = index_dtype or index_dtype_for(num_nodes)
         if index_dtype not in _NUMPY_INDEX_DTYPE:
             raise TypeError(f"index_dtype must be torch.int32 or torch.int64, got {index_dtype}")
@@ -407,7 +399,7 @@ class CSRGraph:
         counts = np.zeros(num_nodes, dtype=np.int64)
         bounds = _thread_parts(num_nodes)
         for src, dst in chunks():
-            src, dst = _chunk_ids(src, dst, num_nodes)
+            src, dst = _edge_ids(src, dst, num_nodes, " of a chunk")
             _count_owned(bounds, dst, counts)
             if both_ways:
                 _count_owned(bounds, src, counts)
@@ -417,7 +409,7 @@ class CSRGraph:
         indices = np.empty(indptr[-1], dtype=_NUMPY_INDEX_DTYPE[index_dtype_for(num_nodes)])
         bounds = _thread_parts(num_nodes, indptr)
         for src, dst in chunks():
-            src, dst = _chunk_ids(src, dst, num_nodes)
+            src, dst = _edge_ids(src, dst, num_nodes, " of a chunk")
             placed = _place_owned(bounds, src, dst, indptr, cursor, indices)
             if both_ways:
                 placed = placed and _place_owned(bounds, dst, src, indptr, cursor, indices)

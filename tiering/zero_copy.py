@@ -272,8 +272,10 @@ def is_page_locked(tensor: torch.Tensor) -> bool:
     nbytes = tensor.numel() * tensor.element_size()
     if nbytes == 0:
         return False
-    import cupy
-
+    try:
+        import cupy
+    except ImportError:  # without CuPy nothing here registered memory, and torch said its own is not pinned
+        return False
     runtime = cupy.cuda.runtime
     first = tensor.data_ptr()
     ends = (first, first + nbytes - 1)

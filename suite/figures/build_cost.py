@@ -25,9 +25,9 @@ the size of ogbn-papers100M (``suite.datasets.regime.IMITATED``; features as wid
 the entries per node of our papers presets (about 30, so ~3.3B entries) and with OGB's 1.6B edges.
 
 **Cores.** Measured times are this machine's (all of its cores).  With ``--one-thread NAME`` NAME is also built
-and prepared with one numba thread, right after its runs on all cores; Amdahl's law on the two runs, ``T(p) = S + P / p``, splits each time into a
-serial part S and a part P that numba spreads over threads, and a time projected to 16 cores is the projected
-time here scaled by ``(S + P/16) / (S + P/p)``.  That is an assumption: the parallel share stays what it was on
+and prepared with one numba thread, right after its runs on all cores (so under the same load); Amdahl's law on
+the two runs, ``T(p) = S + P / p``, splits each time into a serial part S and a part P that numba spreads over
+threads, and a time projected to 16 cores is the projected time here scaled by ``(S + P/16) / (S + P/p)``.  That is an assumption: the parallel share stays what it was on
 NAME at every size, a core there is as fast as one here, and memory bandwidth never limits, so the 16-core times
 are optimistic.  Peak memory is taken as the same on any number of cores (numba's per-thread buffers are small).
 """

@@ -41,6 +41,13 @@ from suite.io import atomic
 from suite.io.provenance import device_name, slug
 
 STATE_FILE = "gpu-suite.json"
+MEASURED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nvidia-h100-80gb-hbm3), rounded up
+    "doctor": 15, "gpu-tests": 140, "gpubench": 40, "datasets-papers-s": 100, "datasets-products-s": 60,
+    "fig8-papers-s": 30, "fig8-products-s": 40, "fig8-pipeline-papers-s": 30, "fig8-pipeline-products-s": 30,
+    "fig10-papers-s": 100, "fig10-products-s": 110, "report-fig8": 10, "report-fig10": 20,
+}
+"""The datasets steps are timed generating and reordering into an empty cache.  A sweep step generates what no
+datasets step left in the cache (a fresh machine resuming a suite) and then takes that much longer."""
 STEP_TIMEOUT_S = 540  # a hung step (a collective that never completes) costs at most 9 minutes
 TIMEOUT_RC = 124
 DATASETS = ("papers-s", "products-s")
@@ -53,15 +60,18 @@ _IMPORT_ROOT = _REPO
 
 @dataclasses.dataclass(frozen=True)
 class Step:
-    """One step: its command, what it writes, a wall-time estimate on one H100 (an estimate until measured)."""
+    """One step: its command, what it writes, and its wall time on one H100 with 16 cores (``MEASURED_S``)."""
 
     name: str
     command: tuple[str, ...]
     output: str
-    estimate_s: int
     needs_cuda: bool = True
     inputs: tuple[str, ...] = ()  # steps whose results it uses
     any_input: bool = False  # True: one input done is enough (a report of the sweeps that succeeded)
+
+    @property
+    def estimate_s(self) -> int:
+        return MEASURED_S[self.name]
 
 
 def visible_gpu() -> str | None:
@@ -85,22 +95,20 @@ def gpu_test_files() -> list[str]:
 
 
 def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list[Step]:
-    """The steps for ``folder`` in the order they run, the machine profile into ``machines``; estimates are for
-    one H100 and 16 cores, to be measured."""
+    """The steps for ``folder`` in the order they run, the machine profile into ``machines``."""
     cli = (sys.executable, "-m", "suite.cli")
     runs = str(folder / "runs")
     steps = [
         Step("doctor", cli + ("doctor", "--out", str(machines)) + (() if measure_ceilings else ("--no-measure",)),
-             str(machines), 60, needs_cuda=False),
+             str(machines), needs_cuda=False),
         Step("gpu-tests", (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=-ra",
                            f"--junitxml={folder / 'gpu-tests.xml'}", *gpu_test_files()),
-             str(folder / "gpu-tests.xml"), 180),
-        Step("gpubench", cli + ("gpubench", "--out", str(folder / "microbench"), "-q"), str(folder / "microbench"),
-             120),
+             str(folder / "gpu-tests.xml")),
+        Step("gpubench", cli + ("gpubench", "--out", str(folder / "microbench"), "-q"), str(folder / "microbench")),
     ]
-    for name, estimate in zip(DATASETS, (150, 60)):
+    for name in DATASETS:
         steps.append(Step(f"datasets-{name}", cli + ("prepare", "--dataset", name, "--scorer", "wrpr", "-q"),
-                          "the dataset cache ($TIERBENCH_DATA)", estimate))
+                          "the dataset cache ($TIERBENCH_DATA)"))
     # times at a batch that keeps the GPU busy; Figure 10's traffic in the paper's regime (suite.datasets.regime)
     sweeps = {"fig8": ("--regime", "unscaled"), "fig8-pipeline": ("--regime", "unscaled", "--pipeline"), "fig10": ()}
     for sweep, extra in sweeps.items():
@@ -108,12 +116,12 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
             experiment = sweep.split("-")[0]
             steps.append(Step(f"{sweep}-{name}", cli + ("run", "--experiment", experiment, "--datasets", name,
                                                          "--device", "cuda", "--runs", runs, "-q", *extra),
-                              f"{runs}/{experiment}.csv", 120, inputs=(f"datasets-{name}",)))
+                              f"{runs}/{experiment}.csv", inputs=(f"datasets-{name}",)))
     for experiment in ("fig8", "fig10"):
         inputs = tuple(s.name for s in steps if s.name.startswith(f"{experiment}-"))
         steps.append(Step(f"report-{experiment}", cli + ("report", "--experiment", experiment, "--runs", runs,
                                                          "--out", str(folder / experiment)),
-                          str(folder / experiment), 20, inputs=inputs, any_input=True))
+                          str(folder / experiment), inputs=inputs, any_input=True))
     return steps
 
 

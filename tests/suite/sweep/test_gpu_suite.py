@@ -187,9 +187,11 @@ def test_a_dry_run_after_a_failure_shows_what_would_run_again(tmp_path, fake_gpu
 
 def test_the_time_budget_stops_before_a_step_that_would_pass_it(tmp_path, fake_gpu, runner):
     lines = []
-    assert _suite(tmp_path, lines, max_minutes=1.5) == 0  # doctor (~60 s) fits, gpu-tests (~180 s) does not
+    budget = (gpu_suite.MEASURED_S["doctor"] + gpu_suite.MEASURED_S["gpu-tests"] / 2) / 60  # doctor fits, the tests not
+    assert _suite(tmp_path, lines, max_minutes=budget) == 0
     assert runner.names == ["doctor"]
-    assert any(line.startswith("[stop] gpu-tests: its ~180 s would pass --max-minutes 1.5") for line in lines)
+    stop = f"[stop] gpu-tests: its ~{gpu_suite.MEASURED_S['gpu-tests']} s would pass --max-minutes {budget:g}"
+    assert any(line.startswith(stop) for line in lines)
     table = lines[-1]
     assert "report-fig10" in table and "not started" in table
 
