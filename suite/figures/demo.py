@@ -82,8 +82,9 @@ def render(records: pd.DataFrame, out_dir, command: str, machines=MACHINES) -> l
         hot_bytes = table["hit_ratio"] * table["rows_gathered"] * table["row_bytes"]
         table[PROJECTED] = table["pcie_payload_bytes"] / h2d + hot_bytes / d2d
         projection = (f"`{PROJECTED}`: the epoch's cold bytes / the H2D ceiling + hot bytes / the D2D ceiling of "
-                      f"{machine['device']} as `tierbench doctor` measured them on {machine['time']} ({path}); a "
-                      "projection from the traffic model, not a measurement.")
+                      f"{machine['device']} as `tierbench doctor` measured them on {machine['time']} ({path}): a "
+                      "bound projected from the traffic model, not a measurement; measured gathers take longer "
+                      "(README, \"GPU results\").")
 
     shown = ["dataset"] * (table["dataset"].nunique() > 1) + ["bar"]
     display = table[shown].rename(columns={"bar": "loader"}).assign(**{
@@ -99,12 +100,12 @@ def render(records: pd.DataFrame, out_dir, command: str, machines=MACHINES) -> l
               ("epoch_s", f"epoch time (s), measured on\n{device}")]
     plotted = table.assign(pcie_gb=table["pcie_payload_bytes"] / 1e9)
     if PROJECTED in table:
-        panels.append((PROJECTED, f"data loading (s), projected for\n{profile[1]['device']} ({profile[1]['time'][:10]})"))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.6), squeeze=False)
+        gpu = profile[1]["device"].removeprefix("cuda: ")
+        panels.append((PROJECTED, f"data loading (s), bound projected\nfor {gpu}, {profile[1]['time'][:10]}"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.0 * len(panels), 3.6), squeeze=False, sharey=True)
     for ax, (column, label) in zip(axes[0], panels):
-        sns.barplot(data=plotted, x="bar", y=column, hue="loader", dodge=False, legend=False, ax=ax)
-        ax.set(xlabel="", ylabel=label)
-        ax.tick_params(axis="x", rotation=35)
+        sns.barplot(data=plotted, y="bar", x=column, hue="loader", dodge=False, legend=False, orient="h", ax=ax)
+        ax.set(ylabel="", xlabel=label)
     fig.suptitle("What tiering does to one epoch: one bar per loader and hot fraction")
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
     record = tables.record_of(records)

@@ -27,8 +27,8 @@ PAPER = {0.05: "-33% time", 0.25: "-97% traffic, -42% time"}
 """The paper's changes from 0% hot, beside the hot fraction they are at."""
 
 EXPERIMENTS = {
-    "fig10": dict(datasets=["papers-s"], loaders=["tiered"], hot_fractions=[0.0, 0.05, 0.10, 0.15, 0.20, 0.25],
-                  fanouts=[None], epochs=2, warmup=1),
+    "fig10": dict(datasets=["papers-s", "papers-m"], loaders=["tiered"],
+                  hot_fractions=[0.0, 0.05, 0.10, 0.15, 0.20, 0.25], fanouts=[None], epochs=2, warmup=1),
 }
 
 

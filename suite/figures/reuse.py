@@ -134,8 +134,8 @@ class ReuseRun:
         command = (f"`tierbench profile --dataset {self.name} --figure {self.figure} --epochs {self.epochs}{chosen} "
                    f"--out {self.out_dir}`")
         fetched = ", ".join(
-            f"{100 * regimes.footprint_share(counts.sum(), self.batches, self.dataset.num_nodes):.2g}% per minibatch "
-            f"and {100 * (counts > 0).mean():.2g}% over the {'epoch' if self.epochs == 1 else 'epochs'} at {fo}"
+            f"{100 * regimes.footprint_share(counts.sum(), self.batches, self.dataset.num_nodes):.3g}% per minibatch "
+            f"and {100 * (counts > 0).mean():.3g}% over the {'epoch' if self.epochs == 1 else 'epochs'} at {fo}"
             for fo, counts in counts_by_fanouts.items()
         )
         return (
