@@ -17,7 +17,12 @@ import torch
 
 from benchmarks.workloads import NODES, load_graph, make_graphs
 from suite.measure.timing import best_wall_seconds
-from tiering.sampling import NeighborSampler, sample_neighbors
+from tiering.sampling import (
+    NeighborSampler,
+    append_new_nodes,
+    append_new_nodes_by_sorting,
+    sample_neighbors,
+)
 from tiering.zero_copy import mapped_graph
 
 
@@ -76,6 +81,33 @@ class Minibatch:
 
     def time_sample_minibatch(self, root, fanouts):
         self.sampler.sample(self.seeds)
+
+
+class Relabel:
+    """The last hop of a (15,10,5) minibatch: appending new neighbours and relabelling, in one pass over a node
+    map (ours) and by sorting (the peer, what the GPU path does)."""
+
+    timeout = 300
+
+    def setup_cache(self):
+        return make_graphs()
+
+    def setup(self, root):
+        graph = load_graph(root, NODES)
+        seeds = torch.randperm(NODES, generator=torch.Generator().manual_seed(0))[:1024]
+        self.frontier = NeighborSampler(graph, (15, 10)).sample(seeds, torch.Generator().manual_seed(1)).input_nodes
+        _, self.neighbors = sample_neighbors(graph, self.frontier, 5, torch.Generator().manual_seed(2))
+        append_new_nodes(self.frontier, self.neighbors)
+
+    def time_relabel(self, root):
+        append_new_nodes(self.frontier, self.neighbors)
+
+    def track_time_ratio_vs_sorting(self, root):
+        _, ours = best_wall_seconds(lambda: append_new_nodes(self.frontier, self.neighbors))
+        _, peer = best_wall_seconds(lambda: append_new_nodes_by_sorting(self.frontier, self.neighbors))
+        return ours / peer
+
+    track_time_ratio_vs_sorting.unit = "ratio"
 
 
 class CSRLocation:

@@ -39,6 +39,7 @@ with the seeds.
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import numba
 import numpy as np
@@ -211,9 +212,68 @@ class MiniBatch:
         return [self.seeds, self.input_nodes] + [t for block in self.blocks for t in block.tensors()]
 
 
+@numba.njit(cache=True, nogil=True)
+def _append_kernel(frontier, neighbors, slot, nodes, local) -> int:
+    """``append_new_nodes`` in one pass: ``slot[v]`` is v's position in ``nodes`` (-1: not there yet).
+
+    Every entry of ``slot`` is -1 on entry and again on return; returns how many of ``nodes`` were filled.
+    """
+    count = 0
+    for i in range(len(frontier)):
+        v = frontier[i]
+        if slot[v] < 0:
+            slot[v] = count
+            nodes[count] = v
+            count += 1
+    for i in range(len(neighbors)):
+        v = neighbors[i]
+        position = slot[v]
+        if position < 0:
+            position = count
+            slot[v] = count
+            nodes[count] = v
+            count += 1
+        local[i] = position
+    for i in range(count):
+        slot[nodes[i]] = -1
+    return count
+
+
+class _Slots(threading.local):
+    """Each thread's node -> position map for ``_append_kernel``: all -1 between calls, grown as ids require."""
+
+    table = np.empty(0, dtype=np.int64)
+
+    def at_least(self, size: int) -> np.ndarray:
+        if len(self.table) < size:
+            self.table = np.full(max(size, 2 * len(self.table)), -1, dtype=np.int64)
+        return self.table
+
+
+_SLOTS = _Slots()
+
+
 def append_new_nodes(frontier: torch.Tensor, neighbors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``(nodes, local)``: frontier followed by the neighbours not yet in it, in order of first
-    appearance, and every neighbour's position in that list."""
+    appearance, and every neighbour's position in that list.
+
+    On the CPU one sequential pass over a per-thread map of node ids (what DGL's and PyG's samplers
+    do with a hash table); elsewhere sorting (``torch.unique``), with the same result.
+    """
+    if frontier.device.type == "cpu" and neighbors.device.type == "cpu":
+        frontier_np, neighbors_np = frontier.numpy(), neighbors.numpy()
+        largest = max(int(frontier_np.max(initial=-1)), int(neighbors_np.max(initial=-1)))
+        nodes = np.empty(len(frontier_np) + len(neighbors_np), dtype=frontier_np.dtype)
+        local = np.empty(len(neighbors_np), dtype=np.int64)
+        count = _append_kernel(frontier_np, neighbors_np, _SLOTS.at_least(largest + 1), nodes, local)
+        return torch.from_numpy(nodes[:count]), torch.from_numpy(local)
+    return append_new_nodes_by_sorting(frontier, neighbors)
+
+
+def append_new_nodes_by_sorting(frontier: torch.Tensor,
+                                neighbors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``append_new_nodes`` by sorting (``torch.unique``), on any device: the GPU path and the CPU path's
+    reference."""
     both = torch.cat([frontier, neighbors.to(frontier.dtype)])
     unique, inverse = torch.unique(both, return_inverse=True)
     first = torch.full((len(unique),), len(both), dtype=torch.int64, device=both.device)

@@ -14,7 +14,12 @@ from suite.measure.peers import adjacency, scipy_permute
 from suite.measure.timing import best_wall_seconds
 from suite.registry import LOADERS, create_loader
 from tiering.reorder import order_by_score, reorder_graph
-from tiering.sampling import sample_neighbors
+from tiering.sampling import (
+    NeighborSampler,
+    append_new_nodes,
+    append_new_nodes_by_sorting,
+    sample_neighbors,
+)
 from tiering.scores import degree
 
 
@@ -37,6 +42,28 @@ def test_sample_neighbors(benchmark, papers_like_graph):
     counts, _ = benchmark(sample_neighbors, graph, frontier, 12, generator)
     if benchmark.stats:  # None when run with --benchmark-disable
         benchmark.extra_info["sampled_edges_per_second"] = int(counts.sum()) / benchmark.stats.stats.min
+
+
+def test_sample_minibatch(benchmark, papers_like_graph):
+    """A (15,10,5) minibatch of 1024 seeds, relabelling included."""
+    sampler = NeighborSampler(papers_like_graph, (15, 10, 5))
+    seeds = torch.randperm(papers_like_graph.num_nodes, generator=torch.Generator().manual_seed(0))[:1024]
+    batch = benchmark(sampler.sample, seeds, torch.Generator().manual_seed(1))
+    if benchmark.stats:  # None when run with --benchmark-disable
+        benchmark.extra_info["sampled_edges_per_second"] = batch.num_sampled_edges / benchmark.stats.stats.min
+
+
+def test_relabel(benchmark, papers_like_graph):
+    """The last hop's relabelling of that minibatch: one pass over a node map against sorting (its peer)."""
+    sampler = NeighborSampler(papers_like_graph, (15, 10))
+    seeds = torch.randperm(papers_like_graph.num_nodes, generator=torch.Generator().manual_seed(0))[:1024]
+    frontier = sampler.sample(seeds, torch.Generator().manual_seed(1)).input_nodes
+    _, neighbors = sample_neighbors(papers_like_graph, frontier, 5, torch.Generator().manual_seed(2))
+    benchmark(append_new_nodes, frontier, neighbors)
+    _, sorting_seconds = best_wall_seconds(lambda: append_new_nodes_by_sorting(frontier, neighbors))
+    benchmark.extra_info["sorting_seconds"] = sorting_seconds
+    if benchmark.stats:
+        benchmark.extra_info["sorting_time_ratio"] = sorting_seconds / benchmark.stats.stats.min
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,14 @@
 """Neighbour sampling: validity, no duplicates, uniformity, reproducibility, blocks for SAGEConv."""
 
+import concurrent.futures
+
 import numba
 import numpy as np
 import pytest
 import scipy.stats
 import torch
 
+from tiering import sampling
 from tiering.graph import CSRGraph
 from tiering.sampling import NeighborSampler, append_new_nodes, sample_neighbors
 from tiering.zero_copy import mapped_graph, mapped_view
@@ -122,6 +125,33 @@ def test_append_new_nodes_keeps_the_frontier_first_and_first_appearance_order():
     nodes, local = append_new_nodes(torch.tensor([7, 3]), torch.tensor([9, 3, 1, 9, 7]))
     assert nodes.tolist() == [7, 3, 9, 1]
     assert local.tolist() == [2, 1, 3, 2, 0]
+
+
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+def test_the_one_pass_relabelling_equals_the_sorting_one(index_dtype):
+    generator = torch.Generator().manual_seed(5)
+    for trial in range(20):
+        n = int(torch.randint(1, 5000, (1,), generator=generator))
+        frontier = torch.randperm(n, generator=generator)[: int(torch.randint(1, n + 1, (1,), generator=generator))]
+        neighbors = torch.randint(0, n, (int(torch.randint(0, 3 * n, (1,), generator=generator)),),
+                                  generator=generator).to(index_dtype)
+        nodes, local = append_new_nodes(frontier, neighbors)
+        expected_nodes, expected_local = sampling.append_new_nodes_by_sorting(frontier, neighbors)
+        assert torch.equal(nodes, expected_nodes) and torch.equal(local, expected_local), trial
+    # the per-thread map is left clean: a later call with other ids is not confused by earlier ones
+    assert (sampling._SLOTS.table == -1).all()
+
+
+def test_threads_relabel_at_the_same_time_without_mixing_their_maps():
+    generator = torch.Generator().manual_seed(6)
+    cases = [(torch.randperm(100_000, generator=generator)[:500], torch.randint(0, 100_000, (200_000,),
+                                                                                 generator=generator))
+             for _ in range(8)]
+    expected = [sampling.append_new_nodes_by_sorting(f, nb) for f, nb in cases]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda case: append_new_nodes(*case), cases))
+    for (nodes, local), (want_nodes, want_local) in zip(results, expected):
+        assert torch.equal(nodes, want_nodes) and torch.equal(local, want_local)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
