@@ -15,7 +15,7 @@ lower-is-better; for the edges/s track a drop is the regression.
 import numba
 import torch
 
-from benchmarks.workloads import NODES, load_graph, make_graphs
+from benchmarks.workloads import NODES, load_graph, make_graphs, relabel_workload
 from suite.measure.timing import best_wall_seconds
 from tiering.sampling import (
     NeighborSampler,
@@ -93,10 +93,7 @@ class Relabel:
         return make_graphs()
 
     def setup(self, root):
-        graph = load_graph(root, NODES)
-        seeds = torch.randperm(NODES, generator=torch.Generator().manual_seed(0))[:1024]
-        self.frontier = NeighborSampler(graph, (15, 10)).sample(seeds, torch.Generator().manual_seed(1)).input_nodes
-        _, self.neighbors = sample_neighbors(graph, self.frontier, 5, torch.Generator().manual_seed(2))
+        self.frontier, self.neighbors = relabel_workload(load_graph(root, NODES))
         append_new_nodes(self.frontier, self.neighbors)
 
     def time_relabel(self, root):

@@ -35,6 +35,8 @@ from pathlib import Path
 
 import torch
 
+from suite.datasets.host_copy import page_aligned_empty
+
 GIB = 1 << 30
 TABLE_BYTES = 4 * GIB
 GATHER_BYTES = 256 << 20  # read per timed gather
@@ -52,9 +54,8 @@ def host_table(pages: str) -> tuple[torch.Tensor, object]:
     """A ``TABLE_BYTES`` uint8 CPU buffer, page-aligned, on 4 KiB pages (``4k``) or transparent huge pages
     (``thp``); returns it and the object that owns its memory."""
     if pages == "4k":
-        owner = torch.empty(TABLE_BYTES + 4096, dtype=torch.uint8)
-        start = -owner.data_ptr() % 4096
-        return owner[start:start + TABLE_BYTES], owner
+        table = page_aligned_empty((TABLE_BYTES,), torch.uint8)
+        return table, table
     owner = mmap.mmap(-1, TABLE_BYTES + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     owner.madvise(mmap.MADV_HUGEPAGE)
     whole = torch.frombuffer(owner, dtype=torch.uint8)
@@ -108,11 +109,10 @@ def reach(device) -> None:
 
 
 def papers_s_graph():
+    from benchmarks.workloads import papers_like_graph
     from suite.datasets import PRESETS
-    from suite.datasets.build import generate_graph
 
-    graph, _ = generate_graph(PRESETS["papers-s"])
-    return graph
+    return papers_like_graph(PRESETS["papers-s"].num_nodes)
 
 
 def sampler(device) -> None:
@@ -152,7 +152,7 @@ def sampler(device) -> None:
             return batch
 
         batch = minibatch()
-        edges = sum(int(block.edge_index.shape[1]) for block in batch.blocks)
+        edges = batch.num_sampled_edges
         _, seconds = best_wall_seconds(minibatch)
         emit(study="minibatch", case=name, fanouts="12,12,12", seeds=1024, input_nodes=len(batch.input_nodes),
              edges=edges, seconds=seconds, edges_per_s=edges / seconds)
@@ -168,9 +168,7 @@ def gather_profile(device) -> None:
 
     graph = papers_s_graph()
     n = graph.num_nodes
-    owner = torch.empty(n * 512 + 4096, dtype=torch.uint8)
-    start = -owner.data_ptr() % 4096
-    features = owner[start:start + n * 512].view(torch.float32).view(n, 128)
+    features = page_aligned_empty((n, 128), torch.float32)
     features.normal_()
     seeds = torch.randperm(n, generator=torch.Generator().manual_seed(2))[:1024]
     ids = NeighborSampler(graph, (12, 12, 12)).sample(seeds, torch.Generator().manual_seed(3)).input_nodes

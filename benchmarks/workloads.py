@@ -18,7 +18,7 @@ from suite.datasets.build import generate_graph
 from suite.datasets.dataset import Dataset
 from tiering.graph import CSRGraph
 from tiering.reorder import reorder_graph
-from tiering.sampling import NeighborSampler
+from tiering.sampling import NeighborSampler, sample_neighbors
 from tiering.scores import weighted_reverse_pagerank
 
 NODES = 1 << 18
@@ -66,6 +66,15 @@ def loader_workload(graph: CSRGraph, batches: int, seed: int) -> tuple[Dataset, 
     generator = torch.Generator().manual_seed(seed)
     seeds = dataset.splits["train"]
     return dataset, [sampler.sample(seeds[i * 64 : (i + 1) * 64], generator).input_nodes for i in range(batches)]
+
+
+def relabel_workload(graph: CSRGraph) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(frontier, neighbors)`` of the last hop of a (15,10,5) minibatch of 1024 seeds: the input nodes of its
+    first two hops and the fanout-5 sample of them, what ``append_new_nodes`` relabels last."""
+    seeds = torch.randperm(graph.num_nodes, generator=torch.Generator().manual_seed(0))[:1024]
+    frontier = NeighborSampler(graph, (15, 10)).sample(seeds, torch.Generator().manual_seed(1)).input_nodes
+    _, neighbors = sample_neighbors(graph, frontier, 5, torch.Generator().manual_seed(2))
+    return frontier, neighbors
 
 
 class OnPapersLikeGraphs:

@@ -9,7 +9,7 @@ bytes per gather, with the same-run time of the peer (SciPy or
 import pytest
 import torch
 
-from benchmarks.workloads import loader_workload
+from benchmarks.workloads import loader_workload, relabel_workload
 from suite.measure.peers import adjacency, scipy_permute
 from suite.measure.timing import best_wall_seconds
 from suite.registry import LOADERS, create_loader
@@ -55,10 +55,7 @@ def test_sample_minibatch(benchmark, papers_like_graph):
 
 def test_relabel(benchmark, papers_like_graph):
     """The last hop's relabelling of that minibatch: one pass over a node map against sorting (its peer)."""
-    sampler = NeighborSampler(papers_like_graph, (15, 10))
-    seeds = torch.randperm(papers_like_graph.num_nodes, generator=torch.Generator().manual_seed(0))[:1024]
-    frontier = sampler.sample(seeds, torch.Generator().manual_seed(1)).input_nodes
-    _, neighbors = sample_neighbors(papers_like_graph, frontier, 5, torch.Generator().manual_seed(2))
+    frontier, neighbors = relabel_workload(papers_like_graph)
     benchmark(append_new_nodes, frontier, neighbors)
     _, sorting_seconds = best_wall_seconds(lambda: append_new_nodes_by_sorting(frontier, neighbors))
     benchmark.extra_info["sorting_seconds"] = sorting_seconds
