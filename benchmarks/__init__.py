@@ -6,5 +6,7 @@ numpy's and pandas' suites: ``params``/``param_names``, ``setup``, ``time_*`` fo
 them the right way.  ``microbench/`` holds the pytest-benchmark microbenchmarks
 (``tox -e microbench``); it has no ``__init__.py``, so asv, which imports only packages, never
 imports it.  Both suites build their data with ``workloads`` and time with
-``suite.measure.timing``.
+``suite.measure.timing``.  ``peers`` races tierbench against DGL and SciPy on the same graphs
+(``tox -e peers``); ``peers_dgl`` is its worker, run by DGL's own interpreter.  Neither defines a
+``time_*`` or ``track_*`` name, so asv finds nothing to run in them.
 """

@@ -11,12 +11,12 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse
 
 from suite.datasets import PRESETS, ogb_format
 from suite.datasets.build import convert_ogb, generate_arrays
 from suite.datasets.dcsbm import dcsbm_edges
 from suite.datasets.rmat import rmat_edges
+from suite.measure.peers import scipy_coo_to_csr
 from suite.measure.timing import best_wall_seconds
 from tiering.graph import CSRGraph
 
@@ -53,15 +53,13 @@ class CSRConstruction:
         self.num_nodes = num_edges // 16
         self.src = rng.integers(0, self.num_nodes, num_edges)
         self.dst = rng.integers(0, self.num_nodes, num_edges)
-        self.ones = np.ones(num_edges, dtype=np.float32)
         CSRGraph.from_edges(self.src[:100], self.dst[:100], self.num_nodes)
 
     def ours(self):
         CSRGraph.from_edges(self.src, self.dst, self.num_nodes)
 
     def scipy_peer(self):
-        shape = (self.num_nodes, self.num_nodes)
-        scipy.sparse.coo_array((self.ones, (self.dst, self.src)), shape=shape).tocsr()
+        scipy_coo_to_csr(self.src, self.dst, self.num_nodes)
 
     def time_from_edges(self, num_edges):
         self.ours()

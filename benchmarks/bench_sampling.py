@@ -5,11 +5,13 @@
 ``track_time_ratio_vs_torch`` compares it with the vectorised torch version
 of the same algorithm on the CPU in the same run (below 1: numba is faster).
 ``NeighborSampler`` is timed for a whole three-layer minibatch, relabelling
-included.  ``CSRLocation`` times the same minibatch with the CSR in host
-memory (numba), in GPU memory (the torch sampler on the GPU) and in pinned
-host memory read from the GPU (UVA sampling, ``tiering.zero_copy.mapped_graph``);
-the GPU cases are skipped without CUDA.  Note that asv reads every number as
-lower-is-better; for the edges/s track a drop is the regression.
+included, and reported as minibatches/s (against DGL: ``tox -e peers``).
+``CSRLocation`` times the same minibatch with the CSR in host memory (numba),
+in GPU memory (the torch sampler on the GPU) and in pinned host memory read
+from the GPU (UVA sampling, ``tiering.zero_copy.mapped_graph``); the GPU cases
+are skipped without CUDA.  Note that asv reads every number as
+lower-is-better; for the edges/s and minibatches/s tracks a drop is the
+regression.
 """
 
 import numba
@@ -81,6 +83,12 @@ class Minibatch:
 
     def time_sample_minibatch(self, root, fanouts):
         self.sampler.sample(self.seeds)
+
+    def track_minibatches_per_second(self, root, fanouts):
+        _, seconds = best_wall_seconds(lambda: self.sampler.sample(self.seeds))
+        return 1.0 / seconds
+
+    track_minibatches_per_second.unit = "minibatches/s"
 
 
 class Relabel:

@@ -1,7 +1,11 @@
-"""The data the benchmarks run on, built one way for asv's ``bench_*`` modules and pytest-benchmark's ``microbench``.
+"""The data the benchmarks run on, built one way for asv's ``bench_*`` modules, pytest-benchmark's ``microbench``
+and the DGL comparison (``benchmarks.peers``).
 
-Graphs are papers-like: the ``papers-s`` preset's shape at a given number of
-nodes.  The loader workload is such a graph reordered by weighted reverse
+Most graphs are papers-like: the ``papers-s`` preset's shape at a given number
+of nodes.  Graph kernels are also measured on the two shapes at either end of
+it (``GRAPH_SHAPES``): a uniform random graph, whose short lists of equal
+length expose per-node overhead, and a Chung-Lu power-law graph, whose hubs
+expose per-edge work.  The loader workload is such a graph reordered by weighted reverse
 PageRank, with a random feature table and the input nodes of sampled
 minibatches as the ids to gather.
 """
@@ -16,6 +20,8 @@ import torch
 from suite.datasets import PRESETS
 from suite.datasets.build import generate_graph
 from suite.datasets.dataset import Dataset
+from suite.datasets.dcsbm import block_model
+from suite.datasets.rmat import rmat_edges
 from tiering.graph import CSRGraph
 from tiering.reorder import reorder_graph
 from tiering.sampling import NeighborSampler, sample_neighbors
@@ -32,19 +38,43 @@ def papers_like_graph(num_nodes: int) -> CSRGraph:
     return graph
 
 
+def uniform_graph(num_nodes: int, avg_degree: float = 10.0, seed: int = 0) -> CSRGraph:
+    """Every list entry drawn uniformly from all nodes (R-MAT with four equal quadrants is exactly that), then
+    coalesced; ``num_nodes`` a power of two."""
+    src, dst = rmat_edges(num_nodes.bit_length() - 1, int(num_nodes * avg_degree), seed, params=(0.25, 0.25, 0.25))
+    return CSRGraph.from_edges(src, dst, num_nodes).coalesce()
+
+
+def power_law_graph(num_nodes: int, avg_degree: float = 21.0, exponent: float = 2.3, seed: int = 0) -> CSRGraph:
+    """Chung-Lu (Chung and Lu, PNAS 2002): each entry's owner and value drawn in proportion to power-law weights
+    with the given degree exponent (a one-class degree-corrected block model), then coalesced.
+
+    At 2M nodes the top 1% of lists hold about a third of the entries, as in ogbn-papers100M (seeds/000 §3.1).
+    """
+    model = block_model(num_nodes, 1, exponent, 1.0, 0.0, False, seed)
+    src, dst = model.draw(0, int(num_nodes * avg_degree))
+    return CSRGraph.from_edges(src, dst, num_nodes).coalesce()
+
+
+GRAPH_SHAPES = {"uniform": uniform_graph, "power-law": power_law_graph, "papers-like": papers_like_graph}
+"""The graph shapes graph kernels are measured on, by name: ``GRAPH_SHAPES[name](num_nodes)``."""
+
+
 def make_graphs() -> str:
-    """Papers-like graphs of each size in SIZES, saved as .npy files; returns their directory (for setup_cache)."""
+    """The papers-like graphs of every size in SIZES and the other shapes at NODES, saved as .npy files; returns
+    their directory (for setup_cache)."""
     root = Path(tempfile.mkdtemp(prefix="tierbench-asv-"))
-    for n in SIZES:
-        graph = papers_like_graph(n)
-        np.save(root / f"indptr-{n}.npy", graph.indptr.numpy())
-        np.save(root / f"indices-{n}.npy", graph.indices.numpy())
+    wanted = [("papers-like", n) for n in SIZES] + [(shape, NODES) for shape in GRAPH_SHAPES if shape != "papers-like"]
+    for shape, n in wanted:
+        graph = GRAPH_SHAPES[shape](n)
+        np.save(root / f"{shape}-indptr-{n}.npy", graph.indptr.numpy())
+        np.save(root / f"{shape}-indices-{n}.npy", graph.indices.numpy())
     return str(root)
 
 
-def load_graph(root, n) -> CSRGraph:
-    indptr = torch.from_numpy(np.load(f"{root}/indptr-{n}.npy"))
-    indices = torch.from_numpy(np.load(f"{root}/indices-{n}.npy"))
+def load_graph(root, n, shape: str = "papers-like") -> CSRGraph:
+    indptr = torch.from_numpy(np.load(f"{root}/{shape}-indptr-{n}.npy"))
+    indices = torch.from_numpy(np.load(f"{root}/{shape}-indices-{n}.npy"))
     return CSRGraph(indptr, indices)
 
 

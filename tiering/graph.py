@@ -205,8 +205,9 @@ def _compact(indptr, new_indptr, indices):
                 indices[base + k] = indices[start + k]
 
 
-def _thread_parts(upper: int, offsets=None) -> np.ndarray:
-    """Bounds of one part of [0, upper) per numba thread: equal node ranges, or equal shares of ``offsets``'s entries."""
+def thread_parts(upper: int, offsets=None) -> np.ndarray:
+    """Bounds of one part of [0, upper) per numba thread: equal node ranges, or equal shares of
+    ``offsets``'s entries."""
     parts = numba.get_num_threads()
     if offsets is None:
         bounds = np.linspace(0, upper, parts + 1).astype(np.int64)
@@ -397,7 +398,7 @@ class CSRGraph:
         parallel over thread-owned node ranges, so no two threads write one list.
         """
         counts = np.zeros(num_nodes, dtype=np.int64)
-        bounds = _thread_parts(num_nodes)
+        bounds = thread_parts(num_nodes)
         for src, dst in chunks():
             src, dst = _edge_ids(src, dst, num_nodes, " of a chunk")
             _count_owned(bounds, dst, counts)
@@ -407,7 +408,7 @@ class CSRGraph:
         cursor = counts  # reused: the next free slot of every list
         cursor[:] = indptr[:-1]
         indices = np.empty(indptr[-1], dtype=_NUMPY_INDEX_DTYPE[index_dtype_for(num_nodes)])
-        bounds = _thread_parts(num_nodes, indptr)
+        bounds = thread_parts(num_nodes, indptr)
         for src, dst in chunks():
             src, dst = _edge_ids(src, dst, num_nodes, " of a chunk")
             placed = _place_owned(bounds, src, dst, indptr, cursor, indices)

@@ -72,31 +72,52 @@ def check_nodes(graph, nodes: torch.Tensor, fanout: int) -> None:
             raise ValueError(f"nodes[{bad}] = {int(nodes[bad])} is not a node id in [0, {graph.num_nodes})")
 
 
+_BATCH = 64  # nodes whose memory reads are issued together
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)  # nogil: a sampler thread runs beside training
 def _sample_kernel(indptr, indices, rows, streams, fanout, seed, offsets, out):
-    for i in numba.prange(len(rows)):
-        start = indptr[rows[i]]
-        degree = indptr[rows[i] + 1] - start
-        base = offsets[i]
-        if degree <= fanout:
-            for k in range(degree):
-                out[base + k] = indices[start + k]
-            continue
-        chosen = np.empty(fanout, dtype=np.int64)
-        for r in range(fanout):
-            j = degree - fanout + r
-            t = min(int(uniform(seed, streams[i], r) * (j + 1)), j)
-            for q in range(r):
-                if chosen[q] == t:
-                    t = j
-                    break
-            chosen[r] = t
-            out[base + r] = indices[start + t]
+    """A batch of nodes at a time, in three stages: their list starts, then the positions drawn in each list (kept
+    in ``out`` meanwhile), then the entries at those positions, so that the batch's cache misses overlap."""
+    n = len(rows)
+    for batch in numba.prange((n + _BATCH - 1) // _BATCH):
+        first = batch * _BATCH
+        size = min(_BATCH, n - first)
+        starts = np.empty(size, dtype=np.int64)
+        for b in range(size):
+            starts[b] = indptr[rows[first + b]]
+        for b in range(size):
+            i = first + b
+            base = offsets[i]
+            degree = indptr[rows[i] + 1] - starts[b]
+            if degree <= fanout:
+                for k in range(degree):
+                    out[base + k] = k
+                continue
+            for r in range(fanout):  # Floyd
+                j = degree - fanout + r
+                t = min(int(uniform(seed, streams[i], r) * (j + 1)), j)
+                for q in range(r):
+                    if out[base + q] == t:
+                        t = j
+                        break
+                out[base + r] = t
+        for b in range(size):
+            start = starts[b]
+            for p in range(offsets[first + b], offsets[first + b + 1]):
+                out[p] = indices[start + out[p]]
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _counts(indptr, ids, fanout, counts):
+    for i in numba.prange(len(ids)):
+        counts[i] = min(indptr[ids[i] + 1] - indptr[ids[i]], fanout)
 
 
 def hop_layout(indptr: np.ndarray, ids: np.ndarray, fanout: int) -> tuple[np.ndarray, np.ndarray]:
     """``(counts, offsets)`` of one hop: ``min(degree, fanout)`` samples per node, and where each node's start."""
-    counts = np.minimum(indptr[ids + 1] - indptr[ids], fanout)
+    counts = np.empty(len(ids), dtype=np.int64)
+    _counts(indptr, ids, fanout, counts)
     offsets = np.zeros(len(ids) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     return counts, offsets
@@ -240,14 +261,21 @@ def _append_kernel(frontier, neighbors, slot, nodes, local) -> int:
 
 
 class _Slots(threading.local):
-    """Each thread's node -> position map for ``_append_kernel``: all -1 between calls, grown as ids require."""
+    """Each thread's node -> position map for ``_append_kernel``: all -1 between calls, grown as ids require.
 
-    table = np.empty(0, dtype=np.int64)
+    int32 while positions fit (half the cache footprint of int64: the map is read at random once per neighbour).
+    """
 
-    def at_least(self, size: int) -> np.ndarray:
-        if len(self.table) < size:
-            self.table = np.full(max(size, 2 * len(self.table)), -1, dtype=np.int64)
-        return self.table
+    int32 = np.empty(0, dtype=np.int32)
+    int64 = np.empty(0, dtype=np.int64)
+
+    def at_least(self, size: int, positions: int) -> np.ndarray:
+        name = "int32" if positions < 2**31 else "int64"
+        table = getattr(self, name)
+        if len(table) < size:
+            table = np.full(max(size, 2 * len(table)), -1, dtype=table.dtype)
+            setattr(self, name, table)
+        return table
 
 
 _SLOTS = _Slots()
@@ -265,9 +293,27 @@ def append_new_nodes(frontier: torch.Tensor, neighbors: torch.Tensor) -> tuple[t
         largest = max(int(frontier_np.max(initial=-1)), int(neighbors_np.max(initial=-1)))
         nodes = np.empty(len(frontier_np) + len(neighbors_np), dtype=frontier_np.dtype)
         local = np.empty(len(neighbors_np), dtype=np.int64)
-        count = _append_kernel(frontier_np, neighbors_np, _SLOTS.at_least(largest + 1), nodes, local)
+        count = _append_kernel(frontier_np, neighbors_np, _SLOTS.at_least(largest + 1, len(nodes)), nodes, local)
         return torch.from_numpy(nodes[:count]), torch.from_numpy(local)
     return append_new_nodes_by_sorting(frontier, neighbors)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _fill_destinations(offsets, out):
+    for i in numba.prange(len(offsets) - 1):
+        for p in range(offsets[i], offsets[i + 1]):
+            out[p] = i
+
+
+def destinations(counts: torch.Tensor) -> torch.Tensor:
+    """``counts[i]`` copies of i for every i, in order: the local destination of each sampled edge of a hop."""
+    if counts.device.type != "cpu":
+        return torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts.numpy(), out=offsets[1:])
+    out = np.empty(offsets[-1], dtype=np.int64)
+    _fill_destinations(offsets, out)
+    return torch.from_numpy(out)
 
 
 def append_new_nodes_by_sorting(frontier: torch.Tensor,
@@ -314,7 +360,7 @@ class NeighborSampler:
             counts, neighbors, weights = self.hop(nodes, fanout, generator)
             counts, neighbors = counts.to(device), neighbors.to(device)
             next_nodes, src = append_new_nodes(nodes, neighbors)
-            dst = torch.repeat_interleave(torch.arange(len(nodes), device=device), counts)
+            dst = destinations(counts)
             blocks.append(Block(torch.stack([src, dst]), len(next_nodes), len(nodes), weights))
             nodes = next_nodes
         return MiniBatch(seeds=seeds, input_nodes=nodes, blocks=blocks[::-1])

@@ -21,6 +21,13 @@ def adjacency(graph: CSRGraph) -> scipy.sparse.csr_array:
     return scipy.sparse.csr_array((data, graph.indices.numpy(), graph.indptr.numpy()), shape=shape)
 
 
+def scipy_coo_to_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> scipy.sparse.csr_array:
+    """The graph of edges ``src[i] -> dst[i]`` (row ``dst[i]`` holds ``src[i]``) from the edge list: the peer of
+    ``CSRGraph.from_edges``."""
+    data = np.ones(len(src), dtype=np.float32)
+    return scipy.sparse.coo_array((data, (dst, src)), shape=(num_nodes, num_nodes)).tocsr()
+
+
 def scipy_permute(matrix: scipy.sparse.csr_array, new_to_old: np.ndarray) -> scipy.sparse.csr_array:
     """Row and column permutation ``P A P^T`` by fancy indexing: the peer of ``reorder_graph``."""
     return matrix[new_to_old][:, new_to_old]

@@ -27,6 +27,33 @@ def test_ties_go_to_the_smaller_old_id_every_time():
     assert ints.tolist() == [2, 0, 1]
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("kind", ["random doubles", "few distinct doubles", "signed zeros and infinities",
+                                  "float32", "negative ints", "large ints"])
+def test_the_radix_order_is_numpys_stable_argsort_of_the_negated_scores(kind, threads):
+    import numba
+
+    rng = np.random.default_rng(7)
+    n = 5000
+    scores = {
+        "random doubles": rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, n),
+        "few distinct doubles": rng.integers(0, 5, n) / 3.0,
+        "signed zeros and infinities": rng.choice([-0.0, 0.0, np.inf, -np.inf, 1e-320, -1e-320, 2.5], n),
+        "float32": rng.random(n).astype(np.float32),
+        "negative ints": rng.integers(-50, 50, n),
+        "large ints": rng.integers(-(2**62), 2**62, n) * rng.integers(1, 2, n),
+    }[kind]
+    reference = np.argsort(-scores.astype(np.float64) if scores.dtype.kind == "f" else -scores, kind="stable")
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        new_to_old, old_to_new = order_by_score(scores)
+    finally:
+        numba.set_num_threads(before)
+    assert np.array_equal(new_to_old, reference)
+    assert np.array_equal(old_to_new[new_to_old], np.arange(n))
+
+
 def test_reordered_graph_is_the_same_graph_under_old_to_new():
     g = random_graph()
     scores = torch.from_numpy(np.random.default_rng(1).random(g.num_nodes))

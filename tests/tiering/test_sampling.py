@@ -139,7 +139,7 @@ def test_the_one_pass_relabelling_equals_the_sorting_one(index_dtype):
         expected_nodes, expected_local = sampling.append_new_nodes_by_sorting(frontier, neighbors)
         assert torch.equal(nodes, expected_nodes) and torch.equal(local, expected_local), trial
     # the per-thread map is left clean: a later call with other ids is not confused by earlier ones
-    assert (sampling._SLOTS.table == -1).all()
+    assert (sampling._SLOTS.int32 == -1).all() and (sampling._SLOTS.int64 == -1).all()
 
 
 def test_threads_relabel_at_the_same_time_without_mixing_their_maps():
