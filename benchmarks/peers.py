@@ -8,7 +8,7 @@ rest of the machine).  Each side uses ``--threads`` threads (numba and torch her
 worker), and the load average seen during each task is recorded beside it.
 
 Graphs (``--graphs``): a uniform random graph (2M nodes, lists of about 10), a Chung-Lu power-law graph (2M
-nodes, about 43M entries, the top 1% of lists holding 31%) and papers-s (1M nodes, 38M entries); see
+nodes, about 43M entries, the top 1% of lists holding 31%) and papers-s (1M nodes, 31M entries); see
 ``benchmarks.workloads``.  Tasks, each the same work on every side:
 
 * ``coo-to-csr``: the lists from the edge list in a random order (DGL: ``dgl.graph`` and its CSC; SciPy:

@@ -46,6 +46,7 @@ import numpy as np
 import torch
 
 from .graph import CSRGraph
+from .prefetch import prefetch
 from .rng import stream_hashes, uniform, uniform_from_hashes
 
 BACKENDS = ("cpu", "torch")
@@ -78,7 +79,8 @@ _BATCH = 64  # nodes whose memory reads are issued together
 @numba.njit(parallel=True, cache=True, nogil=True)  # nogil: a sampler thread runs beside training
 def _sample_kernel(indptr, indices, rows, streams, fanout, seed, offsets, out):
     """A batch of nodes at a time, in three stages: their list starts, then the positions drawn in each list (kept
-    in ``out`` meanwhile), then the entries at those positions, so that the batch's cache misses overlap."""
+    in ``out`` meanwhile, each entry's read prefetched as it is drawn), then the entries at those positions, so
+    that the batch's cache misses overlap."""
     n = len(rows)
     for batch in numba.prange((n + _BATCH - 1) // _BATCH):
         first = batch * _BATCH
@@ -93,6 +95,7 @@ def _sample_kernel(indptr, indices, rows, streams, fanout, seed, offsets, out):
             if degree <= fanout:
                 for k in range(degree):
                     out[base + k] = k
+                prefetch(indices, starts[b])
                 continue
             for r in range(fanout):  # Floyd
                 j = degree - fanout + r
@@ -102,6 +105,7 @@ def _sample_kernel(indptr, indices, rows, streams, fanout, seed, offsets, out):
                         t = j
                         break
                 out[base + r] = t
+                prefetch(indices, starts[b] + t)
         for b in range(size):
             start = starts[b]
             for p in range(offsets[first + b], offsets[first + b + 1]):
@@ -233,20 +237,28 @@ class MiniBatch:
         return [self.seeds, self.input_nodes] + [t for block in self.blocks for t in block.tensors()]
 
 
+_AHEAD = 16  # how far ahead _append_kernel prefetches its map
+
+
 @numba.njit(cache=True, nogil=True)
 def _append_kernel(frontier, neighbors, slot, nodes, local) -> int:
     """``append_new_nodes`` in one pass: ``slot[v]`` is v's position in ``nodes`` (-1: not there yet).
 
     Every entry of ``slot`` is -1 on entry and again on return; returns how many of ``nodes`` were filled.
+    The map is read at random, so each pass prefetches the entry it will read ``_AHEAD`` steps later.
     """
     count = 0
     for i in range(len(frontier)):
+        if i + _AHEAD < len(frontier):
+            prefetch(slot, frontier[i + _AHEAD])
         v = frontier[i]
         if slot[v] < 0:
             slot[v] = count
             nodes[count] = v
             count += 1
     for i in range(len(neighbors)):
+        if i + _AHEAD < len(neighbors):
+            prefetch(slot, neighbors[i + _AHEAD])
         v = neighbors[i]
         position = slot[v]
         if position < 0:
@@ -256,6 +268,8 @@ def _append_kernel(frontier, neighbors, slot, nodes, local) -> int:
             count += 1
         local[i] = position
     for i in range(count):
+        if i + _AHEAD < count:
+            prefetch(slot, nodes[i + _AHEAD])
         slot[nodes[i]] = -1
     return count
 
