@@ -8,6 +8,8 @@
     tierbench scorers --dataset NAME --out DIR    score concentration and scoring/reordering speed tables
     tierbench train --dataset NAME --epochs K     GraphSAGE training, timed per stage, with validation accuracy
     tierbench profile --dataset NAME --figure 7|9 measured feature reuse by scorer (paper Figures 7 and 9)
+    tierbench policies --dataset NAME             every placement policy against Belady's bound and the static optimum
+    tierbench plan --dataset NAME --gpu-memory M  the policy and hot fraction to use in M of GPU memory, projected
     tierbench doctor                              preflight: versions, GPUs, PCIe links, pinning, ceilings -> results/machines
     tierbench gpubench --out DIR                  gather microbenchmarks against same-run peers (needs a GPU)
     tierbench gpu-suite [--dry-run]               a first GPU visit in one resumable command -> results/gpu/<device>
@@ -276,6 +278,37 @@ def _cmd_profile(args) -> int:
     return 0
 
 
+def _cmd_policies(args) -> int:
+    from suite.figures.policies import policies_report
+
+    out = args.out or f"results/policies/{args.dataset}"
+    paths = policies_report(
+        args.dataset, out, epochs=args.epochs, presample_epochs=args.presample_epochs, fanouts=args.fanout,
+        batch_size=args.batch_size, regime=args.regime, seed=args.seed, trace_dir=args.trace_dir,
+        ogb_root=args.ogb_root, progress=not args.quiet,
+    )
+    print(paths[0].read_text())
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+def _cmd_plan(args) -> int:
+    from suite.figures.plan import plan_report
+
+    out = args.out or f"out/plan/{args.dataset}"
+    paths, recommendation = plan_report(
+        args.dataset, args.gpu_memory, out, machine_path=args.machine, epochs=args.epochs, fanouts=args.fanout,
+        batch_size=args.batch_size, regime=args.regime, seed=args.seed, trace_dir=args.trace_dir,
+        ogb_root=args.ogb_root, progress=not args.quiet,
+    )
+    print(paths[0].read_text())
+    for path in paths:
+        print(f"wrote {path}")
+    print(recommendation)
+    return 0
+
+
 def _cmd_gpubench(args) -> int:
     if torch.device(args.device).type != "cuda":
         raise ValueError(f"gpubench measures a CUDA GPU, not {args.device}: give --device cuda or cuda:N")
@@ -522,6 +555,36 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--out", help="output directory (default results/profile/<dataset>)")
     profile.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     profile.set_defaults(func=_cmd_profile)
+
+    def with_trace_options(p, epochs_help):
+        p.add_argument("--dataset", required=True, help=DATASET_HELP)
+        p.add_argument("--epochs", type=_positive_int, default=p.get_default("epochs"), help=epochs_help)
+        p.add_argument("--fanout", type=_fanouts, help="fanouts (default: the dataset's training fanouts)")
+        p.add_argument("--batch-size", type=_positive_int, help="seeds per minibatch (default: --regime's)")
+        p.add_argument("--regime", choices=REGIMES, default="paper", help=REGIME_HELP)
+        p.add_argument("--seed", type=int, default=0, help="seed of the traced minibatches")
+        p.add_argument("--trace-dir", help="where traces are kept (default: traces/ in the dataset cache)")
+        p.add_argument("--ogb-root", help=OGB_ROOT_HELP)
+        p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+        return p
+
+    policies = sub.add_parser("policies", help="replay every placement policy against a recorded access trace: "
+                              "hit ratio and PCIe bytes against capacity, beside Belady's bound and the static optimum")
+    policies.set_defaults(epochs=3)
+    with_trace_options(policies, "epochs traced and replayed")
+    policies.add_argument("--presample-epochs", type=_positive_int, default=1, help="epochs PreSC pre-samples")
+    policies.add_argument("--out", help="output directory (default results/policies/<dataset>)")
+    policies.set_defaults(func=_cmd_policies)
+
+    plan = sub.add_parser("plan", help="project data-loading time per policy and hot fraction within a GPU memory "
+                          "budget, and recommend one")
+    plan.set_defaults(epochs=1)
+    with_trace_options(plan, "epochs traced")
+    plan.add_argument("--gpu-memory", required=True, help="GPU memory to plan for: 40GB, 24GiB, ...")
+    plan.add_argument("--machine", help="a machine profile of `tierbench doctor` (default: the newest GPU one in "
+                      "results/machines; none: nominal link numbers, labelled so)")
+    plan.add_argument("--out", help="output directory (default out/plan/<dataset>)")
+    plan.set_defaults(func=_cmd_plan)
 
     doctor = sub.add_parser("doctor", help="check this machine before a sweep and write its profile (JSON)")
     doctor.add_argument("--out", default="results/machines", help="directory of the machine profiles")

@@ -46,14 +46,9 @@ def _span(start: torch.Tensor, end: torch.Tensor, unit: int) -> torch.Tensor:
     return torch.where(end > start, count, torch.zeros_like(count))
 
 
-def zero_copy_traffic_tensors(rows: torch.Tensor, row_bytes: int, base_offset: int = 0,
-                              variant: str = DEFAULT_VARIANT, counted: torch.Tensor | None = None,
-                              ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(payload_bytes, requests)`` as 0-d int64 tensors on ``rows``' device, without synchronising.
-
-    ``counted`` (a boolean mask over ``rows``) limits the count to those rows,
-    e.g. the cold ones of a gather, so no data-dependent indexing is needed.
-    """
+def _row_spans(rows: torch.Tensor, row_bytes: int, base_offset: int, variant: str,
+               counted: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per row of ``rows``: ``(payload_bytes, requests)`` as int64 tensors (0 for a row not ``counted``)."""
     check_variant(variant)
     if row_bytes <= 0:
         raise ValueError(f"row_bytes must be positive, got {row_bytes}")
@@ -65,11 +60,30 @@ def zero_copy_traffic_tensors(rows: torch.Tensor, row_bytes: int, base_offset: i
     if counted is not None:
         end = torch.where(counted, end, start)  # an uncounted row spans nothing
     if variant != "naive":
-        return _span(start, end, SECTOR).sum() * SECTOR, _span(start, end, min(step, LINE)).sum()
+        return _span(start, end, SECTOR) * SECTOR, _span(start, end, min(step, LINE))
     offsets = torch.arange(-(-row_bytes // step), device=rows.device, dtype=torch.int64) * step
     step_start = start[:, None] + offsets[None, :]
     step_end = torch.minimum(step_start + step, end[:, None])
-    return _span(step_start, step_end, SECTOR).sum() * SECTOR, _span(step_start, step_end, LINE).sum()
+    return _span(step_start, step_end, SECTOR).sum(dim=1) * SECTOR, _span(step_start, step_end, LINE).sum(dim=1)
+
+
+def zero_copy_traffic_tensors(rows: torch.Tensor, row_bytes: int, base_offset: int = 0,
+                              variant: str = DEFAULT_VARIANT, counted: torch.Tensor | None = None,
+                              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(payload_bytes, requests)`` as 0-d int64 tensors on ``rows``' device, without synchronising.
+
+    ``counted`` (a boolean mask over ``rows``) limits the count to those rows,
+    e.g. the cold ones of a gather, so no data-dependent indexing is needed.
+    """
+    payload, requests = _row_spans(rows, row_bytes, base_offset, variant, counted)
+    return payload.sum(), requests.sum()
+
+
+def zero_copy_row_payload(rows: torch.Tensor, row_bytes: int, base_offset: int = 0,
+                          variant: str = DEFAULT_VARIANT) -> torch.Tensor:
+    """The payload bytes of reading each of ``rows`` by zero-copy, one int64 per row: what a policy replay charges
+    a miss of that row."""
+    return _row_spans(rows, row_bytes, base_offset, variant)[0]
 
 
 def zero_copy_traffic(rows: torch.Tensor, row_bytes: int, base_offset: int = 0,

@@ -8,7 +8,9 @@
   dispatches through ``SWEEP_FIGURES``; shared tables in ``sweep_tables``);
 * ``demo``: the main job's panels, loader by loader, in the paper's regime;
 * ``scorers``, ``datasets``, ``training``, ``gpu``: score concentration and
-  speed, dataset statistics, training epochs, GPU microbenchmarks.
+  speed, dataset statistics, training epochs, GPU microbenchmarks;
+* ``policies`` / ``plan``: every placement policy against the optimum, and
+  the projected plan for a GPU memory budget (``suite.policies``).
 
 Each sweep figure module defines the predefined sweeps it reports
 (``EXPERIMENTS``); ``EXPERIMENTS`` here is all of them, the sweeps

@@ -22,7 +22,6 @@ in four panels:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -30,6 +29,7 @@ import pandas as pd
 from suite.figures import sweep_tables as tables
 from suite.io.plotting import pyplot, write_table_and_figure
 from suite.io.provenance import caption
+from suite.measure.ceilings import newest_gpu_profile
 from suite.registry import LOADERS
 
 EXPERIMENTS = {
@@ -41,19 +41,6 @@ EXPERIMENTS = {
 MACHINES = Path("results/machines")
 """Where ``tierbench doctor`` writes machine profiles; the newest GPU profile with ceilings gives the projection."""
 PROJECTED = "data loading s, projected"
-
-
-def gpu_profile(machines=MACHINES) -> tuple[Path, dict] | None:
-    """The newest machine profile in ``machines`` measured on a GPU with both ceilings, or None."""
-    found = []
-    for path in sorted(Path(machines).glob("*.json")):
-        if tables.measured_ceilings(str(path)) is not None:
-            profile = json.loads(path.read_text(encoding="utf-8"))
-            found.append((str(profile.get("time", "")), path, profile))
-    if not found:
-        return None
-    _, path, profile = max(found, key=lambda item: item[0])
-    return path, profile
 
 
 def _bar(row) -> str:
@@ -74,7 +61,7 @@ def render(records: pd.DataFrame, out_dir, command: str, machines=MACHINES) -> l
     table["loader"] = table["loader"].astype(str)
     table["bar"] = table.apply(_bar, axis=1)
     device = " / ".join(sorted(records["device"].unique()))
-    profile = gpu_profile(machines)
+    profile = newest_gpu_profile(machines, tables.CEILINGS)
     projection = "No GPU machine profile with measured ceilings in results/machines: no projection (`tierbench doctor`)."
     if profile is not None:
         path, machine = profile

@@ -37,13 +37,12 @@ the paper's hardware effect.
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import pandas as pd
 
 from suite.datasets import regime as regimes
+from suite.measure.ceilings import profile_ceilings
 
 SETTINGS = ["dataset", "device", "processes", "gpus", "pipeline", "sampling", "fanouts", "batch_size", "regime", "loader",
             "scorer", "hot_fraction"]
@@ -228,22 +227,11 @@ def flagged(values: pd.Series, fmt: str, noise: pd.Series | None = None) -> pd.S
 
 
 def measured_ceilings(path) -> tuple[float, float] | None:
-    """The H2D memcpy and D2D copy ceilings (bytes/s) of the machine profile at ``path``; ``None`` where there is
-    no such file (a path is relative to the working directory, as ``suite.io.provenance`` writes it) or it holds no
-    measured ceilings (a CPU machine's, or one made with ``--no-measure``)."""
-    if not isinstance(path, str) or not Path(path).is_file():
-        return None
-    try:
-        profile = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path} is not a machine profile of tierbench doctor ({err}); run `tierbench doctor` "
-                         "again to rewrite it") from None
-    ceilings = profile.get("ceilings") if isinstance(profile, dict) else None
-    if not isinstance(ceilings, dict):
-        return None
-    values = [ceilings.get(name) for name in CEILINGS]
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in values):
-        return values[0], values[1]
+    """The H2D memcpy and D2D copy ceilings (bytes/s) of the machine profile at ``path``; ``None`` where it has not
+    both (``suite.measure.ceilings.profile_ceilings``)."""
+    ceilings = profile_ceilings(path) if isinstance(path, str) else {}
+    if all(name in ceilings for name in CEILINGS):
+        return ceilings[CEILINGS[0]], ceilings[CEILINGS[1]]
     return None
 
 

@@ -23,6 +23,9 @@ the gather kernel (``tiering.zero_copy``).
 from __future__ import annotations
 
 import functools
+import json
+import math
+from pathlib import Path
 
 import torch
 
@@ -115,3 +118,35 @@ def measure_ceilings(device=None, buffer_bytes: int = BUFFER_BYTES, repeats: int
         "d2d_copy_bytes_per_s": buffer_bytes / d2d,
         "buffer_bytes": buffer_bytes,
     }
+
+
+def profile_ceilings(path) -> dict[str, float]:
+    """The measured ceilings (bytes/s by name, those that are positive numbers) of the machine profile at ``path``;
+    empty where there is no such file (a path is relative to the working directory, as ``suite.io.provenance``
+    writes it) or it holds none (a CPU machine's, or one made with ``--no-measure``)."""
+    if not isinstance(path, (str, Path)) or not Path(path).is_file():
+        return {}
+    try:
+        profile = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path} is not a machine profile of tierbench doctor ({err}); run `tierbench doctor` "
+                         "again to rewrite it") from None
+    ceilings = profile.get("ceilings") if isinstance(profile, dict) else None
+    if not isinstance(ceilings, dict):
+        return {}
+    return {name: float(value) for name, value in ceilings.items() if name.endswith("_bytes_per_s")
+            and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0}
+
+
+def newest_gpu_profile(machines, needed) -> tuple[Path, dict] | None:
+    """``(path, profile)`` of the newest machine profile in directory ``machines`` with every ceiling in ``needed``
+    measured, or None."""
+    found = []
+    for path in sorted(Path(machines).glob("*.json")):
+        if set(needed) <= set(profile_ceilings(path)):
+            profile = json.loads(path.read_text(encoding="utf-8"))
+            found.append((str(profile.get("time", "")), path, profile))
+    if not found:
+        return None
+    _, path, profile = max(found, key=lambda item: item[0])
+    return path, profile

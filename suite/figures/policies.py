@@ -1,0 +1,130 @@
+"""``tierbench policies``: every placement policy's hit ratio and PCIe traffic against capacity, beside the optimum.
+
+For one dataset in a regime (``suite.datasets.regime``), the lab
+(``suite.policies.lab``) replays each policy against the same recorded
+epochs at capacities of 1-40% of the rows.  Written into ``--out``:
+
+* ``policies.md``: per policy and capacity, the hit ratio over all replayed
+  epochs, the same as a fraction of Belady's bound and of the static
+  optimum, the PCIe bytes of the misses per epoch (traffic model) and the
+  rows a dynamic cache writes into GPU memory per epoch (its fill traffic;
+  a static placement is filled once, before training: C rows);
+* ``policies.csv`` (those columns) and ``policies-epochs.csv`` (every epoch
+  of every replay, with the provenance);
+* ``policies.png``: hit ratio, fraction of Belady's bound and PCIe GB per
+  epoch against capacity, one line per policy.
+
+Reading it: a policy's gap to ``Belady MIN`` is what any smarter cache could
+still gain at that capacity; its gap to ``static optimum`` what a better
+static order could gain.  Dynamic caches start empty, so their first epoch
+is their worst (``policies-epochs.csv``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from suite.datasets import load_dataset
+from suite.datasets import regime as regimes
+from suite.io import atomic
+from suite.io.plotting import pyplot, write_table_and_figure
+from suite.io.provenance import caption, provenance
+from suite.policies.lab import POLICIES, LabSettings, capacities_of, run_lab
+
+GB = 1e9
+
+
+def summarise(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (policy, capacity): hit ratio over every epoch, fractions of the two references, and the mean
+    per-epoch PCIe bytes and rows admitted."""
+    total = rows.groupby(["policy", "capacity_rows", "capacity_percent"], sort=False).agg(
+        reads=("reads", "sum"), hits=("hits", "sum"), miss_bytes=("miss_bytes", "mean"),
+        fill_rows=("fill_rows", "mean")).reset_index()
+    total["hit_ratio"] = total["hits"] / total["reads"]
+    for reference, column in (("belady", "of Belady"), ("optimum", "of static optimum")):
+        best = total[total["policy"] == reference].set_index("capacity_rows")["hits"]
+        total[column] = total["hits"] / total["capacity_rows"].map(best)
+    total["policy"] = pd.Categorical(total["policy"], list(POLICIES), ordered=True)
+    return total.sort_values(["policy", "capacity_rows"]).reset_index(drop=True)
+
+
+def display(summary: pd.DataFrame, row_bytes: int) -> pd.DataFrame:
+    """``summarise``'s rows as a table shows them: policy labels, GB, whole rows."""
+    table = summary.assign(policy=summary["policy"].map(lambda p: POLICIES[p].label),
+                           kind=summary["policy"].map(lambda p: POLICIES[p].kind),
+                           pcie=summary["miss_bytes"] / GB, fill=summary["fill_rows"] * row_bytes / GB,
+                           fill_rows=summary["fill_rows"].round().astype(np.int64))
+    table = table.rename(columns={
+        "capacity_percent": "capacity (%)", "capacity_rows": "capacity (rows)", "hit_ratio": "hit ratio",
+        "pcie": "PCIe GB / epoch", "fill_rows": "rows admitted / epoch", "fill": "fill GB / epoch"})
+    return table[["policy", "kind", "capacity (%)", "capacity (rows)", "hit ratio", "of Belady", "of static optimum",
+                  "PCIe GB / epoch", "rows admitted / epoch", "fill GB / epoch"]]
+
+
+def plot(summary: pd.DataFrame, title: str):
+    plt, sns = pyplot()
+    shown = summary.assign(label=summary["policy"].map(lambda p: POLICIES[p].label),
+                           kind=summary["policy"].map(lambda p: POLICIES[p].kind),
+                           pcie_gb=summary["miss_bytes"] / GB)
+    order = [POLICIES[p].label for p in POLICIES if p in set(summary["policy"])]
+    panels = [("hit_ratio", "hit ratio"), ("of Belady", "hits / Belady's bound"),
+              ("pcie_gb", "PCIe GB / epoch (model)")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(15, 4.4))
+    for i, (ax, (column, label)) in enumerate(zip(axes, panels)):
+        sns.lineplot(data=shown, x="capacity_percent", y=column, hue="label", hue_order=order, style="kind",
+                     markers=True, dashes=False, ax=ax, legend=i == len(panels) - 1)
+        ax.set(xlabel="capacity (% of rows)", ylabel=label)
+    axes[-1].legend(fontsize=7, loc="upper right")
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
+    return fig
+
+
+def policies_report(name: str, out_dir, *, epochs: int = 3, presample_epochs: int = 1, fanouts=None,
+                    batch_size: int | None = None, regime: str = "paper", seed: int = 0, trace_dir=None, ogb_root=None,
+                    progress: bool = True) -> list[Path]:
+    """Run the lab on dataset ``name`` and write its table and figure into ``out_dir``."""
+    batch, regime = regimes.resolve(name, regime, batch_size)
+    fanouts = tuple(fanouts) if fanouts else regimes.default_fanouts(name)
+    dataset = load_dataset(name, ogb_root=ogb_root, progress=progress)
+    settings = LabSettings(name, fanouts, batch, regime, epochs, presample_epochs, seed)
+    rows, facts = run_lab(dataset, settings, capacities_of(dataset.num_nodes), trace_dir=trace_dir, progress=progress)
+    record = provenance(device="cpu")
+    summary = summarise(rows)
+    out_dir = Path(out_dir)
+    epochs_path = out_dir / "policies-epochs.csv"
+    provenance_columns = {k: record[k] for k in ("device", "git_revision", "time")}
+    atomic.write_csv(epochs_path, rows.assign(dataset=name, **provenance_columns), index=False)
+    speeds = ", ".join(f"{POLICIES[p].label} {v / 1e6:.0f}M" for p, v in facts["replay_reads_per_s"].items())
+    reads = facts["reads_per_epoch"]
+    per_batch = np.mean(reads) / facts["batches_per_epoch"]
+    one_epoch = ", ".join(f"{POLICIES[p].label} {reads[0] / v:.2f} s" for p, v in facts["replay_reads_per_s"].items())
+    table = display(summary, facts["row_bytes"])
+    command = (f"`tierbench policies --dataset {name} --epochs {epochs} --presample-epochs {presample_epochs}"
+               f"{'' if regime == 'paper' else f' --batch-size {batch}' if regime == 'fixed' else ' --regime unscaled'}"
+               f" --out {out_dir}`")
+    markdown = (
+        f"# Placement policies against the optimum, {name}\n\nMade by {command}; {caption(record)}.\n\n"
+        f"{name}: {dataset.num_nodes:,} rows of {facts['row_bytes']} B; fanouts {fanouts}, "
+        f"{regimes.describe(name, batch, regime)}; {epochs} replayed epoch(s) of {facts['batches_per_epoch']:,} "
+        f"minibatches, {np.mean(reads):,.0f} row reads each (a minibatch reads each of its rows once); PreSC "
+        f"pre-samples {presample_epochs} epoch(s) with another seed. Hit ratio: reads served from the cache, over "
+        f"all replayed epochs; *of Belady*, *of static optimum*: hits over that reference's at the same capacity. "
+        f"Dynamic caches start empty; the static placements and Belady's bound start filled (once, "
+        f"{facts['row_bytes']} B a row). PCIe GB: what the misses read by zero-copy, from the traffic model; rows "
+        f"admitted and fill GB: what a dynamic cache writes into GPU memory per epoch, its fill traffic (the misses "
+        f"it admits have crossed PCIe already). A minibatch reads {per_batch:,.0f} rows on average "
+        f"({100 * per_batch / dataset.num_nodes:.2f}% of them): a dynamic cache smaller than that cannot hold one "
+        f"minibatch (GraphBolt refuses such a batch); here it admits the misses in ascending id order until every "
+        f"cached row is in use, and the rest bypass it.\n\n"
+        f"Trace: {facts['trace_bytes_per_epoch'] / 2**20:.1f} MiB per epoch on disk "
+        f"(`{Path(facts['trace_file']).name}` in the dataset cache's `traces/`; "
+        f"{np.mean(reads) * 4 / 2**20:.1f} MiB as int32 ids). "
+        f"Replay speed on this CPU, reads per second: {speeds}; one epoch: {one_epoch}.\n\n"
+        + table.to_markdown(index=False, floatfmt=".3f", intfmt=",") + "\n"
+    )
+    fig = plot(summary, f"Placement policies on {name} (fanouts {','.join(map(str, fanouts))}, batch {batch})")
+    return [*write_table_and_figure(out_dir, "policies", markdown, table, fig, record, index=False), epochs_path]

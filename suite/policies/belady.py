@@ -1,0 +1,129 @@
+"""Belady's MIN for minibatches: the most hits any cache of C rows can have on a trace.
+
+Belady (1966) showed that evicting the page whose next use lies farthest
+ahead is optimal.  Here a cache serves a minibatch at a time
+(``suite.policies.replay``): it may hold any C rows of those it held or
+that the minibatch read, so after each minibatch MIN keeps the C of them
+whose next minibatch comes soonest, and lets a row pass (bypass) when every
+kept row is needed sooner.  Rows never read again are not kept.  It starts
+with the C rows first read, for free, as a static placement starts with
+its rows: so the bound covers every policy of the lab, the static ones
+(which never change their rows) and the dynamic ones (which start empty)
+alike, and no policy's hit count can exceed it.
+
+One pass computes every access's next use (O(accesses + N)); the replay
+keeps the cached rows in an indexed max-heap on next use, O(log C) per
+access.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from suite.policies.replay import Replay, check_capacity, epoch_of_batch
+
+_NEVER = np.iinfo(np.int64).max
+
+
+@numba.njit(cache=True, nogil=True)
+def _next_use(ids, offsets, num_nodes):
+    """For every access, the next minibatch that reads the same row (``_NEVER``: none); and every row's first."""
+    following = np.empty(len(ids), np.int64)
+    upcoming = np.full(num_nodes, _NEVER, np.int64)
+    for b in range(len(offsets) - 2, -1, -1):
+        for a in range(offsets[b], offsets[b + 1]):
+            following[a] = upcoming[ids[a]]
+            upcoming[ids[a]] = b
+    return following, upcoming
+
+
+@numba.njit(cache=True, nogil=True)
+def _sift_up(heap, key, where, i):
+    while i > 0:
+        parent = (i - 1) // 2
+        if key[heap[parent]] >= key[heap[i]]:
+            break
+        heap[parent], heap[i] = heap[i], heap[parent]
+        where[heap[parent]] = parent
+        where[heap[i]] = i
+        i = parent
+
+
+@numba.njit(cache=True, nogil=True)
+def _sift_down(heap, key, where, i, size):
+    while True:
+        largest = i
+        for child in (2 * i + 1, 2 * i + 2):
+            if child < size and key[heap[child]] > key[heap[largest]]:
+                largest = child
+        if largest == i:
+            break
+        heap[largest], heap[i] = heap[i], heap[largest]
+        where[heap[largest]] = largest
+        where[heap[i]] = i
+        i = largest
+
+
+@numba.njit(cache=True, nogil=True)
+def _min(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost, following, start_rows, start_keys):
+    hits = np.zeros(num_epochs, np.int64)
+    miss_bytes = np.zeros(num_epochs, np.int64)
+    fills = np.zeros(num_epochs, np.int64)
+    heap = np.empty(capacity, np.int64)  # cached rows, the one needed last on top
+    where = np.full(num_nodes, -1, np.int64)  # a row's place in the heap (-1: not cached)
+    key = np.empty(num_nodes, np.int64)  # a cached row's next use
+    hit_in = np.full(num_nodes, -1, np.int64)  # the minibatch in which the row last was a hit
+    size = 0
+    for i in range(len(start_rows)):  # the free start
+        v = start_rows[i]
+        heap[size] = v
+        where[v] = size
+        key[v] = start_keys[i]
+        size += 1
+        _sift_up(heap, key, where, size - 1)
+    for b in range(len(offsets) - 1):
+        e = epoch_of[b]
+        for a in range(offsets[b], offsets[b + 1]):
+            v = ids[a]
+            if where[v] >= 0:
+                hits[e] += 1
+                hit_in[v] = b
+                key[v] = following[a]  # later than before: the row rises
+                _sift_up(heap, key, where, where[v])
+        for a in range(offsets[b], offsets[b + 1]):
+            v = ids[a]
+            if hit_in[v] == b:
+                continue
+            miss_bytes[e] += cost[v]
+            upcoming = following[a]
+            if upcoming == _NEVER:
+                continue
+            if size < capacity:
+                heap[size] = v
+                where[v] = size
+                key[v] = upcoming
+                size += 1
+                _sift_up(heap, key, where, size - 1)
+            elif upcoming < key[heap[0]]:
+                where[heap[0]] = -1
+                heap[0] = v
+                where[v] = 0
+                key[v] = upcoming
+                _sift_down(heap, key, where, 0, size)
+            else:
+                continue
+            fills[e] += 1
+    return hits, miss_bytes, fills
+
+
+def replay_belady(trace, capacity: int, row_cost: np.ndarray) -> Replay:
+    """Belady's MIN over ``trace`` at ``capacity`` rows, starting with the ``capacity`` rows read first."""
+    capacity = check_capacity(capacity, trace.num_nodes)
+    following, first = _next_use(trace.ids, trace.batch_offsets, trace.num_nodes)
+    read = np.flatnonzero(first != _NEVER)
+    start = read[np.argsort(first[read], kind="stable")[:capacity]]
+    hits, miss_bytes, fills = _min(trace.ids, trace.batch_offsets, epoch_of_batch(trace.epoch_batches),
+                                   trace.num_epochs, trace.num_nodes, capacity, np.asarray(row_cost, dtype=np.int64),
+                                   following, start, first[start])
+    return Replay("belady", capacity, trace.epoch_accesses(), hits, miss_bytes, fills)

@@ -1,0 +1,192 @@
+"""The placement-policy lab: every policy replayed against one recorded access stream, beside the optimum.
+
+Which rows to keep in GPU memory is answered differently by each system:
+data tiering places by a score (seeds/000 §3), GNNLab by pre-sampled
+frequencies (PreSC), PaGraph by degree, DGL GraphBolt with dynamic caches.
+Here they all serve the same trace (``suite.policies.trace``) at the same
+capacities, beside two references: the static optimum (the best fixed set of
+C rows for these epochs) and Belady's MIN (the best any cache of C rows can
+do, ``suite.policies.belady``).
+
+``POLICIES`` lists them, in the order tables and figures show them.
+``run_lab`` records the traces, replays every policy at every capacity and
+returns one row per (policy, capacity, epoch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from suite.datasets.cache import cache_root
+from suite.datasets.reordered import score_nodes
+from suite.policies import belady, dynamic, static
+from suite.policies.trace import AccessTrace, load_trace, record_trace, save_trace
+from suite.registry import scorer_params
+from tiering.traffic import zero_copy_row_payload
+
+CAPACITY_PERCENTS = (1, 2, 5, 10, 15, 20, 25, 30, 40)
+"""The capacities the lab replays, in percent of the rows."""
+PRESAMPLE_SEED = 1_000
+"""PreSC's pre-sampled epochs use seed ``seed + PRESAMPLE_SEED``: other minibatches than the replayed ones."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicySpec:
+    """A placement policy: ``kind`` is ``static`` (a fixed set of rows), ``dynamic`` (a cache that admits and evicts)
+    or ``bound`` (a reference no policy of its kind can beat)."""
+
+    name: str
+    label: str
+    kind: str
+    what: str
+
+
+POLICIES = {
+    p.name: p
+    for p in (
+        PolicySpec("degree", "degree", "static", "the highest in-degree rows (PaGraph; seeds/000 §3.1)"),
+        PolicySpec("rpr", "R-PR", "static", "by reverse PageRank (seeds/000 §3.1)"),
+        PolicySpec("wrpr", "wR-PR", "static", "by weighted reverse PageRank, data tiering's scorer (seeds/000 §3.1)"),
+        PolicySpec("presc", "PreSC", "static", "by the reads of k pre-sampled epochs with another seed (GNNLab)"),
+        PolicySpec("optimum", "static optimum", "bound", "by the reads of the replayed epochs themselves"),
+        PolicySpec("lru", "LRU", "dynamic", "least recently used evicted (GraphBolt)"),
+        PolicySpec("clock", "CLOCK", "dynamic", "FIFO with reinsertion of referenced rows (GraphBolt)"),
+        PolicySpec("s3-fifo", "S3-FIFO", "dynamic", "small, main and ghost FIFOs (GraphBolt; Yang et al. 2023)"),
+        PolicySpec("belady", "Belady MIN", "bound", "the farthest next use evicted, with a free start: the bound"),
+    )
+}
+"""Every policy of the lab, in the order tables and figures show them."""
+SCORED = ("degree", "rpr", "wrpr")
+"""The policies that are a scorer of ``tiering.scores`` under the same name."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LabSettings:
+    """What is traced: ``dataset`` (a name the cache knows) sampled at ``fanouts`` with ``batch_size`` seeds per
+    minibatch, ``epochs`` replayed and ``presample_epochs`` for PreSC, from ``seed``."""
+
+    dataset: str
+    fanouts: tuple[int, ...]
+    batch_size: int
+    regime: str
+    epochs: int
+    presample_epochs: int
+    seed: int
+
+    def trace_key(self, seed: int, epochs: int, checksum: str) -> str:
+        text = json.dumps([self.dataset, checksum, list(self.fanouts), self.batch_size, seed, epochs])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def trace_directory() -> Path:
+    """Where traces are kept between runs: beside the datasets they were sampled from."""
+    return cache_root() / "traces"
+
+
+def cached_trace(dataset, settings: LabSettings, seed: int, epochs: int, checksum: str, directory: Path,
+                 progress: bool) -> tuple[AccessTrace, Path]:
+    """The trace of ``epochs`` epochs from ``seed``: read from ``directory`` when recorded before, else recorded and
+    written there."""
+    path = Path(directory) / f"{settings.dataset}-{settings.trace_key(seed, epochs, checksum)}.npz"
+    if path.is_file():
+        return load_trace(path), path
+    trace = record_trace(dataset.graph, dataset.splits["train"], settings.fanouts, settings.batch_size, seed=seed,
+                         epochs=epochs, meta={"dataset": settings.dataset, "regime": settings.regime},
+                         progress=progress)
+    save_trace(path, trace)
+    return trace, path
+
+
+def row_cost(num_nodes: int, row_bytes: int) -> np.ndarray:
+    """The PCIe payload of reading each row by zero-copy from a table in host memory (``tiering.traffic``)."""
+    return zero_copy_row_payload(torch.arange(num_nodes), row_bytes).numpy()
+
+
+def scorer_order(dataset, name: str) -> np.ndarray:
+    """Rows by scorer ``name``'s score (``tiering.scores``), with its default parameters."""
+    return static.order_by(score_nodes(dataset, name, scorer_params(name)).numpy())
+
+
+def presc_order(presample: AccessTrace) -> np.ndarray:
+    """PreSC's order: rows by how many minibatches of the pre-sampled epochs read them."""
+    return static.order_by(presample.counts().sum(axis=0))
+
+
+def static_orders(dataset, counts: np.ndarray, presample: AccessTrace) -> dict[str, np.ndarray]:
+    """The order of every static policy: each scorer's, PreSC's and the optimum's (by ``counts``, the replayed
+    epochs' reads)."""
+    orders = {name: scorer_order(dataset, name) for name in SCORED}
+    orders["presc"] = presc_order(presample)
+    orders["optimum"] = static.order_by(counts.sum(axis=0))
+    return orders
+
+
+def fingerprint(dataset) -> str:
+    """What names a dataset's content in a trace's file name: the checksums of its cache entry's files."""
+    return hashlib.sha256(json.dumps(dataset.manifest.get("files", {}), sort_keys=True).encode()).hexdigest()
+
+def capacities_of(num_nodes: int, percents=CAPACITY_PERCENTS) -> list[int]:
+    """Capacities in rows for ``percents`` of ``num_nodes`` rows (at least one row each)."""
+    return sorted({max(1, round(num_nodes * p / 100)) for p in percents})
+
+
+def run_lab(dataset, settings: LabSettings, capacities, *, trace_dir=None,
+            progress: bool = True) -> tuple[pd.DataFrame, dict]:
+    """Replay every policy on ``dataset``'s trace at every one of ``capacities`` (rows).
+
+    Returns ``(rows, facts)``: one row per (policy, capacity, epoch) with
+    reads, hits, miss bytes and rows admitted; ``facts`` about the traces
+    (their files, sizes, reads per epoch) and the replay speed of each
+    dynamic policy (reads per second).
+    """
+    directory = Path(trace_dir) if trace_dir else trace_directory()
+    checksum = fingerprint(dataset)
+    trace, trace_path = cached_trace(dataset, settings, settings.seed, settings.epochs, checksum, directory, progress)
+    presample, presample_path = cached_trace(dataset, settings, settings.seed + PRESAMPLE_SEED,
+                                             settings.presample_epochs, checksum, directory, progress)
+    row_bytes = dataset.feature_dim * dataset.features.element_size()
+    cost = row_cost(dataset.num_nodes, row_bytes)
+    capacities = sorted(set(capacities))
+    counts = trace.counts()
+    replays = []
+    for name, order in static_orders(dataset, counts, presample).items():
+        replays += static.replay_static(name, counts, order, capacities, cost)
+    seconds = {}
+    replayed = [name for name, spec in POLICIES.items() if spec.kind == "dynamic"] + ["belady"]
+    with tqdm(total=len(replayed) * len(capacities), desc="replaying", unit="replay", disable=not progress,
+              leave=False) as bar:
+        for name in replayed:
+            start = time.perf_counter()
+            for capacity in capacities:
+                bar.set_postfix_str(f"{name} at {capacity:,} rows")
+                replays.append(belady.replay_belady(trace, capacity, cost) if name == "belady"
+                               else dynamic.replay_dynamic(name, trace, capacity, cost))
+                bar.update(1)
+            seconds[name] = time.perf_counter() - start
+    rows = pd.DataFrame([
+        {"policy": r.policy, "kind": POLICIES[r.policy].kind, "capacity_rows": r.capacity,
+         "capacity_percent": 100 * r.capacity / dataset.num_nodes, "epoch": e, "reads": int(r.accesses[e]),
+         "hits": int(r.hits[e]), "miss_bytes": int(r.miss_bytes[e]), "fill_rows": int(r.fills[e])}
+        for r in replays for e in range(trace.num_epochs)
+    ])
+    facts = {
+        "row_bytes": row_bytes,
+        "reads_per_epoch": trace.epoch_accesses().tolist(),
+        "batches_per_epoch": int(np.diff(trace.epoch_batches)[0]),
+        "trace_file": str(trace_path),
+        "trace_bytes_per_epoch": trace_path.stat().st_size / trace.num_epochs,
+        "presample_file": str(presample_path),
+        "counts": counts,
+        "row_cost": cost,
+        "replay_reads_per_s": {name: len(capacities) * trace.num_accesses / s for name, s in seconds.items()},
+    }
+    return rows, facts

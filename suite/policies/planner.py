@@ -1,0 +1,168 @@
+"""The planner: the data-loading time of each placement policy and hot fraction on a GPU, projected from a trace.
+
+Given a GPU memory budget, the rows a cache may hold are what the budget
+leaves after the model's needs (``model_bytes``).  For each policy and each
+capacity that fits, the lab's replay of the dataset's trace
+(``suite.policies.lab``) gives the bytes of one epoch: misses read over PCIe
+by zero-copy, hits read from GPU memory, rows a dynamic cache writes into
+GPU memory.  Divided by the machine's ceilings (``suite.measure.ceilings``:
+zero-copy read for misses, device-to-device copy for hits and fills) they
+give a bound on the epoch's data-loading time.  The ceilings come from a
+machine profile of ``tierbench doctor`` (the newest GPU one in
+``results/machines`` unless ``--machine`` names one), else from the link's
+nominal numbers (``NOMINAL``), labelled so.
+
+A measured gather also pays per minibatch and per row (launches, the ids'
+copy, the traffic counters; README, "GPU results").  Where GPU epochs of the
+profile's device are in ``results/gpu``, ``fit_overhead`` fits that cost,
+``a`` per minibatch plus ``b`` per row, by least squares on the epochs of
+the *other* datasets, and ``compare_measured`` sets the projection with and
+without it beside the measured gather time of the planned dataset's epochs:
+a check on data the fit never saw.  The overhead is the same for every
+policy on one trace, so it moves no recommendation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from suite.measure.ceilings import newest_gpu_profile, profile_ceilings
+from suite.training.model import GraphSAGE
+from tiering.placement import hot_rows
+
+MACHINES = Path("results/machines")
+GPU_RESULTS = Path("results/gpu")
+ZERO_COPY, D2D = "zero_copy_read_bytes_per_s", "d2d_copy_bytes_per_s"
+NOMINAL = {ZERO_COPY: 31.5e9, D2D: 1555e9 / 2}
+"""Nominal ceilings where no profile is measured: PCIe 4.0 x16 (16 GT/s x 16 lanes x 128/130: 31.5 GB/s each way)
+and half an A100-40GB's 1,555 GB/s of HBM for a copy, which reads and writes each byte."""
+NOMINAL_SOURCE = ("NOMINAL link numbers, not measured: PCIe 4.0 x16 at 31.5 GB/s for misses, half of an "
+                  "A100-40GB's 1,555 GB/s HBM for copies in GPU memory")
+CONTEXT_BYTES = 1 << 30
+"""GPU memory kept back for the CUDA context and the allocator's slack."""
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KIB": 2**10, "MIB": 2**20,
+          "GIB": 2**30, "TIB": 2**40}
+
+
+def parse_bytes(text: str) -> int:
+    """``40GB`` (10**9), ``40GiB`` (2**30), ``512MB``, or a plain number of bytes."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?I?B?)\s*", str(text).upper())
+    if not match or match.group(2) not in _UNITS:
+        raise ValueError(f"a memory size is a number and a unit such as 40GB or 24GiB, got {text!r}")
+    return int(float(match.group(1)) * _UNITS[match.group(2)])
+
+
+@dataclasses.dataclass(frozen=True)
+class Machine:
+    """Ceilings (bytes/s) to project with, and where they come from."""
+
+    device: str
+    ceilings: dict
+    source: str
+    measured: bool
+
+
+def machine(path=None, machines=MACHINES) -> Machine:
+    """The machine profile at ``path``, else the newest GPU profile in ``machines``, else the nominal numbers."""
+    if path is not None:
+        ceilings = profile_ceilings(path)
+        if not Path(path).is_file():
+            raise ValueError(f"{path} does not exist: `tierbench doctor` on the GPU machine writes a profile")
+        if not {ZERO_COPY, D2D} <= set(ceilings):
+            raise ValueError(f"{path} holds no measured zero-copy and D2D ceilings (made on a CPU, or with "
+                             "--no-measure?): run `tierbench doctor` on the GPU machine")
+        found = (Path(path), json.loads(Path(path).read_text(encoding="utf-8")))
+    else:
+        found = newest_gpu_profile(machines, (ZERO_COPY, D2D))
+    if found is None:
+        return Machine("a GPU on PCIe 4.0 x16 (nominal)", dict(NOMINAL), NOMINAL_SOURCE, False)
+    path, profile = found
+    ceilings = profile_ceilings(path)
+    return Machine(profile["device"], ceilings, f"measured by `tierbench doctor` on {profile['time']} ({path})", True)
+
+
+def model_bytes(feature_dim: int, num_classes: int, layers: int, hidden: int, max_rows: int, row_bytes: int) -> int:
+    """GPU memory training needs beside the cache, estimated: the model's parameters four times (weights, gradients,
+    Adam's two moments), the largest minibatch's gathered rows and two hidden activations per layer of it, and
+    ``CONTEXT_BYTES``."""
+    parameters = sum(p.numel() for p in GraphSAGE(feature_dim, num_classes, layers, hidden).parameters())
+    return 4 * 4 * parameters + max_rows * (row_bytes + 2 * layers * hidden * 4) + CONTEXT_BYTES
+
+
+def projected_seconds(miss_bytes, hit_rows, fill_rows, row_bytes: int, ceilings: dict):
+    """The data-loading bound: misses over the zero-copy ceiling, hits and fills over the D2D ceiling."""
+    return miss_bytes / ceilings[ZERO_COPY] + (hit_rows + fill_rows) * row_bytes / ceilings[D2D]
+
+
+def gpu_epochs(device: str, results=GPU_RESULTS) -> pd.DataFrame:
+    """Every recorded single-process epoch of a zero-copy loader (``uva``, ``tiered``) measured on ``device``, without
+    the pipeline (whose gather time overlaps the others)."""
+    frames = [pd.read_csv(path) for path in sorted(Path(results).glob("*/runs/*.csv"))]
+    if not frames:
+        return pd.DataFrame()
+    epochs = pd.concat(frames, ignore_index=True)
+    keep = ((epochs["device"] == device) & epochs["loader"].isin(["uva", "tiered"]) & (epochs["processes"] == 1)
+            & ~epochs["pipeline"].astype(bool))
+    return epochs[keep].reset_index(drop=True)
+
+
+def record_bound(epochs: pd.DataFrame, ceilings: dict) -> pd.Series:
+    """Each recorded epoch's bound from its own counted bytes (no fills: these loaders never write a cache)."""
+    hits = epochs["hit_ratio"] * epochs["rows_gathered"]
+    return projected_seconds(epochs["pcie_payload_bytes"], hits, 0, epochs["row_bytes"], ceilings)
+
+
+def fit_overhead(epochs: pd.DataFrame, ceilings: dict) -> tuple[float, float] | None:
+    """``(a, b)``: seconds per minibatch and per row of the measured gather time above the bound, by least squares;
+    None with fewer than two distinct rows-per-minibatch (a and b not identifiable)."""
+    per_batch = epochs["rows_gathered"] / epochs["batches"]
+    if len(epochs) < 2 or per_batch.round().nunique() < 2:
+        return None
+    design = np.stack([epochs["batches"], epochs["rows_gathered"]], axis=1).astype(np.float64)
+    excess = (epochs["gather_s"] - record_bound(epochs, ceilings)).to_numpy(np.float64)
+    (a, b), *_ = np.linalg.lstsq(design, excess, rcond=None)
+    return float(a), float(b)
+
+
+def static_epoch(counts: np.ndarray, order: np.ndarray, capacity: int, row_cost: np.ndarray) -> tuple[float, float]:
+    """``(miss bytes, hit rows)`` per epoch of the rows ``order[:capacity]`` kept (capacity 0: nothing kept)."""
+    hot = np.zeros(counts.shape[1], dtype=bool)
+    hot[order[:capacity]] = True
+    reads = counts.sum(axis=0)
+    epochs = counts.shape[0]
+    return float((reads[~hot] * row_cost[~hot]).sum() / epochs), float(reads[hot].sum() / epochs)
+
+
+def compare_measured(name: str, batch_size: int, fanouts, measured_machine: Machine, counts, order, row_cost,
+                     row_bytes: int, batches_per_epoch: int, reads_per_epoch: float) -> pd.DataFrame:
+    """Projected against measured data-loading (gather) time for the GPU epochs of ``name`` at this trace's batch
+    and fanouts: the ``tiered`` loader (order ``order``) at each hot fraction, and ``uva`` (nothing kept)."""
+    epochs = gpu_epochs(measured_machine.device)
+    if epochs.empty:
+        return pd.DataFrame()
+    mine = epochs[(epochs["dataset"] == name) & (epochs["batch_size"] == batch_size)
+                  & (epochs["fanouts"] == ",".join(map(str, fanouts)))]
+    overhead = fit_overhead(epochs[epochs["dataset"] != name], measured_machine.ceilings)
+    rows = []
+    num_nodes = counts.shape[1]
+    for (loader, fraction), group in mine.groupby(["loader", "hot_fraction"]):
+        capacity = hot_rows(num_nodes, fraction) if loader == "tiered" else 0
+        miss_bytes, hit_rows = static_epoch(counts, order, capacity, row_cost)
+        bound = projected_seconds(miss_bytes, hit_rows, 0, row_bytes, measured_machine.ceilings)
+        row = {"loader": loader, "hot fraction": fraction, "epochs": len(group),
+               "measured gather s": group["gather_s"].mean(), "bound s": bound,
+               "bound error": bound / group["gather_s"].mean() - 1}
+        if overhead is not None:
+            projected = bound + overhead[0] * batches_per_epoch + overhead[1] * reads_per_epoch
+            row.update({"bound + overhead s": projected, "error": projected / group["gather_s"].mean() - 1})
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    table.attrs["overhead"] = overhead
+    table.attrs["fitted_on"] = sorted(set(epochs["dataset"]) - {name})
+    return table

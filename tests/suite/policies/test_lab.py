@@ -1,0 +1,130 @@
+"""The lab end to end: PreSC by hand, the sweep's hit ratio replayed exactly, and the two commands on ``tiny``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from suite.cli import main
+from suite.datasets.reordered import load_reordered
+from suite.policies.lab import POLICIES, presc_order
+from suite.policies.static import replay_static
+from suite.policies.trace import record_trace
+from suite.sweep.records import read_records
+from suite.sweep.run import run_sweep
+from tiering.graph import CSRGraph
+from tiering.placement import hot_rows
+
+
+def test_presc_with_one_presampled_epoch_matches_a_hand_count():
+    """A star: leaves 0, 1, 3 and 4 around node 2; training seeds 0, 1 and 3, one per minibatch, one hop of fanout 4
+    (a leaf's whole list).  Every minibatch reads {leaf, 2}, whatever the seed: node 2 three times, leaves 0, 1 and
+    3 once, leaf 4 never.  PreSC orders 2, 0, 1, 3, 4; one row cached serves 3 of the 6 reads, two rows 4."""
+    leaves = torch.tensor([0, 1, 3, 4])
+    hub = torch.full((4,), 2)
+    graph = CSRGraph.from_edges(torch.cat([leaves, hub]), torch.cat([hub, leaves]), 5)
+    train = torch.tensor([0, 1, 3])
+    presample = record_trace(graph, train, (4,), 1, seed=1000, epochs=1, progress=False)
+    assert presc_order(presample).tolist() == [2, 0, 1, 3, 4]
+    replayed = record_trace(graph, train, (4,), 1, seed=0, epochs=2, progress=False)
+    one, two = replay_static("presc", replayed.counts(), presc_order(presample), [1, 2], np.ones(5, np.int64))
+    assert one.hits.tolist() == [3, 3] and two.hits.tolist() == [4, 4]
+    assert one.accesses.tolist() == [6, 6] and one.miss_bytes.tolist() == [3, 3]
+
+
+HOT = [0.05, 0.25]
+FANOUTS = (10, 5)
+BATCH = 64
+EPOCHS = 2
+
+
+def test_replaying_the_tiered_sweeps_trace_gives_its_measured_hit_ratio(tmp_path):
+    """The sweep trains on the dataset reordered by wR-PR, hottest first, so its hot tier at fraction h is rows
+    [0, H): the wR-PR order at capacity H.  The trace of the same minibatches replayed there gives the same hits."""
+    path, _ = run_sweep("trace", tmp_path, datasets=["tiny"], loaders=["tiered"], hot_fractions=HOT, fanouts=[FANOUTS],
+                        epochs=EPOCHS, warmup=0, batch_size=BATCH, progress=False)
+    records = read_records(path)
+    dataset = load_reordered("tiny", "wrpr", progress=False)
+    trace = record_trace(dataset.graph, dataset.splits["train"], FANOUTS, BATCH, epochs=EPOCHS, progress=False)
+    capacities = [hot_rows(dataset.num_nodes, h) for h in HOT]
+    replays = replay_static("wrpr", trace.counts(), np.arange(dataset.num_nodes), capacities,
+                            np.ones(dataset.num_nodes, np.int64))
+    for fraction, replay in zip(HOT, replays):
+        measured = records[records["hot_fraction"] == fraction].sort_values("epoch")
+        assert measured["rows_gathered"].tolist() == replay.accesses.tolist()
+        assert measured["hit_ratio"].tolist() == pytest.approx(replay.hit_ratio.tolist(), rel=1e-12, abs=0)
+    assert 0 < replays[0].overall_hit_ratio < replays[1].overall_hit_ratio < 1
+
+
+@pytest.fixture(scope="module")
+def policies_run(tiny, cache_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("policies")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TIERBENCH_DATA", str(cache_dir))
+    try:
+        code = main(["policies", "--dataset", "tiny", "--epochs", "2", "--batch-size", "64", "--fanout", "5,3",
+                     "--out", str(out), "-q"])
+    finally:
+        mp.undo()
+    return code, out
+
+
+def test_tierbench_policies_writes_every_policy_at_every_capacity(policies_run):
+    code, out = policies_run
+    assert code == 0
+    table = pd.read_csv(out / "policies.csv")
+    labels = [spec.label for spec in POLICIES.values()]
+    assert list(dict.fromkeys(table["policy"])) == labels
+    assert table.groupby("policy")["capacity (%)"].nunique().eq(9).all()
+    belady = table[table["policy"] == "Belady MIN"].set_index("capacity (rows)")["hit ratio"]
+    for _, rows in table.groupby("policy"):
+        assert (rows.set_index("capacity (rows)")["hit ratio"] <= belady.loc[rows["capacity (rows)"]] + 1e-12).all()
+        assert rows["hit ratio"].is_monotonic_increasing or rows["policy"].iloc[0] in {"LRU", "CLOCK", "S3-FIFO"}
+    assert (table.loc[table["policy"] == "Belady MIN", "of Belady"] == 1).all()
+    text = (out / "policies.md").read_text()
+    assert "Replay speed" in text and "MiB per epoch" in text and "device cpu" in text
+    epochs = pd.read_csv(out / "policies-epochs.csv")
+    assert set(epochs["epoch"]) == {0, 1} and {"device", "git_revision", "time"} <= set(epochs.columns)
+    assert (out / "policies.png").stat().st_size > 0
+
+
+def test_tierbench_plan_says_its_numbers_are_nominal_without_a_profile(tiny, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no results/machines here
+    code = main(["plan", "--dataset", "tiny", "--gpu-memory", "2GB", "--batch-size", "64", "--fanout", "5,3",
+                 "--out", str(tmp_path / "plan"), "-q"])
+    assert code == 0
+    text = (tmp_path / "plan" / "plan.md").read_text()
+    assert "NOMINAL link numbers, not measured" in text and "every one of its 4,096 rows fits" in text
+    assert "nothing to compare with" in text
+    table = pd.read_csv(tmp_path / "plan" / "plan.csv")
+    assert table["capacity (%)"].max() == pytest.approx(100)  # 2 GB holds all of tiny
+    assert "Recommended for tiny" in capsys.readouterr().out
+
+
+def test_tierbench_plan_uses_a_measured_profile_when_given_one(tiny, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    profile = tmp_path / "gpu.json"
+    profile.write_text(json.dumps({"device": "cuda: Test GPU", "time": "2026-11-22T00:00:00+00:00", "ceilings": {
+        "zero_copy_read_bytes_per_s": 50e9, "d2d_copy_bytes_per_s": 1500e9, "h2d_memcpy_bytes_per_s": 55e9}}))
+    code = main(["plan", "--dataset", "tiny", "--gpu-memory", "24GiB", "--batch-size", "64", "--fanout", "5,3",
+                 "--machine", str(profile), "--out", str(tmp_path / "plan"), "-q"])
+    assert code == 0
+    text = (tmp_path / "plan" / "plan.md").read_text()
+    assert "measured by `tierbench doctor`" in text and "50.0 GB/s" in text and "NOMINAL" not in text
+    assert "No GPU epochs of tiny" in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--gpu-memory", "lots"], "a memory size is a number and a unit"),
+    (["--gpu-memory", "0.5GB"], "leaves no room for a cache"),
+    (["--gpu-memory", "40GB", "--machine", "no-such.json"], "does not exist"),
+])
+def test_bad_plans_are_refused_in_one_line(tiny, tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "--dataset", "tiny", "--batch-size", "64", "--fanout", "5,3", "-q", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tierbench: error:") and message in err and "\n" not in err

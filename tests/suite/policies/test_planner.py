@@ -1,0 +1,60 @@
+"""The planner's parts: memory sizes, ceilings from a profile or nominal ones, and the overhead fit."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from suite.policies import planner
+
+
+@pytest.mark.parametrize("text, value", [("40GB", 40 * 10**9), ("24GiB", 24 * 2**30), ("512 MB", 512 * 10**6),
+                                         ("1.5gb", 1_500_000_000), ("100", 100)])
+def test_memory_sizes_read_as_people_write_them(text, value):
+    assert planner.parse_bytes(text) == value
+
+
+@pytest.mark.parametrize("text", ["lots", "40 GX", "-1GB", ""])
+def test_a_memory_size_that_is_not_one_is_refused(text):
+    with pytest.raises(ValueError, match="a memory size is a number and a unit"):
+        planner.parse_bytes(text)
+
+
+def test_without_a_profile_the_ceilings_are_nominal_and_say_so(tmp_path):
+    machine = planner.machine(machines=tmp_path)
+    assert not machine.measured and "NOMINAL" in machine.source
+    assert machine.ceilings == planner.NOMINAL
+
+
+def test_the_newest_measured_profile_is_taken_and_a_cpu_one_is_not(tmp_path):
+    def write(name, time, ceilings):
+        (tmp_path / name).write_text(json.dumps({"device": name, "time": time, "ceilings": ceilings}))
+
+    both = {planner.ZERO_COPY: 40e9, planner.D2D: 900e9}
+    write("old.json", "2026-01-01", both)
+    write("new.json", "2026-06-01", {**both, planner.ZERO_COPY: 50e9})
+    write("cpu.json", "2026-12-01", {})
+    machine = planner.machine(machines=tmp_path)
+    assert machine.measured and machine.device == "new.json" and machine.ceilings[planner.ZERO_COPY] == 50e9
+    with pytest.raises(ValueError, match="holds no measured zero-copy and D2D ceilings"):
+        planner.machine(tmp_path / "cpu.json")
+
+
+def test_the_overhead_fit_recovers_a_cost_per_minibatch_and_per_row():
+    ceilings = {planner.ZERO_COPY: 50e9, planner.D2D: 1500e9}
+    epochs = pd.DataFrame({"batches": [12, 1442, 182, 20], "rows_gathered": [3.6e6, 1.0e7, 1.1e7, 5e6],
+                           "hit_ratio": [0.3, 0.6, 0.2, 0.0], "row_bytes": [512, 512, 400, 400],
+                           "pcie_payload_bytes": [1.3e9, 2.0e9, 3.5e9, 2.0e9]})
+    epochs["gather_s"] = planner.record_bound(epochs, ceilings) + 0.9e-3 * epochs["batches"] + 7e-9 * epochs[
+        "rows_gathered"]
+    a, b = planner.fit_overhead(epochs, ceilings)
+    assert a == pytest.approx(0.9e-3, rel=1e-9) and b == pytest.approx(7e-9, rel=1e-9)
+    one_shape = epochs.assign(batches=10, rows_gathered=1e6)
+    assert planner.fit_overhead(one_shape, ceilings) is None
+
+
+def test_the_projection_charges_misses_to_the_link_and_hits_and_fills_to_gpu_memory():
+    ceilings = {planner.ZERO_COPY: 50e9, planner.D2D: 1000e9}
+    assert planner.projected_seconds(50e9, 1e9, 1e9, 500, ceilings) == pytest.approx(1.0 + 1.0)
