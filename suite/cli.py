@@ -10,6 +10,7 @@
     tierbench profile --dataset NAME --figure 7|9 measured feature reuse by scorer (paper Figures 7 and 9)
     tierbench policies --dataset NAME             every placement policy against Belady's bound and the static optimum
     tierbench plan --dataset NAME --gpu-memory M  the policy and hot fraction to use in M of GPU memory, projected
+    tierbench bucket-orders --out DIR             partition swaps of BETA, Hilbert and row-major orderings (seeds/003)
     tierbench doctor                              preflight: versions, GPUs, PCIe links, pinning, ceilings -> results/machines
     tierbench gpubench --out DIR                  gather microbenchmarks against same-run peers (needs a GPU)
     tierbench gpu-suite [--dry-run]               a first GPU visit in one resumable command -> results/gpu/<device>
@@ -309,6 +310,16 @@ def _cmd_plan(args) -> int:
     return 0
 
 
+def _cmd_bucket_orders(args) -> int:
+    from suite.figures.bucket_orders import bucket_orders_report
+
+    paths = bucket_orders_report(args.out)
+    print(paths[0].read_text())
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
 def _cmd_gpubench(args) -> int:
     if torch.device(args.device).type != "cuda":
         raise ValueError(f"gpubench measures a CUDA GPU, not {args.device}: give --device cuda or cuda:N")
@@ -585,6 +596,11 @@ def build_parser() -> argparse.ArgumentParser:
                       "results/machines; none: nominal link numbers, labelled so)")
     plan.add_argument("--out", help="output directory (default out/plan/<dataset>)")
     plan.set_defaults(func=_cmd_plan)
+
+    orders = sub.add_parser("bucket-orders", help="partition swaps per epoch of the BETA, Hilbert and row-major "
+                            "edge-bucket orderings against the lower bound (seeds/003, Marius)")
+    orders.add_argument("--out", default="results/marius", help="output directory")
+    orders.set_defaults(func=_cmd_bucket_orders)
 
     doctor = sub.add_parser("doctor", help="check this machine before a sweep and write its profile (JSON)")
     doctor.add_argument("--out", default="results/machines", help="directory of the machine profiles")

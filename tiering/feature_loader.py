@@ -14,7 +14,8 @@ Counters (DESIGN.md, "Metrics"):
 * ``hits``: rows served from GPU memory (hit ratio = hits / accesses);
 * ``pcie_payload_bytes`` / ``pcie_requests``: modelled PCIe traffic;
 * ``host_bytes_touched``: bytes of host memory read;
-* ``gpu_bytes_resident``: bytes of features held in GPU memory.
+* ``gpu_bytes_resident``: bytes of features held in GPU memory;
+* ``disk_bytes_read``: bytes read from disk (loaders with a disk tier).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class LoaderStats:
     pcie_requests: int = 0
     host_bytes_touched: int = 0
     gpu_bytes_resident: int = 0
+    disk_bytes_read: int = 0
 
     @property
     def hit_ratio(self) -> float:

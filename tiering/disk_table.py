@@ -1,0 +1,136 @@
+"""A feature table read from disk: rows of a ``.npy`` file by large sequential reads, bypassing the page cache
+where the filesystem allows (seeds/003 §3-4, Marius's disk tier).
+
+``DiskTable(path)`` reads the ``.npy`` header (a C-ordered 2-D table of a
+fixed-size dtype) and opens the file for reading.  ``read_rows(start, stop,
+out)`` fills ``out`` with rows [start, stop) in one read per call.
+
+I/O mode.  With ``direct=True`` (the default) the file is opened with
+``O_DIRECT``, so reads come from the device, not the page cache, and cost
+what a first epoch costs.  ``O_DIRECT`` needs the file offset, the length
+and the buffer aligned to the device's block size; a read is widened to
+whole 4 KiB blocks into an aligned bounce buffer and the rows are copied
+out.  Filesystems that refuse ``O_DIRECT`` (tmpfs, some overlay and network
+filesystems answer ``EINVAL``) fall back to plain reads; ``io_mode`` says
+which is in use and ``io_note`` why.  ``drop_cache()`` asks the kernel to
+drop the file from the page cache (``posix_fadvise(DONTNEED)``), the way to
+make a plain-read run cold.
+
+``bytes_read`` counts what was read from the file, alignment padding
+included: what crossed from the disk.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+
+import numpy as np
+
+BLOCK = 4096
+"""Alignment of ``O_DIRECT`` reads: the largest logical block size of common devices."""
+
+
+def _npy_layout(path: Path) -> tuple[int, tuple[int, int], np.dtype]:
+    """``(data offset, shape, dtype)`` of a 2-D C-ordered ``.npy`` file."""
+    with open(path, "rb") as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+            if version not in read_header:
+                raise ValueError(f"format version {version}")
+            shape, fortran, dtype = read_header[version](f)
+        except ValueError as err:
+            raise ValueError(f"{path} is not a .npy file ({err})") from None
+        offset = f.tell()
+    if fortran or len(shape) != 2 or dtype.hasobject:
+        raise ValueError(f"{path} must hold a C-ordered 2-D table of numbers, not shape {shape} of {dtype}"
+                         f"{' in Fortran order' if fortran else ''}")
+    expected = offset + shape[0] * shape[1] * dtype.itemsize
+    if path.stat().st_size < expected:
+        raise ValueError(f"{path} is truncated: {path.stat().st_size:,} bytes, its header promises {expected:,}")
+    return offset, shape, dtype
+
+
+class DiskTable:
+    """Rows of an on-disk ``.npy`` table, read in large sequential reads (``O_DIRECT`` where allowed)."""
+
+    def __init__(self, path, direct: bool = True):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise ValueError(f"{self.path} does not exist")
+        self.offset, (self.num_rows, self.feature_dim), self.dtype = _npy_layout(self.path)
+        self.row_bytes = self.feature_dim * self.dtype.itemsize
+        self.bytes_read = 0
+        self.io_mode, self.io_note = "buffered", "plain reads through the page cache (asked for)"
+        self._fd = -1
+        if direct and hasattr(os, "O_DIRECT"):
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECT)
+                self._probe()
+                self.io_mode, self.io_note = "direct", "O_DIRECT: every read comes from the device"
+            except OSError as err:
+                if self._fd >= 0:
+                    os.close(self._fd)
+                self._fd = -1
+                self.io_note = (f"plain reads: this filesystem refuses O_DIRECT ({os.strerror(err.errno)}); "
+                                "drop_cache() makes a run cold instead")
+        elif direct:
+            self.io_note = "plain reads: this platform has no O_DIRECT"
+        if self._fd < 0:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        self._bounce = mmap.mmap(-1, BLOCK)  # page-aligned, grown as reads need
+
+    def _probe(self) -> None:
+        """One aligned read: some filesystems accept the O_DIRECT open and refuse the read."""
+        probe = mmap.mmap(-1, BLOCK)
+        try:
+            os.preadv(self._fd, [probe], 0)
+        finally:
+            probe.close()
+
+    def read_rows(self, start: int, stop: int, out: np.ndarray) -> None:
+        """Rows [start, stop) into ``out`` (a C-ordered array of ``stop - start`` rows of the table's dtype)."""
+        if not 0 <= start <= stop <= self.num_rows:
+            raise IndexError(f"rows [{start}, {stop}) are not within the table's {self.num_rows:,} rows")
+        if out.shape != (stop - start, self.feature_dim) or out.dtype != self.dtype or not out.flags.c_contiguous:
+            raise ValueError(f"out must be C-ordered {self.dtype} of shape {(stop - start, self.feature_dim)}")
+        begin = self.offset + start * self.row_bytes
+        end = self.offset + stop * self.row_bytes
+        if begin == end:
+            return
+        if self.io_mode == "direct":
+            first, last = begin - begin % BLOCK, -(-end // BLOCK) * BLOCK
+            if len(self._bounce) < last - first:
+                self._bounce.close()
+                self._bounce = mmap.mmap(-1, last - first)
+            view = memoryview(self._bounce)[: last - first]
+            self._read_fully(view, first, tail_may_end=True)
+            out.reshape(-1).view(np.uint8)[:] = np.frombuffer(view, np.uint8, end - begin, begin - first)
+            view.release()
+        else:
+            self._read_fully(memoryview(out.reshape(-1).view(np.uint8)), begin, tail_may_end=False)
+
+    def _read_fully(self, view: memoryview, offset: int, tail_may_end: bool) -> None:
+        done = 0
+        while done < len(view):
+            got = os.preadv(self._fd, [view[done:]], offset + done)
+            if got == 0:
+                if tail_may_end:  # an aligned read past the end of the file: the rest is padding
+                    break
+                raise ValueError(f"{self.path} ended early, at byte {offset + done:,}")
+            done += got
+            self.bytes_read += got
+
+    def drop_cache(self) -> None:
+        """Drop the file's pages from the page cache, so that the next plain read comes from the device."""
+        if hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_DONTNEED)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if not self._bounce.closed:
+            self._bounce.close()
