@@ -10,6 +10,7 @@
     tierbench profile --dataset NAME --figure 7|9 measured feature reuse by scorer (paper Figures 7 and 9)
     tierbench policies --dataset NAME             every placement policy against Belady's bound and the static optimum
     tierbench plan --dataset NAME --gpu-memory M  the policy and hot fraction to use in M of GPU memory, projected
+    tierbench disk --dataset NAME                 disk-backed loaders on traced minibatches, against the disk's ceilings
     tierbench bucket-orders --out DIR             partition swaps of BETA, Hilbert and row-major orderings (seeds/003)
     tierbench doctor                              preflight: versions, GPUs, PCIe links, pinning, ceilings -> results/machines
     tierbench gpubench --out DIR                  gather microbenchmarks against same-run peers (needs a GPU)
@@ -310,6 +311,17 @@ def _cmd_plan(args) -> int:
     return 0
 
 
+def _cmd_disk(args) -> int:
+    from suite.figures.disk import disk_report
+
+    paths = disk_report(args.dataset, args.out or f"results/disk/{args.dataset}", hot_fraction=args.hot_fraction,
+                        in_flight=args.in_flight, batches=args.batches, progress=not args.quiet)
+    print(paths[0].read_text())
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
 def _cmd_bucket_orders(args) -> int:
     from suite.figures.bucket_orders import bucket_orders_report
 
@@ -596,6 +608,16 @@ def build_parser() -> argparse.ArgumentParser:
                       "results/machines; none: nominal link numbers, labelled so)")
     plan.add_argument("--out", help="output directory (default out/plan/<dataset>)")
     plan.set_defaults(func=_cmd_plan)
+
+    disk = sub.add_parser("disk", help="the disk-backed loaders (mmap, disk-tiered) on the gathers of a traced epoch's "
+                          "minibatches, cold and warm, against the disk's sequential and random-read ceilings")
+    disk.add_argument("--dataset", required=True, help=DATASET_HELP)
+    disk.add_argument("--hot-fraction", type=float, default=DEFAULT_HOT_FRACTION, help="disk-tiered's top tier")
+    disk.add_argument("--in-flight", type=_positive_int, default=32, help="disk reads outstanding at a time")
+    disk.add_argument("--batches", type=_positive_int, default=50, help="minibatches of the traced epoch to measure")
+    disk.add_argument("--out", help="output directory (default results/disk/<dataset>)")
+    disk.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    disk.set_defaults(func=_cmd_disk)
 
     orders = sub.add_parser("bucket-orders", help="partition swaps per epoch of the BETA, Hilbert and row-major "
                             "edge-bucket orderings against the lower bound (seeds/003, Marius)")

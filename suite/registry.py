@@ -16,6 +16,8 @@ it builds anything, then dispatches to the loader's factory.
 | ``gns`` | a degree-sampled node set cached, neighbour sampling biased towards it (GNS; changes the sampler) | hot fraction |
 | ``tiered`` | data tiering: rows [0, H) on the GPU, the rest zero-copy (seeds/000) | hot fraction |
 | ``in-memory`` | all features on the device: the upper bound (seeds/004) | all rows |
+| ``mmap`` | the table's file memory-mapped: the page cache decides (Ginex, GraphBolt's baseline) | none |
+| ``disk-tiered`` | data tiering over three tiers: hot rows on the GPU, the next ``host_fraction`` in host memory, the rest read from disk on demand (seeds/000 + seeds/003) | hot fraction |
 
 ``tiered`` needs a dataset reordered hottest-first (``tierbench prepare`` /
 ``load_reordered``); the hot tier is then simply its first rows.  In a
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -51,9 +54,13 @@ from baselines.cpu_gather import CPUGatherLoader
 from baselines.degree_cache import DegreeCacheLoader
 from baselines.gns import GNSLoader
 from baselines.in_memory import InMemoryLoader
+from baselines.page_cache import MmapLoader
 from baselines.uva import UVALoader
+from suite.datasets.dataset import array_file
 from suite.datasets.host_copy import read_into_memory
 from tiering.combined import CombinedTensor, check_fits
+from tiering.disk_table import DiskTable
+from tiering.disk_tiered import DiskTieredLoader
 from tiering.feature_loader import FeatureLoader
 from tiering.multi_gpu import MultiGPUCombinedTensor
 from tiering.placement import hot_rows, plan_placement
@@ -72,7 +79,8 @@ class LoaderSpec:
     always keeps ``gpu_share`` of them there (1 for ``in-memory``, 0 for the
     rest); ``slot_map``, its hot tier sits behind an N-entry node -> slot map;
     ``reordered``, it needs a dataset reordered hottest-first; ``zero_copy``,
-    it reads a pinned host table from the GPU.  ``build_distributed`` makes
+    it reads a pinned host table from the GPU; ``disk``, it reads rows from
+    the table's file during training (its epochs record ``disk_bytes_read``).  ``build_distributed`` makes
     one process's loader in a multi-process run, where that differs.
     """
 
@@ -83,6 +91,7 @@ class LoaderSpec:
     slot_map: bool = False
     reordered: bool = False
     zero_copy: bool = False
+    disk: bool = False
     build_distributed: Callable[..., FeatureLoader] | None = None
 
     def hot_fractions(self, requested) -> list[float]:
@@ -97,6 +106,26 @@ def _multi_gpu_tiered(dataset, hot_fraction: float, device, *, shm_dir: str, **o
     placement = plan_placement(dataset.num_nodes, row_bytes, dist.get_world_size(), replicated=0,
                                interleaved=hot_rows(dataset.num_nodes, hot_fraction))
     return MultiGPUCombinedTensor(dataset.features, placement, device, shm_dir=shm_dir, **options)
+
+
+DEFAULT_HOST_FRACTION = 0.25
+"""The share of rows ``disk-tiered`` keeps in host memory below its GPU tier unless told (``host_fraction``): a host
+budget of a quarter of the table, the rest on disk."""
+
+
+def _table_file(dataset) -> Path:
+    """The ``.npy`` file of ``dataset``'s feature table in its cache entry."""
+    if dataset.path is None:
+        raise ValueError(f"the disk loaders read the feature table's file, and {dataset.name} has none "
+                         "(load it from the dataset cache)")
+    return array_file(dataset.path, "features")
+
+
+def _disk_tiered(dataset, hot: int, device, *, host_fraction: float = DEFAULT_HOST_FRACTION, in_flight: int = 32,
+                 direct: bool = True) -> FeatureLoader:
+    table = DiskTable(_table_file(dataset), direct=direct)
+    host = min(hot_rows(dataset.num_nodes, host_fraction), dataset.num_nodes - hot)
+    return DiskTieredLoader(table, hot, host, device, in_flight=in_flight)
 
 
 LOADERS = {
@@ -115,6 +144,10 @@ LOADERS = {
                    hot_tier=True, reordered=True, zero_copy=True, build_distributed=_multi_gpu_tiered),
         LoaderSpec("in-memory", lambda features, dataset, hot, device, **o: InMemoryLoader(features, device),
                    gpu_share=1.0),
+        LoaderSpec("mmap", lambda features, dataset, hot, device, **o: MmapLoader(_table_file(dataset), device),
+                   disk=True),
+        LoaderSpec("disk-tiered", lambda features, dataset, hot, device, **o: _disk_tiered(dataset, hot, device, **o),
+                   hot_tier=True, reordered=True, disk=True),
     )
 }
 """The loaders by the name the command line spells, in the order tables and figures show them."""

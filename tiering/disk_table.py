@@ -16,6 +16,13 @@ which is in use and ``io_note`` why.  ``drop_cache()`` asks the kernel to
 drop the file from the page cache (``posix_fadvise(DONTNEED)``), the way to
 make a plain-read run cold.
 
+``read_scattered(rows, out, in_flight)`` reads rows anywhere in the table
+on demand: the rows sorted, neighbours that share a block read together,
+at most ``in_flight`` reads outstanding (a pool of that many threads, each
+blocking in ``preadv``, which releases the GIL).  With ``O_DIRECT`` each read
+covers whole blocks, so a 512-byte row costs a 4 KiB read
+(``tiering.traffic.disk_traffic`` models it).
+
 ``bytes_read`` counts what was read from the file, alignment padding
 included: what crossed from the disk.
 """
@@ -24,6 +31,8 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +90,9 @@ class DiskTable:
         if self._fd < 0:
             self._fd = os.open(self.path, os.O_RDONLY)
         self._bounce = mmap.mmap(-1, BLOCK)  # page-aligned, grown as reads need
+        self._local = threading.local()  # each reader thread's own bounce buffer
+        self._count = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
 
     def _probe(self) -> None:
         """One aligned read: some filesystems accept the O_DIRECT open and refuse the read."""
@@ -121,7 +133,68 @@ class DiskTable:
                     break
                 raise ValueError(f"{self.path} ended early, at byte {offset + done:,}")
             done += got
-            self.bytes_read += got
+        with self._count:
+            self.bytes_read += done
+
+    def runs(self, rows: np.ndarray) -> list[tuple[int, int]]:
+        """Sorted distinct ``rows`` cut into runs that one read serves: ``(first, last + 1)`` row ranges whose bytes
+        are adjacent or, with ``O_DIRECT``, share a block."""
+        if not len(rows):
+            return []
+        begin = self.offset + rows * self.row_bytes
+        end = begin + self.row_bytes
+        if self.io_mode == "direct":
+            begin, end = begin // BLOCK, -(-end // BLOCK)  # in blocks
+        breaks = np.flatnonzero(begin[1:] > end[:-1]) + 1
+        firsts = np.concatenate([[0], breaks])
+        lasts = np.concatenate([breaks, [len(rows)]])
+        return [(int(rows[f]), int(rows[l - 1]) + 1) for f, l in zip(firsts, lasts)]
+
+    def _read_run(self, start: int, stop: int, rows: np.ndarray, where: np.ndarray, out: np.ndarray) -> None:
+        """Rows [start, stop) of the table, of which ``rows`` (with positions ``where`` in ``out``) are wanted."""
+        staging = getattr(self._local, "staging", None)
+        need = (stop - start) * self.row_bytes + 2 * BLOCK
+        if staging is None or len(staging) < need:
+            staging = self._local.staging = mmap.mmap(-1, -(-need // BLOCK) * BLOCK)
+        block = np.frombuffer(staging, dtype=self.dtype, count=(stop - start) * self.feature_dim
+                              ).reshape(stop - start, self.feature_dim)
+        if self.io_mode == "direct":
+            begin = self.offset + start * self.row_bytes
+            first = begin - begin % BLOCK
+            last = -(-(self.offset + stop * self.row_bytes) // BLOCK) * BLOCK
+            view = memoryview(staging)[: last - first]
+            self._read_fully(view, first, tail_may_end=True)
+            raw = np.frombuffer(staging, np.uint8, (stop - start) * self.row_bytes, begin - first)
+            out[where] = raw.view(self.dtype).reshape(stop - start, self.feature_dim)[rows - start]
+        else:
+            self._read_fully(memoryview(staging)[: (stop - start) * self.row_bytes], self.offset + start * self.row_bytes,
+                             tail_may_end=False)
+            out[where] = block[rows - start]
+
+    def read_scattered(self, rows: np.ndarray, out: np.ndarray, in_flight: int = 32) -> None:
+        """``out[i] = table[rows[i]]`` for distinct ``rows`` anywhere in the table, at most ``in_flight`` reads at a
+        time."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(rows) and (rows.min() < 0 or rows.max() >= self.num_rows):
+            raise IndexError(f"rows must be within the table's {self.num_rows:,} rows")
+        if in_flight < 1:
+            raise ValueError(f"in_flight must be at least 1, got {in_flight}")
+        order = np.argsort(rows, kind="stable")
+        ordered = rows[order]
+        runs = self.runs(ordered)
+        bounds = np.searchsorted(ordered, [start for start, _ in runs] + [self.num_rows])
+        jobs = [(start, stop, ordered[bounds[k]:bounds[k + 1]], order[bounds[k]:bounds[k + 1]])
+                for k, (start, stop) in enumerate(runs)]
+        if in_flight == 1 or len(jobs) <= 1:
+            for job in jobs:
+                self._read_run(*job, out)
+            return
+        if self._pool is None or self._pool._max_workers != in_flight:
+            if self._pool is not None:
+                self._pool.shutdown()
+            self._pool = ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="disk-reader")
+        for future in [self._pool.submit(self._read_run, *job, out) for job in jobs]:
+            future.result()
 
     def drop_cache(self) -> None:
         """Drop the file's pages from the page cache, so that the next plain read comes from the device."""
@@ -129,6 +202,9 @@ class DiskTable:
             os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

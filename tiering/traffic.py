@@ -26,6 +26,11 @@ allocation does.  DMA loaders instead move dense buffers: their payload is
 the bytes copied, counted in 128-byte units as requests so the columns
 compare across loaders.
 
+A third tier, disk (seeds/003; ``tiering.disk_tiered``), is counted the same
+way: ``disk_traffic`` gives the bytes an on-demand read of rows costs, whole
+4 KiB blocks with ``O_DIRECT`` (each block once however many of its rows are
+wanted), the rows' own bytes through the page cache.
+
 Everything here is integer arithmetic on tensors and runs on whatever device
 the ids are on.
 """
@@ -101,3 +106,16 @@ def dma_traffic(num_rows: int, row_bytes: int) -> tuple[int, int]:
     """``(payload_bytes, requests)`` for copying ``num_rows`` dense rows by DMA."""
     payload = num_rows * row_bytes
     return payload, -(-payload // LINE)
+
+
+def disk_traffic(rows: torch.Tensor, row_bytes: int, data_offset: int, block: int | None) -> int:
+    """Bytes read from disk to fetch ``rows`` (distinct) of a table whose row 0 starts at byte ``data_offset`` of its
+    file: with ``block`` (``O_DIRECT``) every block a row overlaps, each once; without, the rows' own bytes."""
+    if block is None:
+        return len(rows) * row_bytes
+    start = rows.to(torch.int64) * row_bytes + data_offset
+    first = torch.div(start, block, rounding_mode="floor")
+    last = torch.div(start + row_bytes - 1, block, rounding_mode="floor")
+    spans = torch.cat([torch.arange(int(a), int(b) + 1) for a, b in zip(first.tolist(), last.tolist())]
+                      ) if row_bytes > block else torch.cat([first, last])
+    return int(torch.unique(spans).numel()) * block

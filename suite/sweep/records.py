@@ -97,6 +97,7 @@ SCHEMA = {
     "pcie_requests": Column("int"),
     "host_bytes_touched": Column("int"),
     "gpu_bytes_resident": Column("int"),
+    "disk_bytes_read": Column("int", default=0),
     "pcie_rx_bytes_measured": Column("int", nullable=True),
     "pcie_measured_scope": Column("str", nullable=True),
     "pipeline": Column("bool", default=False),
@@ -104,7 +105,7 @@ SCHEMA = {
 """Column -> type of a record; rows written before ``sampling``, ``processes`` and ``pipeline`` existed ran
 with CPU sampling, in one process, without a pipeline, and those written before ``regime`` with the paper's batch
 unscaled; those written before ``rows_gathered``, ``nodes_touched`` and ``row_bytes`` existed miss them
-(``<NA>``)."""
+(``<NA>``); those written before ``disk_bytes_read`` existed read nothing from disk (0)."""
 
 _EXTRA = Column("str", nullable=True)  # a column this version does not know: kept as text
 _INTEGER = re.compile(r"[+-]?\d+(?:\.0*)?")  # pandas wrote an integer column with a gap as floats: 1744078336.0

@@ -162,8 +162,8 @@ class DistributedTrainer(Trainer):
         measured = result.pcie_rx_bytes_measured
         sums = self._reduce([stats.hits, stats.accesses, result.pcie_payload_bytes, result.pcie_requests,
                           result.host_bytes_touched, result.gpu_bytes_resident + self.graph_bytes_resident,
-                          result.sampled_edges, measured or 0, measured is None])
-        hits, accesses, payload, requests, host, resident, edges, rx, unmeasured = (int(v) for v in sums.tolist())
+                          result.sampled_edges, measured or 0, measured is None, result.disk_bytes_read])
+        hits, accesses, payload, requests, host, resident, edges, rx, unmeasured, disk = (int(v) for v in sums.tolist())
         losses = self._reduce(result.losses) / self.world  # minibatch i's loss averaged over the processes
         touched = self.epoch_touched.to(device=self.comm_device, dtype=torch.uint8)
         dist.all_reduce(touched, op=dist.ReduceOp.MAX, group=self.group)  # a node any process gathered
@@ -172,6 +172,6 @@ class DistributedTrainer(Trainer):
             train_s=float(slowest[2]), epoch_s=float(slowest[3]), sampled_edges=edges, rows_gathered=accesses,
             nodes_touched=int(touched.sum()),
             hit_ratio=hits / accesses if accesses else float("nan"), pcie_payload_bytes=payload, pcie_requests=requests,
-            host_bytes_touched=host, gpu_bytes_resident=resident,
+            host_bytes_touched=host, gpu_bytes_resident=resident, disk_bytes_read=disk,
             pcie_rx_bytes_measured=None if unmeasured else rx, losses=losses.tolist(),
         )

@@ -57,6 +57,7 @@ class EpochResult:
     pcie_requests: int  # modelled
     host_bytes_touched: int
     gpu_bytes_resident: int
+    disk_bytes_read: int  # measured at the file by loaders with a disk tier (0 for the others)
     pcie_rx_bytes_measured: int | None  # NVML, None where unavailable (never 0 for "unknown")
     pcie_measured_scope: str  # what the NVML bytes cover (suite.measure.pcie.SCOPE), or why there are none
     pipeline: bool  # sampling, gathering and training overlapped (suite.training.pipeline)
@@ -192,6 +193,7 @@ class Trainer:
             pcie_requests=stats.pcie_requests,
             host_bytes_touched=stats.host_bytes_touched,
             gpu_bytes_resident=stats.gpu_bytes_resident,
+            disk_bytes_read=stats.disk_bytes_read,
             pcie_rx_bytes_measured=None if measured is None else measured["rx_bytes"],
             pcie_measured_scope=self.pcie.scope,
             pipeline=pipeline,

@@ -29,7 +29,8 @@ def row(**changes) -> dict:
         "epoch": 1, "loss": 1.25, "valid_accuracy": 0.5, "sample_s": 0.01, "gather_s": 0.002, "train_s": 0.02,
         "epoch_s": 0.032, "batches": 2, "sampled_edges": 36660, "hit_ratio": 0.3, "rows_gathered": 30, "nodes_touched": 25,
         "row_bytes": 128, "pcie_payload_bytes": 1744, "pcie_requests": 13, "host_bytes_touched": 1744,
-        "gpu_bytes_resident": 524288, "pcie_rx_bytes_measured": None, "pcie_measured_scope": "unavailable: cpu",
+        "gpu_bytes_resident": 524288, "disk_bytes_read": 0, "pcie_rx_bytes_measured": None,
+        "pcie_measured_scope": "unavailable: cpu",
         "pipeline": False,
     }
     return {**values, **changes}

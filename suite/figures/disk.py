@@ -1,0 +1,171 @@
+"""``tierbench disk``: the disk-backed loaders on the minibatches of a traced epoch, against the disk's own ceilings
+(seeds/003).
+
+Feature tables larger than host memory leave part of the table on the SSD.
+This measures, on this machine, what the loaders that read it cost: one
+epoch of the training minibatches' gathers (the policy lab's trace,
+``suite.policies.trace``, in the paper's regime; on the dataset reordered by
+weighted R-PR, whose row order ``disk-tiered`` needs) through
+
+* ``in-memory``: the whole table in memory, the reference;
+* ``mmap``, cold (the file dropped from the page cache first,
+  ``posix_fadvise(DONTNEED)``) and warm (the same epoch again): the page
+  cache decides;
+* ``disk-tiered`` at a hot fraction in the top tier and host budgets of a
+  few shares of the table, the rest read from disk on demand by
+  ``O_DIRECT`` (where the filesystem allows), ``in_flight`` reads at a time.
+  A host budget below the table's size is *emulated*: the loader is told to
+  keep only that share, on a machine that could hold it all.
+
+Beside them, in the same run, the disk's ceilings: a cold sequential read of
+the whole file in 64 MiB ``O_DIRECT`` reads (``dd``'s way), and random
+single-block reads at the same ``in_flight``.  Disk bytes are measured at
+the file (``disk-tiered``: with the traffic model's count beside them;
+``mmap``: the kernel's per-process accounting).  Written into ``--out``:
+``disk.md``, ``.csv``, ``.png``, one bar per loader and setting.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from baselines.in_memory import InMemoryLoader
+from baselines.page_cache import MmapLoader
+from suite.datasets import load_dataset
+from suite.datasets import regime as regimes
+from suite.datasets.dataset import array_file
+from suite.datasets.reordered import load_reordered
+from suite.io.plotting import pyplot, write_table_and_figure
+from suite.io.provenance import caption, provenance
+from suite.policies.lab import LabSettings, cached_trace, fingerprint, trace_directory
+from tiering.disk_table import BLOCK, DiskTable
+from tiering.disk_tiered import DiskTieredLoader
+from tiering.placement import hot_rows
+
+SEQUENTIAL_CHUNK = 64 << 20
+BATCHES = 50
+"""Minibatches measured per loader and setting: the first of the traced epoch.  On a disk that serves about 10,000
+random blocks a second, a whole papers-s epoch read block by block would take over 15 minutes per setting."""
+HOST_FRACTIONS = (0.0, 0.15, 0.4)
+GB = 1e9
+
+
+def sequential_ceiling(path: Path) -> tuple[float, str]:
+    """``(bytes/s, I/O mode)`` of reading the whole file cold, in ``SEQUENTIAL_CHUNK`` reads."""
+    table = DiskTable(path)
+    table.drop_cache()
+    rows_per_chunk = max(1, SEQUENTIAL_CHUNK // table.row_bytes)
+    out = np.empty((rows_per_chunk, table.feature_dim), table.dtype)
+    start = time.perf_counter()
+    for first in range(0, table.num_rows, rows_per_chunk):
+        last = min(table.num_rows, first + rows_per_chunk)
+        table.read_rows(first, last, out[: last - first])
+    seconds = time.perf_counter() - start
+    rate, mode = table.bytes_read / seconds, table.io_mode
+    table.close()
+    return rate, mode
+
+
+def random_ceiling(path: Path, in_flight: int, reads: int = 20_000) -> float:
+    """Blocks per second of random single-block reads, ``in_flight`` at a time (rows a block apart or more)."""
+    table = DiskTable(path)
+    table.drop_cache()
+    stride = max(1, -(-BLOCK // table.row_bytes) * 2)
+    rows = np.random.default_rng(0).permutation(np.arange(0, table.num_rows, stride))[:reads]
+    out = np.empty((len(rows), table.feature_dim), table.dtype)
+    start = time.perf_counter()
+    table.read_scattered(rows, out, in_flight)
+    seconds = time.perf_counter() - start
+    blocks = table.bytes_read / BLOCK
+    table.close()
+    return blocks / seconds
+
+
+def _epoch(loader, batches, label: str, progress: bool) -> dict:
+    loader.reset_stats()
+    start = time.perf_counter()
+    for ids in tqdm(batches, desc=label, unit="batch", disable=not progress, leave=False):
+        loader.gather(ids)
+    seconds = time.perf_counter() - start
+    stats = loader.stats()
+    return {"seconds": seconds, "rows": stats.accesses, "hit_ratio": stats.hit_ratio,
+            "disk_bytes": stats.disk_bytes_read, "modelled_disk_bytes": getattr(loader, "modelled_disk_bytes", None)}
+
+
+def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions=HOST_FRACTIONS, in_flight: int = 32,
+                batches: int = BATCHES, seed: int = 0, progress: bool = True) -> list[Path]:
+    """Measure the disk loaders on ``name`` and write the table and figure into ``out_dir``."""
+    batch, regime = regimes.resolve(name, "paper", None)
+    fanouts = regimes.default_fanouts(name)
+    dataset = load_dataset(name, progress=progress)
+    reordered = load_reordered(name, "wrpr", progress=progress)
+    old_to_new, num_nodes = reordered.old_to_new.numpy().copy(), reordered.num_nodes
+    path = array_file(reordered.path, "features")
+    del reordered  # its memory map of the file would keep the file's pages in the page cache
+    gc.collect()
+    settings = LabSettings(name, fanouts, batch, regime, 1, 1, seed)
+    trace, _ = cached_trace(dataset, settings, seed, 1, fingerprint(dataset), trace_directory(), progress)
+    renamed = old_to_new[trace.ids]
+    measured = min(batches, trace.num_batches)
+    batches = [torch.from_numpy(renamed[trace.batch_offsets[b]:trace.batch_offsets[b + 1]]) for b in range(measured)]
+    reads = int(trace.batch_offsets[measured])
+    table_bytes = path.stat().st_size
+    sequential, mode = sequential_ceiling(path)
+    random_rate = random_ceiling(path, in_flight)
+    rows = []
+    mapped = MmapLoader(path)
+    mapped.drop_cache()
+    rows.append({"loader": "mmap", "setting": "cold page cache", **_epoch(mapped, batches, "mmap cold", progress)})
+    rows.append({"loader": "mmap", "setting": "warm page cache", **_epoch(mapped, batches, "mmap warm", progress)})
+    mapped.close()
+    hot = hot_rows(num_nodes, hot_fraction)
+    for share in host_fractions:
+        host = min(hot_rows(num_nodes, share), num_nodes - hot)
+        table = DiskTable(path)
+        table.drop_cache()
+        loader = DiskTieredLoader(table, hot, host, in_flight=in_flight)
+        setting = f"{100 * hot_fraction:g}% top tier, {100 * share:g}% host (emulated), rest on disk"
+        rows.append({"loader": "disk-tiered", "setting": setting,
+                     **_epoch(loader, batches, f"disk-tiered {share:g}", progress)})
+        loader.close()
+    memory = InMemoryLoader(torch.from_numpy(np.load(path, allow_pickle=False)))
+    rows.insert(0, {"loader": "in-memory", "setting": "whole table in memory",
+                    **_epoch(memory, batches, "in-memory", progress)})
+    table = pd.DataFrame(rows)
+    table["disk GB"] = table["disk_bytes"] / GB
+    table["disk GB/s"] = table["disk_bytes"] / table["seconds"] / GB
+    table["of sequential ceiling"] = table["disk GB/s"] / (sequential / GB)
+    table["of random-read ceiling"] = table["disk GB/s"] / (random_rate * BLOCK / GB)
+    table["modelled_disk_bytes"] = table["modelled_disk_bytes"].astype("Int64")
+    record = provenance(device="cpu")
+    markdown = (
+        f"# Disk-backed loaders, {name}\n\nMade by `tierbench disk --dataset {name} --out {out_dir}`; "
+        f"{caption(record)}.\n\n{name} reordered by weighted R-PR: {num_nodes:,} rows, a "
+        f"{table_bytes / GB:.2f} GB feature file; one epoch of the paper's regime ({regimes.describe(name, batch, regime)}"
+        f"), its first {measured:,} of {trace.num_batches:,} minibatches ({reads:,} row reads), gathers only, no "
+        f"training: the times are for those minibatches, not the whole epoch. Disk "
+        f"I/O mode: {mode}. Ceilings measured in the same run: a cold sequential read of the file at "
+        f"{sequential / GB:.2f} GB/s, random single-block reads at {random_rate:,.0f} blocks/s "
+        f"({random_rate * BLOCK / GB:.2f} GB/s) with {in_flight} in flight. Host budgets below 100% are emulated "
+        f"(the machine could hold the whole table). Disk bytes: measured at the file (`disk-tiered`, its traffic "
+        f"model's count beside) or by the kernel's per-process accounting (`mmap`).\n\n"
+        + table.drop(columns=["disk_bytes"]).rename(columns={"modelled_disk_bytes": "modelled disk bytes"}).to_markdown(
+            index=False, floatfmt=".3f") + "\n"
+    )
+    plt, sns = pyplot()
+    shown = table.assign(bar=table["loader"] + ": " + table["setting"])
+    fig, axes = plt.subplots(1, 2, figsize=(13, 0.6 * len(shown) + 1.8), sharey=True)
+    sns.barplot(data=shown, y="bar", x="seconds", hue="loader", dodge=False, legend=False, ax=axes[0])
+    axes[0].set(xlabel=f"gather seconds for {measured} minibatches (this CPU)", ylabel="")
+    sns.barplot(data=shown, y="bar", x="disk GB", hue="loader", dodge=False, legend=False, ax=axes[1])
+    axes[1].set(xlabel=f"GB read from disk for {measured} minibatches", ylabel="")
+    fig.suptitle(f"Disk-backed loaders on {name}, {measured} minibatches: one bar per loader and setting")
+    fig.tight_layout(rect=(0, 0.05, 1, 0.94))
+    return write_table_and_figure(out_dir, "disk", markdown, table, fig, record, index=False)
