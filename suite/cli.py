@@ -122,9 +122,7 @@ def _cmd_cost(args) -> int:
 
     print(f"dataset cache: {describe_root()}")
     paths = write_build_cost(args.names, args.out, one_thread=args.one_thread, progress=not args.quiet)
-    print(paths[0].read_text())
-    for path in paths:
-        print(f"wrote {path}")
+    _show(paths)
     return 0
 
 
@@ -266,6 +264,13 @@ def _cmd_train(args) -> int:
     return 0
 
 
+def _show(paths) -> None:
+    """Print a report's table (its first file) and where every file of it went."""
+    print(paths[0].read_text())
+    for path in paths:
+        print(f"wrote {path}")
+
+
 def _cmd_profile(args) -> int:
     from suite.figures.profile import profile_figure
 
@@ -274,9 +279,7 @@ def _cmd_profile(args) -> int:
         args.dataset, args.figure, out, fanouts=args.fanout, epochs=args.epochs, batch_size=args.batch_size,
         regime=args.regime, seed=args.seed, ogb_root=args.ogb_root, progress=not args.quiet,
     )
-    print(paths[0].read_text())
-    for path in paths:
-        print(f"wrote {path}")
+    _show(paths)
     return 0
 
 
@@ -289,9 +292,7 @@ def _cmd_policies(args) -> int:
         batch_size=args.batch_size, regime=args.regime, seed=args.seed, trace_dir=args.trace_dir,
         ogb_root=args.ogb_root, progress=not args.quiet,
     )
-    print(paths[0].read_text())
-    for path in paths:
-        print(f"wrote {path}")
+    _show(paths)
     return 0
 
 
@@ -304,9 +305,7 @@ def _cmd_plan(args) -> int:
         batch_size=args.batch_size, regime=args.regime, seed=args.seed, trace_dir=args.trace_dir,
         ogb_root=args.ogb_root, progress=not args.quiet,
     )
-    print(paths[0].read_text())
-    for path in paths:
-        print(f"wrote {path}")
+    _show(paths)
     print(recommendation)
     return 0
 
@@ -316,9 +315,7 @@ def _cmd_disk(args) -> int:
 
     paths = disk_report(args.dataset, args.out or f"results/disk/{args.dataset}", hot_fraction=args.hot_fraction,
                         in_flight=args.in_flight, batches=args.batches, progress=not args.quiet)
-    print(paths[0].read_text())
-    for path in paths:
-        print(f"wrote {path}")
+    _show(paths)
     return 0
 
 
@@ -326,9 +323,7 @@ def _cmd_bucket_orders(args) -> int:
     from suite.figures.bucket_orders import bucket_orders_report
 
     paths = bucket_orders_report(args.out)
-    print(paths[0].read_text())
-    for path in paths:
-        print(f"wrote {path}")
+    _show(paths)
     return 0
 
 

@@ -210,3 +210,18 @@ class DiskTable:
             self._fd = -1
         if not self._bounce.closed:
             self._bounce.close()
+
+
+class CountsDiskReads:
+    """Mixed into a ``FeatureLoader`` that reads ``self.table`` (a ``DiskTable``): its ``disk_bytes_read`` is what
+    the table read from the file since the last ``reset_stats``."""
+
+    _disk_bytes_at_reset = 0
+
+    def stats(self):
+        self._stats.disk_bytes_read = self.table.bytes_read - self._disk_bytes_at_reset
+        return super().stats()
+
+    def reset_stats(self) -> None:
+        super().reset_stats()
+        self._disk_bytes_at_reset = self.table.bytes_read

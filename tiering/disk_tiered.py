@@ -22,12 +22,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .disk_table import BLOCK, DiskTable
+from .disk_table import BLOCK, CountsDiskReads, DiskTable
 from .feature_loader import FeatureLoader
 from .traffic import disk_traffic, dma_traffic
 
 
-class DiskTieredLoader(FeatureLoader):
+class DiskTieredLoader(CountsDiskReads, FeatureLoader):
     def __init__(self, table: DiskTable, hot_rows: int, host_rows: int, device="cpu", *, in_flight: int = 32):
         if hot_rows < 0 or host_rows < 0 or hot_rows + host_rows > table.num_rows:
             raise ValueError(f"the GPU and host tiers ({hot_rows:,} + {host_rows:,} rows) must fit in the table's "
@@ -81,14 +81,8 @@ class DiskTieredLoader(FeatureLoader):
             self._stats.pcie_requests += requests
         return out
 
-    def stats(self):
-        """The counters since the last reset, ``disk_bytes_read`` measured at the file."""
-        self._stats.disk_bytes_read = self.table.bytes_read - self._disk_bytes_at_reset
-        return super().stats()
-
     def reset_stats(self) -> None:
         super().reset_stats()
-        self._disk_bytes_at_reset = self.table.bytes_read
         self.modelled_disk_bytes = 0
 
     def close(self) -> None:

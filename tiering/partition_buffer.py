@@ -14,7 +14,8 @@ memory it adds), while the current state's buckets train.
 ``gather(ids)`` serves rows of buffered partitions through the
 ``FeatureLoader`` interface and refuses rows of any other partition with an
 error that names it.  The counters: rows served (all hits: host memory is
-this loader's top tier), ``disk_bytes_read`` and ``swaps``.
+this loader's top tier), ``disk_bytes_read`` (the reader's reads, read-ahead
+included) and ``swaps``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 import torch
 
 from .bucket_order import BucketOrder
-from .disk_table import DiskTable
+from .disk_table import CountsDiskReads, DiskTable
 from .feature_loader import FeatureLoader
 
 
@@ -34,7 +35,7 @@ class PartitionNotBuffered(ValueError):
     """``gather`` asked for rows of a partition that is on disk."""
 
 
-class PartitionBuffer(FeatureLoader):
+class PartitionBuffer(CountsDiskReads, FeatureLoader):
     def __init__(self, table: DiskTable, boundaries, order: BucketOrder, *, prefetch: int = 1, device="cpu"):
         boundaries = np.asarray(boundaries, dtype=np.int64)
         if (boundaries.ndim != 1 or len(boundaries) != order.num_partitions + 1 or boundaries[0] != 0
@@ -55,7 +56,6 @@ class PartitionBuffer(FeatureLoader):
         self._stop = threading.Event()
         self.state = -1
         self.swaps = 0
-        self._disk_bytes_at_reset = 0
 
     @property
     def buffered(self) -> tuple[int, ...]:
@@ -157,15 +157,6 @@ class PartitionBuffer(FeatureLoader):
         self._stats.hits += len(ids_np)
         self._stats.host_bytes_touched += out.nbytes
         return torch.from_numpy(out).to(self.device)
-
-    def stats(self):
-        """The counters since the last reset, ``disk_bytes_read`` included (the reader's reads, prefetches too)."""
-        self._stats.disk_bytes_read = self.table.bytes_read - self._disk_bytes_at_reset
-        return super().stats()
-
-    def reset_stats(self) -> None:
-        super().reset_stats()
-        self._disk_bytes_at_reset = self.table.bytes_read
 
     def close(self) -> None:
         self._stop.set()
