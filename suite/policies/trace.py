@@ -86,10 +86,6 @@ class AccessTrace:
         return np.stack([np.bincount(self.ids[self.epoch_slice(e)], minlength=self.num_nodes)
                          for e in range(self.num_epochs)])
 
-    def batch_of_access(self) -> np.ndarray:
-        """For every access, the index of its minibatch."""
-        return np.repeat(np.arange(self.num_batches, dtype=np.int64), np.diff(self.batch_offsets))
-
 
 def record_trace(graph, train_ids: torch.Tensor, fanouts, batch_size: int, *, seed: int = 0, epochs: int = 1,
                  first_epoch: int = 0, meta: dict | None = None, progress: bool = True) -> AccessTrace:

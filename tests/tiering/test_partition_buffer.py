@@ -38,6 +38,8 @@ def test_every_state_serves_exactly_its_partitions_rows(table_file, direct, name
     for state in range(len(order.states)):
         if state:
             assert buffer.advance() == order.states[state]
+        assert buffer.buckets() == order.buckets[state]
+        assert all(i in buffer.buffered and j in buffer.buffered for i, j in buffer.buckets())
         held = np.concatenate([np.arange(cuts[k], cuts[k + 1]) for k in buffer.buffered])
         ids = torch.from_numpy(rng.permutation(held)[:200])
         assert torch.equal(buffer.gather(ids), torch.from_numpy(features[ids.numpy()]))
