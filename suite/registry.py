@@ -122,10 +122,10 @@ def _table_file(dataset) -> Path:
 
 
 def _disk_tiered(dataset, hot: int, device, *, host_fraction: float = DEFAULT_HOST_FRACTION, in_flight: int = 32,
-                 direct: bool = True) -> FeatureLoader:
+                 direct: bool = True, max_gap_bytes: int = 0) -> FeatureLoader:
     table = DiskTable(_table_file(dataset), direct=direct)
     host = min(hot_rows(dataset.num_nodes, host_fraction), dataset.num_nodes - hot)
-    return DiskTieredLoader(table, hot, host, device, in_flight=in_flight)
+    return DiskTieredLoader(table, hot, host, device, in_flight=in_flight, max_gap_bytes=max_gap_bytes)
 
 
 LOADERS = {

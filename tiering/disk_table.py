@@ -17,8 +17,10 @@ drop the file from the page cache (``posix_fadvise(DONTNEED)``), the way to
 make a plain-read run cold.
 
 ``read_scattered(rows, out, in_flight)`` reads rows anywhere in the table
-on demand: the rows sorted, neighbours that share a block read together,
-at most ``in_flight`` reads outstanding (a pool of that many threads, each
+on demand: the rows sorted, neighbours that share a block read together
+(and, with ``max_gap_bytes``, neighbours that far apart: on a disk whose
+random reads cost far more than sequential bytes, reading a short gap
+is cheaper than a second read), at most ``in_flight`` reads outstanding (a pool of that many threads, each
 blocking in ``preadv``, which releases the GIL).  With ``O_DIRECT`` each read
 covers whole blocks, so a 512-byte row costs a 4 KiB read
 (``tiering.traffic.disk_traffic`` models it).
@@ -136,16 +138,18 @@ class DiskTable:
         with self._count:
             self.bytes_read += done
 
-    def runs(self, rows: np.ndarray) -> list[tuple[int, int]]:
+    def runs(self, rows: np.ndarray, max_gap_bytes: int = 0) -> list[tuple[int, int]]:
         """Sorted distinct ``rows`` cut into runs that one read serves: ``(first, last + 1)`` row ranges whose bytes
-        are adjacent or, with ``O_DIRECT``, share a block."""
+        are adjacent or, with ``O_DIRECT``, share a block; or lie at most ``max_gap_bytes`` apart (whole blocks with
+        ``O_DIRECT``), whose unwanted bytes one read then takes along."""
         if not len(rows):
             return []
         begin = self.offset + rows * self.row_bytes
         end = begin + self.row_bytes
+        gap = max_gap_bytes
         if self.io_mode == "direct":
-            begin, end = begin // BLOCK, -(-end // BLOCK)  # in blocks
-        breaks = np.flatnonzero(begin[1:] > end[:-1]) + 1
+            begin, end, gap = begin // BLOCK, -(-end // BLOCK), max_gap_bytes // BLOCK  # in blocks
+        breaks = np.flatnonzero(begin[1:] - end[:-1] > gap) + 1
         firsts = np.concatenate([[0], breaks])
         lasts = np.concatenate([breaks, [len(rows)]])
         return [(int(rows[f]), int(rows[l - 1]) + 1) for f, l in zip(firsts, lasts)]
@@ -167,13 +171,13 @@ class DiskTable:
             raw = np.frombuffer(staging, np.uint8, (stop - start) * self.row_bytes, begin - first)
             out[where] = raw.view(self.dtype).reshape(stop - start, self.feature_dim)[rows - start]
         else:
-            self._read_fully(memoryview(staging)[: (stop - start) * self.row_bytes], self.offset + start * self.row_bytes,
-                             tail_may_end=False)
+            wanted = memoryview(staging)[: (stop - start) * self.row_bytes]
+            self._read_fully(wanted, self.offset + start * self.row_bytes, tail_may_end=False)
             out[where] = block[rows - start]
 
-    def read_scattered(self, rows: np.ndarray, out: np.ndarray, in_flight: int = 32) -> None:
+    def read_scattered(self, rows: np.ndarray, out: np.ndarray, in_flight: int = 32, max_gap_bytes: int = 0) -> None:
         """``out[i] = table[rows[i]]`` for distinct ``rows`` anywhere in the table, at most ``in_flight`` reads at a
-        time."""
+        time; rows at most ``max_gap_bytes`` apart are read together (``runs``)."""
         rows = np.asarray(rows, dtype=np.int64)
         if len(rows) and (rows.min() < 0 or rows.max() >= self.num_rows):
             raise IndexError(f"rows must be within the table's {self.num_rows:,} rows")
@@ -181,7 +185,7 @@ class DiskTable:
             raise ValueError(f"in_flight must be at least 1, got {in_flight}")
         order = np.argsort(rows, kind="stable")
         ordered = rows[order]
-        runs = self.runs(ordered)
+        runs = self.runs(ordered, max_gap_bytes)
         bounds = np.searchsorted(ordered, [start for start, _ in runs] + [self.num_rows])
         jobs = [(start, stop, ordered[bounds[k]:bounds[k + 1]], order[bounds[k]:bounds[k + 1]])
                 for k, (start, stop) in enumerate(runs)]

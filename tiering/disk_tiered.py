@@ -5,8 +5,9 @@ On a dataset reordered hottest-first, rows [0, H) are copied to the
 training device, rows [H, H + W) into host memory (pinned on a CUDA device,
 so they reach it by DMA), and rows [H + W, N) stay in the table's file,
 read by ``tiering.disk_table.DiskTable.read_scattered`` when a minibatch
-needs them: sorted, blocks shared by neighbouring rows read once, at most
-``in_flight`` reads outstanding.  ``W`` is what a host-memory budget leaves
+needs them: sorted, blocks shared by neighbouring rows read once, rows at
+most ``max_gap_bytes`` apart in one read, at most ``in_flight`` reads
+outstanding.  ``W`` is what a host-memory budget leaves
 for features; setting it below the table's size emulates a machine whose
 host memory cannot hold the table.
 
@@ -28,14 +29,17 @@ from .traffic import disk_traffic, dma_traffic
 
 
 class DiskTieredLoader(CountsDiskReads, FeatureLoader):
-    def __init__(self, table: DiskTable, hot_rows: int, host_rows: int, device="cpu", *, in_flight: int = 32):
+    def __init__(self, table: DiskTable, hot_rows: int, host_rows: int, device="cpu", *, in_flight: int = 32,
+                 max_gap_bytes: int = 0):
         if hot_rows < 0 or host_rows < 0 or hot_rows + host_rows > table.num_rows:
             raise ValueError(f"the GPU and host tiers ({hot_rows:,} + {host_rows:,} rows) must fit in the table's "
                              f"{table.num_rows:,} rows")
         if in_flight < 1:
             raise ValueError(f"in_flight must be at least 1, got {in_flight}")
         super().__init__(table.num_rows, table.feature_dim, device)
-        self.table, self.in_flight = table, in_flight
+        if max_gap_bytes < 0:
+            raise ValueError(f"max_gap_bytes must be 0 or more, got {max_gap_bytes}")
+        self.table, self.in_flight, self.max_gap_bytes = table, in_flight, max_gap_bytes
         self.hot_rows, self.host_rows = hot_rows, host_rows
         hot = np.empty((hot_rows, table.feature_dim), table.dtype)
         table.read_rows(0, hot_rows, hot)
@@ -65,10 +69,11 @@ class DiskTieredLoader(CountsDiskReads, FeatureLoader):
         if bool(disk.any()):
             rows = below_ids[~in_host]
             read = np.empty((len(rows), self.feature_dim), dtype=self.table.dtype)
-            self.table.read_scattered(rows.numpy(), read, self.in_flight)
+            self.table.read_scattered(rows.numpy(), read, self.in_flight, self.max_gap_bytes)
             below[~in_host] = torch.from_numpy(read)
             block = BLOCK if self.table.io_mode == "direct" else None
-            self.modelled_disk_bytes += disk_traffic(rows, self.table.row_bytes, self.table.offset, block)
+            self.modelled_disk_bytes += disk_traffic(rows, self.table.row_bytes, self.table.offset, block,
+                                                     self.max_gap_bytes)
         if len(below):
             out[torch.nonzero(~hot).squeeze(1).to(self.device)] = below.to(self.device, non_blocking=True)
         row_bytes = self.table.row_bytes

@@ -108,14 +108,18 @@ def dma_traffic(num_rows: int, row_bytes: int) -> tuple[int, int]:
     return payload, -(-payload // LINE)
 
 
-def disk_traffic(rows: torch.Tensor, row_bytes: int, data_offset: int, block: int | None) -> int:
+def disk_traffic(rows: torch.Tensor, row_bytes: int, data_offset: int, block: int | None, max_gap_bytes: int = 0) -> int:
     """Bytes read from disk to fetch ``rows`` (distinct) of a table whose row 0 starts at byte ``data_offset`` of its
-    file: with ``block`` (``O_DIRECT``) every block a row overlaps, each once; without, the rows' own bytes."""
+    file: with ``block`` (``O_DIRECT``) every block a row overlaps, each once; without, the rows' own bytes.  Gaps
+    of at most ``max_gap_bytes`` between what is wanted (whole blocks with ``block``) are read too."""
+    start = torch.sort(rows.to(torch.int64)).values * row_bytes + data_offset
     if block is None:
-        return len(rows) * row_bytes
-    start = rows.to(torch.int64) * row_bytes + data_offset
+        gaps = start[1:] - (start[:-1] + row_bytes)
+        return len(rows) * row_bytes + int(gaps[(gaps > 0) & (gaps <= max_gap_bytes)].sum())
     first = torch.div(start, block, rounding_mode="floor")
     last = torch.div(start + row_bytes - 1, block, rounding_mode="floor")
     spans = torch.cat([torch.arange(int(a), int(b) + 1) for a, b in zip(first.tolist(), last.tolist())]
                       ) if row_bytes > block else torch.cat([first, last])
-    return int(torch.unique(spans).numel()) * block
+    blocks = torch.unique(spans)
+    gaps = blocks[1:] - blocks[:-1] - 1
+    return (int(blocks.numel()) + int(gaps[(gaps > 0) & (gaps <= max_gap_bytes // block)].sum())) * block

@@ -13,7 +13,10 @@ weighted R-PR, whose row order ``disk-tiered`` needs) through
   cache decides;
 * ``disk-tiered`` at a hot fraction in the top tier and host budgets of a
   few shares of the table, the rest read from disk on demand by
-  ``O_DIRECT`` (where the filesystem allows), ``in_flight`` reads at a time.
+  ``O_DIRECT`` (where the filesystem allows), ``in_flight`` reads at a time;
+  each also with gaps between wanted blocks read through when they are
+  shorter than what the disk moves sequentially in one random read's time
+  (``worth_reading``, from the ceilings of the same run).
   A host budget below the table's size is *emulated*: the loader is told to
   keep only that share, on a machine that could hold it all.
 
@@ -88,6 +91,12 @@ def random_ceiling(path: Path, in_flight: int, reads: int = 20_000) -> float:
     return blocks / seconds
 
 
+def worth_reading(sequential: float, random_rate: float) -> int:
+    """The gap between wanted blocks (bytes, whole blocks) that costs less to read through than to skip with a
+    second read: what the disk moves sequentially in the time one random read takes."""
+    return max(0, int(sequential / random_rate) // BLOCK * BLOCK)
+
+
 def _epoch(loader, batches, label: str, progress: bool) -> dict:
     loader.reset_stats()
     start = time.perf_counter()
@@ -126,15 +135,18 @@ def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions
     rows.append({"loader": "mmap", "setting": "warm page cache", **_epoch(mapped, batches, "mmap warm", progress)})
     mapped.close()
     hot = hot_rows(num_nodes, hot_fraction)
+    gap = worth_reading(sequential, random_rate)
     for share in host_fractions:
         host = min(hot_rows(num_nodes, share), num_nodes - hot)
-        table = DiskTable(path)
-        table.drop_cache()
-        loader = DiskTieredLoader(table, hot, host, in_flight=in_flight)
-        setting = f"{100 * hot_fraction:g}% top tier, {100 * share:g}% host (emulated), rest on disk"
-        rows.append({"loader": "disk-tiered", "setting": setting,
-                     **_epoch(loader, batches, f"disk-tiered {share:g}", progress)})
-        loader.close()
+        for max_gap in (0, gap):
+            table = DiskTable(path)
+            table.drop_cache()
+            loader = DiskTieredLoader(table, hot, host, in_flight=in_flight, max_gap_bytes=max_gap)
+            setting = (f"{100 * hot_fraction:g}% top tier, {100 * share:g}% host (emulated), rest on disk"
+                       + (f", gaps up to {max_gap // 1024} KiB read" if max_gap else ""))
+            rows.append({"loader": "disk-tiered", "setting": setting,
+                         **_epoch(loader, batches, f"disk-tiered {share:g} gap {max_gap}", progress)})
+            loader.close()
     memory = InMemoryLoader(torch.from_numpy(np.load(path, allow_pickle=False)))
     rows.insert(0, {"loader": "in-memory", "setting": "whole table in memory",
                     **_epoch(memory, batches, "in-memory", progress)})
@@ -148,12 +160,13 @@ def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions
     markdown = (
         f"# Disk-backed loaders, {name}\n\nMade by `tierbench disk --dataset {name} --out {out_dir}`; "
         f"{caption(record)}.\n\n{name} reordered by weighted R-PR: {num_nodes:,} rows, a "
-        f"{table_bytes / GB:.2f} GB feature file; one epoch of the paper's regime ({regimes.describe(name, batch, regime)}"
-        f"), its first {measured:,} of {trace.num_batches:,} minibatches ({reads:,} row reads), gathers only, no "
+        f"{table_bytes / GB:.2f} GB feature file; one epoch of the paper's regime "
+        f"({regimes.describe(name, batch, regime)}), its first {measured:,} of {trace.num_batches:,} minibatches ({reads:,} row reads), gathers only, no "
         f"training: the times are for those minibatches, not the whole epoch. Disk "
         f"I/O mode: {mode}. Ceilings measured in the same run: a cold sequential read of the file at "
         f"{sequential / GB:.2f} GB/s, random single-block reads at {random_rate:,.0f} blocks/s "
-        f"({random_rate * BLOCK / GB:.2f} GB/s) with {in_flight} in flight. Host budgets below 100% are emulated "
+        f"({random_rate * BLOCK / GB:.2f} GB/s) with {in_flight} in flight, so a gap of up to {gap // 1024} KiB is "
+        f"cheaper to read through than to skip. Host budgets below 100% are emulated "
         f"(the machine could hold the whole table). Disk bytes: measured at the file (`disk-tiered`, its traffic "
         f"model's count beside) or by the kernel's per-process accounting (`mmap`).\n\n"
         + table.drop(columns=["disk_bytes"]).rename(columns={"modelled_disk_bytes": "modelled disk bytes"}).to_markdown(

@@ -107,11 +107,28 @@ def test_tierbench_disk_measures_every_loader_and_setting_on_a_traced_epoch(tiny
 
     assert main(["disk", "--dataset", "tiny", "--out", str(tmp_path), "-q"]) == 0
     table = pd.read_csv(tmp_path / "disk.csv")
-    assert table["loader"].tolist() == ["in-memory", "mmap", "mmap"] + ["disk-tiered"] * 3
+    assert table["loader"].tolist() == ["in-memory", "mmap", "mmap"] + ["disk-tiered"] * 6
     assert table["rows"].nunique() == 1 and table["rows"].iloc[0] > 0
     tiered = table[table["loader"] == "disk-tiered"]
     assert (tiered["disk_bytes"] == tiered["modelled_disk_bytes"]).all()
-    assert tiered["disk_bytes"].is_monotonic_decreasing and tiered["disk_bytes"].iloc[0] > 0
+    plain = tiered[~tiered["setting"].str.contains("gaps")]
+    assert len(plain) == 3 and plain["disk_bytes"].is_monotonic_decreasing and plain["disk_bytes"].iloc[0] > 0
     assert table.loc[0, "disk_bytes"] == 0
     text = (tmp_path / "disk.md").read_text()
     assert "emulated" in text and "sequential read of the file" in text and "device cpu" in text
+
+
+@pytest.mark.parametrize("direct", [True, False])
+@pytest.mark.parametrize("max_gap", [4096, 3 * 4096, 64 * 1024])
+def test_reading_through_short_gaps_returns_the_same_rows_and_the_modelled_bytes(table_file, direct, max_gap):
+    path, features = table_file
+    ids = torch.from_numpy(np.random.default_rng(3).choice(ROWS - 8, 300, replace=False))
+    plain = DiskTieredLoader(DiskTable(path, direct=direct), hot_rows=0, host_rows=0)
+    merged = DiskTieredLoader(DiskTable(path, direct=direct), hot_rows=0, host_rows=0, max_gap_bytes=max_gap)
+    for loader in (plain, merged):
+        assert torch.equal(loader.gather(ids), torch.from_numpy(features[ids.numpy()]))
+        assert loader.stats().disk_bytes_read == loader.modelled_disk_bytes
+    assert merged.stats().disk_bytes_read > plain.stats().disk_bytes_read
+    assert len(merged.table.runs(np.sort(ids.numpy()), max_gap)) < len(plain.table.runs(np.sort(ids.numpy())))
+    with pytest.raises(ValueError, match="max_gap_bytes must be 0 or more"):
+        DiskTieredLoader(DiskTable(path), hot_rows=0, host_rows=0, max_gap_bytes=-1)
