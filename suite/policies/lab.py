@@ -21,6 +21,7 @@ import json
 import time
 from pathlib import Path
 
+import filelock
 import numpy as np
 import pandas as pd
 import torch
@@ -97,12 +98,14 @@ def cached_trace(dataset, settings: LabSettings, seed: int, epochs: int, checksu
     """The trace of ``epochs`` epochs from ``seed``: read from ``directory`` when recorded before, else recorded and
     written there."""
     path = Path(directory) / f"{settings.dataset}-{settings.trace_key(seed, epochs, checksum)}.npz"
-    if path.is_file():
-        return load_trace(path), path
-    trace = record_trace(dataset.graph, dataset.splits["train"], settings.fanouts, settings.batch_size, seed=seed,
-                         epochs=epochs, meta={"dataset": settings.dataset, "regime": settings.regime},
-                         progress=progress)
-    save_trace(path, trace)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(f"{path}.lock"):  # two runs wanting the same trace record it once
+        if path.is_file():
+            return load_trace(path), path
+        trace = record_trace(dataset.graph, dataset.splits["train"], settings.fanouts, settings.batch_size, seed=seed,
+                             epochs=epochs, meta={"dataset": settings.dataset, "regime": settings.regime},
+                             progress=progress)
+        save_trace(path, trace)
     return trace, path
 
 
