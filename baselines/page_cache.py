@@ -9,17 +9,22 @@ memory allows.  ``disk_bytes_read`` is measured by the kernel's per-process
 I/O accounting (``/proc/self/io``, ``read_bytes``: bytes this process caused
 to be fetched from storage) around each gather, so it is the storage reads
 of the gathers, page-ahead included.  Rows go to a GPU by DMA, counted like
-``cpu-gather``'s.
+``cpu-gather``'s.  ``budget_rows`` emulates a host whose page cache holds only
+the table's first rows (on a dataset reordered hottest-first, the hottest):
+after each gather the pages past them are dropped from the mapping
+(``madvise(DONTNEED)``) and from the page cache.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from tiering.disk_table import npy_layout
 from tiering.feature_loader import FeatureLoader
 from tiering.traffic import dma_traffic
 
@@ -38,23 +43,28 @@ def storage_bytes_read() -> int | None:
 
 
 class MmapLoader(FeatureLoader):
-    def __init__(self, path, device="cpu"):
+    def __init__(self, path, device="cpu", *, budget_rows: int | None = None):
         self.path = Path(path)
-        try:
-            self.table = np.load(self.path, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError) as err:
-            raise ValueError(f"{self.path} cannot be mapped as a .npy table ({err})") from None
-        if self.table.ndim != 2:
-            raise ValueError(f"{self.path} must hold a 2-D table, not shape {self.table.shape}")
-        super().__init__(self.table.shape[0], self.table.shape[1], device)
-        self.row_bytes = self.table.shape[1] * self.table.dtype.itemsize
-        self.measured = storage_bytes_read() is not None
+        if not self.path.is_file():
+            raise ValueError(f"{self.path} cannot be mapped as a .npy table (no such file)")
+        offset, shape, dtype = npy_layout(self.path)
+        super().__init__(shape[0], shape[1], device)
+        with open(self.path, "rb") as f:
+            self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        self.table = np.ndarray(shape, dtype=dtype, buffer=self._map, offset=offset)
+        self.offset, self.row_bytes = offset, shape[1] * dtype.itemsize
+        if budget_rows is not None and not 0 <= budget_rows <= shape[0]:
+            raise ValueError(f"budget_rows must be between 0 and the table's {shape[0]:,} rows, got {budget_rows:,}")
+        self.budget_rows = budget_rows
 
-    def drop_cache(self) -> None:
-        """Drop the file from the page cache (``posix_fadvise(DONTNEED)``): the next epoch starts cold."""
+    def drop_cache(self, from_byte: int = 0) -> None:
+        """Drop the file's pages from ``from_byte`` on (rounded up to a page) from this mapping and the page cache."""
+        start = -(-from_byte // mmap.PAGESIZE) * mmap.PAGESIZE
+        if start < len(self._map):
+            self._map.madvise(mmap.MADV_DONTNEED, start, len(self._map) - start)
         fd = os.open(self.path, os.O_RDONLY)
         try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.posix_fadvise(fd, start, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
 
@@ -64,6 +74,8 @@ class MmapLoader(FeatureLoader):
         after = storage_bytes_read()
         if before is not None and after is not None:
             self._stats.disk_bytes_read += after - before
+        if self.budget_rows is not None:  # an emulated page-cache budget: only the first rows stay cached
+            self.drop_cache(self.offset + self.budget_rows * self.row_bytes)
         self._stats.accesses += len(ids)
         self._stats.host_bytes_touched += len(ids) * self.row_bytes
         if self.device.type == "cuda":
@@ -75,3 +87,5 @@ class MmapLoader(FeatureLoader):
 
     def close(self) -> None:
         self.table = None
+        if getattr(self, "_map", None) is not None and not self._map.closed:
+            self._map.close()

@@ -43,7 +43,7 @@ BLOCK = 4096
 """Alignment of ``O_DIRECT`` reads: the largest logical block size of common devices."""
 
 
-def _npy_layout(path: Path) -> tuple[int, tuple[int, int], np.dtype]:
+def npy_layout(path: Path) -> tuple[int, tuple[int, int], np.dtype]:
     """``(data offset, shape, dtype)`` of a 2-D C-ordered ``.npy`` file."""
     with open(path, "rb") as f:
         try:
@@ -71,7 +71,7 @@ class DiskTable:
         self.path = Path(path)
         if not self.path.is_file():
             raise ValueError(f"{self.path} does not exist")
-        self.offset, (self.num_rows, self.feature_dim), self.dtype = _npy_layout(self.path)
+        self.offset, (self.num_rows, self.feature_dim), self.dtype = npy_layout(self.path)
         self.row_bytes = self.feature_dim * self.dtype.itemsize
         self.bytes_read = 0
         self.io_mode, self.io_note = "buffered", "plain reads through the page cache (asked for)"

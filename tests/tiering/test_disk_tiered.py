@@ -107,7 +107,7 @@ def test_tierbench_disk_measures_every_loader_and_setting_on_a_traced_epoch(tiny
 
     assert main(["disk", "--dataset", "tiny", "--out", str(tmp_path), "-q"]) == 0
     table = pd.read_csv(tmp_path / "disk.csv")
-    assert table["loader"].tolist() == ["in-memory", "mmap", "mmap"] + ["disk-tiered"] * 6
+    assert table["loader"].tolist() == ["in-memory", "mmap", "mmap"] + ["mmap", "disk-tiered", "disk-tiered"] * 3
     assert table["rows"].nunique() == 1 and table["rows"].iloc[0] > 0
     tiered = table[table["loader"] == "disk-tiered"]
     assert (tiered["disk_bytes"] == tiered["modelled_disk_bytes"]).all()
@@ -132,3 +132,13 @@ def test_reading_through_short_gaps_returns_the_same_rows_and_the_modelled_bytes
     assert len(merged.table.runs(np.sort(ids.numpy()), max_gap)) < len(plain.table.runs(np.sort(ids.numpy())))
     with pytest.raises(ValueError, match="max_gap_bytes must be 0 or more"):
         DiskTieredLoader(DiskTable(path), hot_rows=0, host_rows=0, max_gap_bytes=-1)
+
+
+def test_a_page_cache_budget_keeps_only_the_first_rows_mapped(table_file):
+    path, features = table_file
+    loader = MmapLoader(path, budget_rows=1000)
+    ids = torch.arange(0, ROWS, 3)
+    assert torch.equal(loader.gather(ids), torch.from_numpy(features[ids.numpy()]))
+    loader.close()
+    with pytest.raises(ValueError, match="budget_rows must be between 0 and the table's 4,000 rows"):
+        MmapLoader(path, budget_rows=4001)
