@@ -48,13 +48,13 @@ class MmapLoader(FeatureLoader):
         if not self.path.is_file():
             raise ValueError(f"{self.path} cannot be mapped as a .npy table (no such file)")
         offset, shape, dtype = npy_layout(self.path)
-        super().__init__(shape[0], shape[1], device)
-        with open(self.path, "rb") as f:
-            self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        self.table = np.ndarray(shape, dtype=dtype, buffer=self._map, offset=offset)
-        self.offset, self.row_bytes = offset, shape[1] * dtype.itemsize
         if budget_rows is not None and not 0 <= budget_rows <= shape[0]:
             raise ValueError(f"budget_rows must be between 0 and the table's {shape[0]:,} rows, got {budget_rows:,}")
+        super().__init__(shape[0], shape[1], device)
+        self._fd = os.open(self.path, os.O_RDONLY)  # kept: a budgeted loader drops pages after every gather
+        self._map = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
+        self.table = np.ndarray(shape, dtype=dtype, buffer=self._map, offset=offset)
+        self.offset, self.row_bytes = offset, shape[1] * dtype.itemsize
         self.budget_rows = budget_rows
 
     def drop_cache(self, from_byte: int = 0) -> None:
@@ -62,11 +62,7 @@ class MmapLoader(FeatureLoader):
         start = -(-from_byte // mmap.PAGESIZE) * mmap.PAGESIZE
         if start < len(self._map):
             self._map.madvise(mmap.MADV_DONTNEED, start, len(self._map) - start)
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, start, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+        os.posix_fadvise(self._fd, start, 0, os.POSIX_FADV_DONTNEED)
 
     def _gather(self, ids: torch.Tensor) -> torch.Tensor:
         before = storage_bytes_read()
@@ -89,3 +85,4 @@ class MmapLoader(FeatureLoader):
         self.table = None
         if getattr(self, "_map", None) is not None and not self._map.closed:
             self._map.close()
+            os.close(self._fd)

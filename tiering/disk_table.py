@@ -41,6 +41,8 @@ import numpy as np
 
 BLOCK = 4096
 """Alignment of ``O_DIRECT`` reads: the largest logical block size of common devices."""
+_CHUNK = 64 << 20
+"""The largest single read of ``read_rows`` with ``O_DIRECT`` (a multiple of ``BLOCK``): its staging buffer's bound."""
 
 
 def npy_layout(path: Path) -> tuple[int, tuple[int, int], np.dtype]:
@@ -91,8 +93,7 @@ class DiskTable:
             self.io_note = "plain reads: this platform has no O_DIRECT"
         if self._fd < 0:
             self._fd = os.open(self.path, os.O_RDONLY)
-        self._bounce = mmap.mmap(-1, BLOCK)  # page-aligned, grown as reads need
-        self._local = threading.local()  # each reader thread's own bounce buffer
+        self._local = threading.local()  # each reading thread's own page-aligned staging buffer
         self._count = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
@@ -114,17 +115,32 @@ class DiskTable:
         end = self.offset + stop * self.row_bytes
         if begin == end:
             return
+        flat = out.reshape(-1).view(np.uint8)
+        if self.io_mode != "direct":
+            self._read_fully(memoryview(flat), begin, tail_may_end=False)
+            return
+        for chunk in range(begin - begin % BLOCK, end, _CHUNK):  # aligned chunks: no block is read twice
+            low, high = max(chunk, begin), min(chunk + _CHUNK, end)
+            flat[low - begin: high - begin] = self._read_bytes(low, high)
+
+    def _staging(self, nbytes: int) -> mmap.mmap:
+        """This thread's page-aligned staging buffer, grown to at least ``nbytes``."""
+        staging = getattr(self._local, "staging", None)
+        if staging is None or len(staging) < nbytes:
+            staging = self._local.staging = mmap.mmap(-1, -(-nbytes // BLOCK) * BLOCK)
+        return staging
+
+    def _read_bytes(self, begin: int, end: int) -> np.ndarray:
+        """The file's bytes [begin, end) in this thread's staging buffer (until its next read); with ``O_DIRECT``
+        the read is widened to whole blocks."""
         if self.io_mode == "direct":
             first, last = begin - begin % BLOCK, -(-end // BLOCK) * BLOCK
-            if len(self._bounce) < last - first:
-                self._bounce.close()
-                self._bounce = mmap.mmap(-1, last - first)
-            view = memoryview(self._bounce)[: last - first]
-            self._read_fully(view, first, tail_may_end=True)
-            out.reshape(-1).view(np.uint8)[:] = np.frombuffer(view, np.uint8, end - begin, begin - first)
-            view.release()
-        else:
-            self._read_fully(memoryview(out.reshape(-1).view(np.uint8)), begin, tail_may_end=False)
+            staging = self._staging(last - first)
+            self._read_fully(memoryview(staging)[: last - first], first, tail_may_end=True)
+            return np.frombuffer(staging, np.uint8, end - begin, begin - first)
+        staging = self._staging(end - begin)
+        self._read_fully(memoryview(staging)[: end - begin], begin, tail_may_end=False)
+        return np.frombuffer(staging, np.uint8, end - begin)
 
     def _read_fully(self, view: memoryview, offset: int, tail_may_end: bool) -> None:
         done = 0
@@ -156,24 +172,8 @@ class DiskTable:
 
     def _read_run(self, start: int, stop: int, rows: np.ndarray, where: np.ndarray, out: np.ndarray) -> None:
         """Rows [start, stop) of the table, of which ``rows`` (with positions ``where`` in ``out``) are wanted."""
-        staging = getattr(self._local, "staging", None)
-        need = (stop - start) * self.row_bytes + 2 * BLOCK
-        if staging is None or len(staging) < need:
-            staging = self._local.staging = mmap.mmap(-1, -(-need // BLOCK) * BLOCK)
-        block = np.frombuffer(staging, dtype=self.dtype, count=(stop - start) * self.feature_dim
-                              ).reshape(stop - start, self.feature_dim)
-        if self.io_mode == "direct":
-            begin = self.offset + start * self.row_bytes
-            first = begin - begin % BLOCK
-            last = -(-(self.offset + stop * self.row_bytes) // BLOCK) * BLOCK
-            view = memoryview(staging)[: last - first]
-            self._read_fully(view, first, tail_may_end=True)
-            raw = np.frombuffer(staging, np.uint8, (stop - start) * self.row_bytes, begin - first)
-            out[where] = raw.view(self.dtype).reshape(stop - start, self.feature_dim)[rows - start]
-        else:
-            wanted = memoryview(staging)[: (stop - start) * self.row_bytes]
-            self._read_fully(wanted, self.offset + start * self.row_bytes, tail_may_end=False)
-            out[where] = block[rows - start]
+        raw = self._read_bytes(self.offset + start * self.row_bytes, self.offset + stop * self.row_bytes)
+        out[where] = raw.view(self.dtype).reshape(stop - start, self.feature_dim)[rows - start]
 
     def read_scattered(self, rows: np.ndarray, out: np.ndarray, in_flight: int = 32, max_gap_bytes: int = 0) -> None:
         """``out[i] = table[rows[i]]`` for distinct ``rows`` anywhere in the table, at most ``in_flight`` reads at a
@@ -212,8 +212,6 @@ class DiskTable:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-        if not self._bounce.closed:
-            self._bounce.close()
 
 
 class CountsDiskReads:

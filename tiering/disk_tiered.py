@@ -50,14 +50,13 @@ class DiskTieredLoader(CountsDiskReads, FeatureLoader):
         if self.device.type == "cuda":
             self.host = self.host.pin_memory()
         self._stats.gpu_bytes_resident = self.hot.numel() * self.hot.element_size()
-        self._disk_bytes_at_reset = table.bytes_read
+        self._disk_bytes_at_reset = table.bytes_read  # the tiers' loading is not an epoch's disk traffic
         self.modelled_disk_bytes = 0
 
     def _gather(self, ids: torch.Tensor) -> torch.Tensor:
         ids = ids.to(torch.int64).cpu()
         out = torch.empty((len(ids), self.feature_dim), dtype=self.hot.dtype, device=self.device)
         hot = ids < self.hot_rows
-        disk = ids >= self.hot_rows + self.host_rows
         if bool(hot.any()):
             where = torch.nonzero(hot).squeeze(1)
             out[where.to(self.device)] = self.hot[ids[where].to(self.device)]
@@ -66,7 +65,7 @@ class DiskTieredLoader(CountsDiskReads, FeatureLoader):
         in_host = below_ids < self.hot_rows + self.host_rows
         if bool(in_host.any()):
             below[in_host] = self.host[below_ids[in_host] - self.hot_rows]
-        if bool(disk.any()):
+        if not bool(in_host.all()):
             rows = below_ids[~in_host]
             read = np.empty((len(rows), self.feature_dim), dtype=self.table.dtype)
             self.table.read_scattered(rows.numpy(), read, self.in_flight, self.max_gap_bytes)

@@ -46,11 +46,10 @@ class PartitionBuffer(CountsDiskReads, FeatureLoader):
             raise ValueError(f"prefetch must be at least 1 partition, got {prefetch}")
         super().__init__(table.num_rows, table.feature_dim, device)
         self.table, self.boundaries, self.order, self.prefetch = table, boundaries, order, prefetch
-        largest = int(np.diff(boundaries).max())
         self._slots = {}  # partition -> its rows in host memory
         self._spares: queue.Queue = queue.Queue()
         for _ in range(prefetch):
-            self._spares.put(np.empty((largest, table.feature_dim), dtype=table.dtype))
+            self._spares.put(self._slot())
         self._ready: queue.Queue = queue.Queue(maxsize=prefetch)
         self._reader: threading.Thread | None = None
         self._stop = threading.Event()
@@ -60,6 +59,11 @@ class PartitionBuffer(CountsDiskReads, FeatureLoader):
     @property
     def buffered(self) -> tuple[int, ...]:
         return self.order.states[self.state] if self.state >= 0 else ()
+
+    def _slot(self) -> np.ndarray:
+        """Host memory for the largest partition."""
+        largest = int(np.diff(self.boundaries).max())
+        return np.empty((largest, self.feature_dim), dtype=self.table.dtype)
 
     def _read(self, partition: int, into: np.ndarray) -> np.ndarray:
         start, stop = self.boundaries[partition], self.boundaries[partition + 1]
@@ -101,9 +105,8 @@ class PartitionBuffer(CountsDiskReads, FeatureLoader):
         """Read the first buffer state's partitions and start reading ahead."""
         if self.state >= 0:
             raise RuntimeError("the partition buffer has started already")
-        largest = int(np.diff(self.boundaries).max())
         for partition in self.order.states[0]:
-            self._slots[partition] = self._read(partition, np.empty((largest, self.feature_dim), self.table.dtype))
+            self._slots[partition] = self._read(partition, self._slot())
         self.state = 0
         self._reader = threading.Thread(target=self._read_ahead, name="partition-reader", daemon=True)
         self._reader.start()

@@ -2,14 +2,15 @@
 (seeds/003).
 
 Feature tables larger than host memory leave part of the table on the SSD.
-This measures, on this machine, what the loaders that read it cost: one
-epoch of the training minibatches' gathers (the policy lab's trace,
-``suite.policies.trace``, in the paper's regime; on the dataset reordered by
-weighted R-PR, whose row order ``disk-tiered`` needs) through
+This measures, on this machine, what the loaders that read it cost: the
+gathers of the first ``BATCHES`` training minibatches of an epoch (the
+policy lab's trace, ``suite.policies.trace``, in the paper's regime; on the
+dataset reordered by weighted R-PR, whose row order ``disk-tiered`` needs)
+through
 
 * ``in-memory``: the whole table in memory, the reference;
 * ``mmap``, cold (the file dropped from the page cache first,
-  ``posix_fadvise(DONTNEED)``) and warm (the same epoch again): the page
+  ``posix_fadvise(DONTNEED)``) and warm (the same minibatches again): the page
   cache decides; and with the page cache held to the same memory as each
   ``disk-tiered`` setting (emulated: after each minibatch the pages past the
   first rows are dropped);
@@ -49,7 +50,7 @@ from suite.datasets.dataset import array_file
 from suite.datasets.reordered import load_reordered
 from suite.io.plotting import pyplot, write_table_and_figure
 from suite.io.provenance import caption, provenance
-from suite.policies.lab import LabSettings, cached_trace, fingerprint, trace_directory
+from suite.policies.lab import LabSettings, cached_trace
 from tiering.disk_table import BLOCK, DiskTable
 from tiering.disk_tiered import DiskTieredLoader
 from tiering.placement import hot_rows
@@ -122,7 +123,7 @@ def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions
     del reordered  # its memory map of the file would keep the file's pages in the page cache
     gc.collect()
     settings = LabSettings(name, fanouts, batch, regime, 1, 1, seed)
-    trace, _ = cached_trace(dataset, settings, seed, 1, fingerprint(dataset), trace_directory(), progress)
+    trace, _ = cached_trace(dataset, settings, seed, 1, progress=progress)
     renamed = old_to_new[trace.ids]
     measured = min(batches, trace.num_batches)
     batches = [torch.from_numpy(renamed[trace.batch_offsets[b]:trace.batch_offsets[b + 1]]) for b in range(measured)]
@@ -168,9 +169,9 @@ def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions
         f"# Disk-backed loaders, {name}\n\nMade by `tierbench disk --dataset {name} --out {out_dir}`; "
         f"{caption(record)}.\n\n{name} reordered by weighted R-PR: {num_nodes:,} rows, a "
         f"{table_bytes / GB:.2f} GB feature file; one epoch of the paper's regime "
-        f"({regimes.describe(name, batch, regime)}), its first {measured:,} of {trace.num_batches:,} minibatches ({reads:,} row reads), gathers only, no "
-        f"training: the times are for those minibatches, not the whole epoch. Disk "
-        f"I/O mode: {mode}. Ceilings measured in the same run: a cold sequential read of the file at "
+        f"({regimes.describe(name, batch, regime)}), its first {measured:,} of {trace.num_batches:,} minibatches "
+        f"({reads:,} row reads), gathers only, no training: the times are for those minibatches, not the whole "
+        f"epoch. Disk I/O mode: {mode}. Ceilings measured in the same run: a cold sequential read of the file at "
         f"{sequential / GB:.2f} GB/s, random single-block reads at {random_rate:,.0f} blocks/s "
         f"({random_rate * BLOCK / GB:.2f} GB/s) with {in_flight} in flight, so a gap of up to {gap // 1024} KiB is "
         f"cheaper to read through than to skip. Host budgets below 100% are emulated "

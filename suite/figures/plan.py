@@ -23,20 +23,11 @@ import pandas as pd
 
 from suite.datasets import load_dataset
 from suite.datasets import regime as regimes
-from suite.figures.policies import display, summarise
+from suite.figures.policies import display, summarise, trace_options
 from suite.io.plotting import pyplot, write_table_and_figure
 from suite.io.provenance import caption, provenance
 from suite.policies import planner
-from suite.policies.lab import (
-    POLICIES,
-    LabSettings,
-    cached_trace,
-    capacities_of,
-    fingerprint,
-    run_lab,
-    scorer_order,
-    trace_directory,
-)
+from suite.policies.lab import POLICIES, LabSettings, capacities_of, lab_traces, run_lab, scorer_order
 
 PROJECTED = "projected s / epoch"
 GB = 1e9
@@ -97,12 +88,12 @@ def plan_report(name: str, gpu_memory: str, out_dir, *, machine_path=None, epoch
     fanouts = tuple(fanouts) if fanouts else regimes.default_fanouts(name)
     dataset = load_dataset(name, ogb_root=ogb_root, progress=progress)
     settings = LabSettings(name, fanouts, batch, regime, epochs, 1, seed)
-    directory = Path(trace_dir) if trace_dir else trace_directory()
-    trace, _ = cached_trace(dataset, settings, seed, epochs, fingerprint(dataset), directory, progress)
+    traces = lab_traces(dataset, settings, trace_dir=trace_dir, progress=progress)
     row_bytes = dataset.feature_dim * dataset.features.element_size()
-    model, fits = _budget_rows(dataset, fanouts, int(np.diff(trace.batch_offsets).max()), row_bytes, budget)
+    largest = int(np.diff(traces.trace.batch_offsets).max())
+    model, fits = _budget_rows(dataset, fanouts, largest, row_bytes, budget)
     capacities = [c for c in capacities_of(dataset.num_nodes) if c < fits] + [fits]
-    rows, facts = run_lab(dataset, settings, capacities, trace_dir=directory, progress=progress)
+    rows, facts = run_lab(dataset, settings, capacities, traces, progress=progress)
     summary = summarise(rows)
     summary["hits"] = summary["hits"] / epochs
     summary[PROJECTED] = planner.projected_seconds(summary["miss_bytes"], summary["hits"], summary["fill_rows"],
@@ -125,7 +116,9 @@ def plan_report(name: str, gpu_memory: str, out_dir, *, machine_path=None, epoch
     record = provenance(device="cpu")
     markdown = (
         f"# Placement plan, {name}, {gpu_memory} of GPU memory\n\nMade by `tierbench plan --dataset {name} "
-        f"--gpu-memory {gpu_memory} --out {out_dir}` on {caption(record)}.\n\n**{recommendation}**\n\n"
+        f"--gpu-memory {gpu_memory}{'' if epochs == 1 else f' --epochs {epochs}'}"
+        f"{trace_options(regime, batch, fanouts, name)} --out {out_dir}` on {caption(record)}.\n\n"
+        f"**{recommendation}**\n\n"
         f"Ceilings: {machine.device}, {machine.source}: misses at {machine.ceilings[planner.ZERO_COPY] / GB:.1f} GB/s "
         f"(zero-copy read), hits and rows admitted at {machine.ceilings[planner.D2D] / GB:.0f} GB/s (D2D copy). "
         f"Budget: {budget / GB:.2f} GB, of which training needs about {model / GB:.2f} GB (GraphSAGE, hidden 256, "

@@ -32,9 +32,16 @@ from suite.datasets import regime as regimes
 from suite.io import atomic
 from suite.io.plotting import pyplot, write_table_and_figure
 from suite.io.provenance import caption, provenance
-from suite.policies.lab import POLICIES, LabSettings, capacities_of, run_lab
+from suite.policies.lab import POLICIES, LabSettings, capacities_of, lab_traces, run_lab
 
 GB = 1e9
+
+
+def trace_options(regime: str, batch: int, fanouts, name: str) -> str:
+    """The command-line options that chose a trace's batch and fanouts, as a command that made a table spells them."""
+    batch_option = {"fixed": f" --batch-size {batch}", "unscaled": " --regime unscaled"}.get(regime, "")
+    fanout_option = "" if tuple(fanouts) == regimes.default_fanouts(name) else f" --fanout {','.join(map(str, fanouts))}"
+    return batch_option + fanout_option
 
 
 def summarise(rows: pd.DataFrame) -> pd.DataFrame:
@@ -91,7 +98,8 @@ def policies_report(name: str, out_dir, *, epochs: int = 3, presample_epochs: in
     fanouts = tuple(fanouts) if fanouts else regimes.default_fanouts(name)
     dataset = load_dataset(name, ogb_root=ogb_root, progress=progress)
     settings = LabSettings(name, fanouts, batch, regime, epochs, presample_epochs, seed)
-    rows, facts = run_lab(dataset, settings, capacities_of(dataset.num_nodes), trace_dir=trace_dir, progress=progress)
+    traces = lab_traces(dataset, settings, trace_dir=trace_dir, progress=progress)
+    rows, facts = run_lab(dataset, settings, capacities_of(dataset.num_nodes), traces, progress=progress)
     record = provenance(device="cpu")
     summary = summarise(rows)
     out_dir = Path(out_dir)
@@ -104,8 +112,7 @@ def policies_report(name: str, out_dir, *, epochs: int = 3, presample_epochs: in
     one_epoch = ", ".join(f"{POLICIES[p].label} {reads[0] / v:.2f} s" for p, v in facts["replay_reads_per_s"].items())
     table = display(summary, facts["row_bytes"])
     command = (f"`tierbench policies --dataset {name} --epochs {epochs} --presample-epochs {presample_epochs}"
-               f"{'' if regime == 'paper' else f' --batch-size {batch}' if regime == 'fixed' else ' --regime unscaled'}"
-               f" --out {out_dir}`")
+               f"{trace_options(regime, batch, fanouts, name)} --out {out_dir}`")
     markdown = (
         f"# Placement policies against the optimum, {name}\n\nMade by {command}; {caption(record)}.\n\n"
         f"{name}: {dataset.num_nodes:,} rows of {facts['row_bytes']} B; fanouts {fanouts}, "

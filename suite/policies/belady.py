@@ -21,7 +21,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from suite.policies.replay import Replay, check_capacity, epoch_of_batch
+from suite.policies.replay import Replay, check_capacity, counters, epoch_of_batch
 
 _NEVER = np.iinfo(np.int64).max
 
@@ -39,15 +39,17 @@ def _next_use(ids, offsets, num_nodes):
 
 
 @numba.njit(cache=True, nogil=True)
+def _swap(heap, where, i, j):
+    heap[i], heap[j] = heap[j], heap[i]
+    where[heap[i]] = i
+    where[heap[j]] = j
+
+
+@numba.njit(cache=True, nogil=True)
 def _sift_up(heap, key, where, i):
-    while i > 0:
-        parent = (i - 1) // 2
-        if key[heap[parent]] >= key[heap[i]]:
-            break
-        heap[parent], heap[i] = heap[i], heap[parent]
-        where[heap[parent]] = parent
-        where[heap[i]] = i
-        i = parent
+    while i > 0 and key[heap[(i - 1) // 2]] < key[heap[i]]:
+        _swap(heap, where, i, (i - 1) // 2)
+        i = (i - 1) // 2
 
 
 @numba.njit(cache=True, nogil=True)
@@ -58,18 +60,14 @@ def _sift_down(heap, key, where, i, size):
             if child < size and key[heap[child]] > key[heap[largest]]:
                 largest = child
         if largest == i:
-            break
-        heap[largest], heap[i] = heap[i], heap[largest]
-        where[heap[largest]] = largest
-        where[heap[i]] = i
+            return
+        _swap(heap, where, i, largest)
         i = largest
 
 
 @numba.njit(cache=True, nogil=True)
 def _min(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost, following, start_rows, start_keys):
-    hits = np.zeros(num_epochs, np.int64)
-    miss_bytes = np.zeros(num_epochs, np.int64)
-    fills = np.zeros(num_epochs, np.int64)
+    hits, miss_bytes, fills = counters(num_epochs)
     heap = np.empty(capacity, np.int64)  # cached rows, the one needed last on top
     where = np.full(num_nodes, -1, np.int64)  # a row's place in the heap (-1: not cached)
     key = np.empty(num_nodes, np.int64)  # a cached row's next use

@@ -26,16 +26,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from suite.policies.replay import Replay, check_capacity, epoch_of_batch
+from suite.policies.replay import Replay, check_capacity, counters, epoch_of_batch
 
 _S3_MAX_COUNT = 3
 
 
 @numba.njit(cache=True, nogil=True)
 def _lru(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost):
-    hits = np.zeros(num_epochs, np.int64)
-    miss_bytes = np.zeros(num_epochs, np.int64)
-    fills = np.zeros(num_epochs, np.int64)
+    hits, miss_bytes, fills = counters(num_epochs)
     newer = np.full(num_nodes, -1, np.int64)  # towards the front (most recent)
     older = np.full(num_nodes, -1, np.int64)
     cached = np.zeros(num_nodes, np.bool_)
@@ -91,9 +89,7 @@ def _lru(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost):
 
 @numba.njit(cache=True, nogil=True)
 def _clock(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost):
-    hits = np.zeros(num_epochs, np.int64)
-    miss_bytes = np.zeros(num_epochs, np.int64)
-    fills = np.zeros(num_epochs, np.int64)
+    hits, miss_bytes, fills = counters(num_epochs)
     slots = np.empty(capacity, np.int64)
     referenced = np.zeros(num_nodes, np.bool_)
     cached = np.zeros(num_nodes, np.bool_)
@@ -136,9 +132,7 @@ def _clock(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost):
 
 @numba.njit(cache=True, nogil=True)
 def _s3fifo(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost):
-    hits = np.zeros(num_epochs, np.int64)
-    miss_bytes = np.zeros(num_epochs, np.int64)
-    fills = np.zeros(num_epochs, np.int64)
+    hits, miss_bytes, fills = counters(num_epochs)
     small_target = max(1, capacity // 10)
     ghost_capacity = max(1, capacity - capacity // 10)
     # two ring buffers of `capacity` ids each: [head, head + size) in order, oldest first

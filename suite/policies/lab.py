@@ -9,8 +9,9 @@ C rows for these epochs) and Belady's MIN (the best any cache of C rows can
 do, ``suite.policies.belady``).
 
 ``POLICIES`` lists them, in the order tables and figures show them.
-``run_lab`` records the traces, replays every policy at every capacity and
-returns one row per (policy, capacity, epoch).
+``lab_traces`` records (or reads) the traces; ``run_lab`` replays every
+policy on them at every capacity and returns one row per (policy, capacity,
+epoch).
 """
 
 from __future__ import annotations
@@ -93,11 +94,12 @@ def trace_directory() -> Path:
     return cache_root() / "traces"
 
 
-def cached_trace(dataset, settings: LabSettings, seed: int, epochs: int, checksum: str, directory: Path,
-                 progress: bool) -> tuple[AccessTrace, Path]:
-    """The trace of ``epochs`` epochs from ``seed``: read from ``directory`` when recorded before, else recorded and
-    written there."""
-    path = Path(directory) / f"{settings.dataset}-{settings.trace_key(seed, epochs, checksum)}.npz"
+def cached_trace(dataset, settings: LabSettings, seed: int, epochs: int, *, directory=None,
+                 progress: bool = True) -> tuple[AccessTrace, Path]:
+    """The trace of ``epochs`` epochs from ``seed``: read from ``directory`` (default ``trace_directory()``) when
+    recorded before, else recorded and written there."""
+    directory = Path(directory) if directory else trace_directory()
+    path = directory / f"{settings.dataset}-{settings.trace_key(seed, epochs, fingerprint(dataset))}.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
     with filelock.FileLock(f"{path}.lock"):  # two runs wanting the same trace record it once
         if path.is_file():
@@ -107,6 +109,24 @@ def cached_trace(dataset, settings: LabSettings, seed: int, epochs: int, checksu
                              progress=progress)
         save_trace(path, trace)
     return trace, path
+
+
+@dataclasses.dataclass(frozen=True)
+class LabTraces:
+    """What the lab replays: the trace of the settings' epochs (and its file), and PreSC's pre-sampled epochs."""
+
+    trace: AccessTrace
+    path: Path
+    presample: AccessTrace
+
+
+def lab_traces(dataset, settings: LabSettings, *, trace_dir=None, progress: bool = True) -> LabTraces:
+    """The lab's two traces of ``dataset`` under ``settings`` (``cached_trace``)."""
+    trace, path = cached_trace(dataset, settings, settings.seed, settings.epochs, directory=trace_dir,
+                               progress=progress)
+    presample, _ = cached_trace(dataset, settings, settings.seed + PRESAMPLE_SEED, settings.presample_epochs,
+                                directory=trace_dir, progress=progress)
+    return LabTraces(trace, path, presample)
 
 
 def row_cost(num_nodes: int, row_bytes: int) -> np.ndarray:
@@ -137,25 +157,22 @@ def fingerprint(dataset) -> str:
     """What names a dataset's content in a trace's file name: the checksums of its cache entry's files."""
     return hashlib.sha256(json.dumps(dataset.manifest.get("files", {}), sort_keys=True).encode()).hexdigest()
 
+
 def capacities_of(num_nodes: int, percents=CAPACITY_PERCENTS) -> list[int]:
     """Capacities in rows for ``percents`` of ``num_nodes`` rows (at least one row each)."""
     return sorted({max(1, round(num_nodes * p / 100)) for p in percents})
 
 
-def run_lab(dataset, settings: LabSettings, capacities, *, trace_dir=None,
+def run_lab(dataset, settings: LabSettings, capacities, traces: LabTraces, *,
             progress: bool = True) -> tuple[pd.DataFrame, dict]:
-    """Replay every policy on ``dataset``'s trace at every one of ``capacities`` (rows).
+    """Replay every policy on ``traces`` (``lab_traces``) of ``dataset`` at every one of ``capacities`` (rows).
 
     Returns ``(rows, facts)``: one row per (policy, capacity, epoch) with
-    reads, hits, miss bytes and rows admitted; ``facts`` about the traces
-    (their files, sizes, reads per epoch) and the replay speed of each
+    reads, hits, miss bytes and rows admitted; ``facts`` about the trace
+    (its file and size, reads per epoch) and the replay speed of each
     dynamic policy (reads per second).
     """
-    directory = Path(trace_dir) if trace_dir else trace_directory()
-    checksum = fingerprint(dataset)
-    trace, trace_path = cached_trace(dataset, settings, settings.seed, settings.epochs, checksum, directory, progress)
-    presample, presample_path = cached_trace(dataset, settings, settings.seed + PRESAMPLE_SEED,
-                                             settings.presample_epochs, checksum, directory, progress)
+    trace, presample = traces.trace, traces.presample
     row_bytes = dataset.feature_dim * dataset.features.element_size()
     cost = row_cost(dataset.num_nodes, row_bytes)
     capacities = sorted(set(capacities))
@@ -185,9 +202,8 @@ def run_lab(dataset, settings: LabSettings, capacities, *, trace_dir=None,
         "row_bytes": row_bytes,
         "reads_per_epoch": trace.epoch_accesses().tolist(),
         "batches_per_epoch": int(np.diff(trace.epoch_batches)[0]),
-        "trace_file": str(trace_path),
-        "trace_bytes_per_epoch": trace_path.stat().st_size / trace.num_epochs,
-        "presample_file": str(presample_path),
+        "trace_file": str(traces.path),
+        "trace_bytes_per_epoch": traces.path.stat().st_size / trace.num_epochs,
         "counts": counts,
         "row_cost": cost,
         "replay_reads_per_s": {name: len(capacities) * trace.num_accesses / s for name, s in seconds.items()},

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from suite.measure.ceilings import newest_gpu_profile, profile_ceilings
+from suite.policies.static import replay_static
 from suite.training.model import GraphSAGE
 from tiering.placement import hot_rows
 
@@ -70,20 +71,18 @@ class Machine:
 
 def machine(path=None, machines=MACHINES) -> Machine:
     """The machine profile at ``path``, else the newest GPU profile in ``machines``, else the nominal numbers."""
-    if path is not None:
-        ceilings = profile_ceilings(path)
-        if not Path(path).is_file():
-            raise ValueError(f"{path} does not exist: `tierbench doctor` on the GPU machine writes a profile")
-        if not {ZERO_COPY, D2D} <= set(ceilings):
-            raise ValueError(f"{path} holds no measured zero-copy and D2D ceilings (made on a CPU, or with "
-                             "--no-measure?): run `tierbench doctor` on the GPU machine")
-        found = (Path(path), json.loads(Path(path).read_text(encoding="utf-8")))
-    else:
+    if path is None:
         found = newest_gpu_profile(machines, (ZERO_COPY, D2D))
-    if found is None:
-        return Machine("a GPU on PCIe 4.0 x16 (nominal)", dict(NOMINAL), NOMINAL_SOURCE, False)
-    path, profile = found
+        if found is None:
+            return Machine("a GPU on PCIe 4.0 x16 (nominal)", dict(NOMINAL), NOMINAL_SOURCE, False)
+        path = found[0]
+    elif not Path(path).is_file():
+        raise ValueError(f"{path} does not exist: `tierbench doctor` on the GPU machine writes a profile")
     ceilings = profile_ceilings(path)
+    if not {ZERO_COPY, D2D} <= set(ceilings):
+        raise ValueError(f"{path} holds no measured zero-copy and D2D ceilings (made on a CPU, or with "
+                         "--no-measure?): run `tierbench doctor` on the GPU machine")
+    profile = json.loads(Path(path).read_text(encoding="utf-8"))
     return Machine(profile["device"], ceilings, f"measured by `tierbench doctor` on {profile['time']} ({path})", True)
 
 
@@ -132,11 +131,10 @@ def fit_overhead(epochs: pd.DataFrame, ceilings: dict) -> tuple[float, float] | 
 
 def static_epoch(counts: np.ndarray, order: np.ndarray, capacity: int, row_cost: np.ndarray) -> tuple[float, float]:
     """``(miss bytes, hit rows)`` per epoch of the rows ``order[:capacity]`` kept (capacity 0: nothing kept)."""
-    hot = np.zeros(counts.shape[1], dtype=bool)
-    hot[order[:capacity]] = True
-    reads = counts.sum(axis=0)
-    epochs = counts.shape[0]
-    return float((reads[~hot] * row_cost[~hot]).sum() / epochs), float(reads[hot].sum() / epochs)
+    if capacity == 0:
+        return float((counts * row_cost).sum() / counts.shape[0]), 0.0
+    kept = replay_static("placed", counts, order, [capacity], row_cost)[0]
+    return float(kept.miss_bytes.mean()), float(kept.hits.mean())
 
 
 def compare_measured(name: str, batch_size: int, fanouts, measured_machine: Machine, counts, order, row_cost,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numba
 import numpy as np
 
 
@@ -37,6 +38,12 @@ class Replay:
     @property
     def overall_hit_ratio(self) -> float:
         return float(self.hits.sum() / max(int(self.accesses.sum()), 1))
+
+
+@numba.njit(cache=True, nogil=True)
+def counters(num_epochs):
+    """A replay kernel's per-epoch counters, zeroed: hits, miss bytes, rows admitted."""
+    return np.zeros(num_epochs, np.int64), np.zeros(num_epochs, np.int64), np.zeros(num_epochs, np.int64)
 
 
 def epoch_of_batch(epoch_batches: np.ndarray) -> np.ndarray:

@@ -134,18 +134,18 @@ def load_trace(path) -> AccessTrace:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path} does not exist (record one with `tierbench policies`)")
+    unreadable = (OSError, EOFError, ValueError, zipfile.BadZipFile)  # ValueError: a pickled array, refused
     try:
         archive = np.load(path, allow_pickle=False)
-        if not hasattr(archive, "files"):
-            _refuse(path, "it is one array, not an .npz archive")
+    except unreadable as err:
+        _refuse(path, f"it cannot be read as .npz without pickle ({err})")
+    if not hasattr(archive, "files"):
+        _refuse(path, "it is one array, not an .npz archive")
+    try:
         with archive:
             files = sorted(archive.files)
             arrays = {name: archive[name] for name in _ARRAYS if name in files}
-    except (OSError, EOFError, zipfile.BadZipFile) as err:
-        _refuse(path, f"it cannot be read as .npz ({err})")
-    except ValueError as err:  # a pickled array (refused), or this module's own refusal above
-        if str(err).startswith(f"{path} is not"):
-            raise
+    except unreadable as err:
         _refuse(path, f"it cannot be read as .npz without pickle ({err})")
     if files != sorted(_ARRAYS):
         _refuse(path, f"it holds {files}, not {sorted(_ARRAYS)}")
