@@ -12,6 +12,7 @@
     tierbench plan --dataset NAME --gpu-memory M  the policy and hot fraction to use in M of GPU memory, projected
     tierbench disk --dataset NAME                 disk-backed loaders on traced minibatches, against the disk's ceilings
     tierbench bucket-orders --out DIR             partition swaps of BETA, Hilbert and row-major orderings (seeds/003)
+    tierbench bucket-train --dataset NAME         link prediction through the partition buffer, per ordering (seeds/003)
     tierbench doctor                              preflight: versions, GPUs, PCIe links, pinning, ceilings -> results/machines
     tierbench gpubench --out DIR                  gather microbenchmarks against same-run peers (needs a GPU)
     tierbench gpu-suite [--dry-run]               a first GPU visit in one resumable command -> results/gpu/<device>
@@ -196,6 +197,22 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _edge_share(text: str) -> float:
+    """A share of the edges, in (0, 1]."""
+    value = _number(text, float)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    """An integer of at least 0."""
+    value = _number(text, int)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {text!r}")
+    return value
+
+
 def _dropout(text: str) -> float:
     value = _number(text, float)
     if not 0 <= value < 1:
@@ -323,6 +340,17 @@ def _cmd_bucket_orders(args) -> int:
     from suite.figures.bucket_orders import bucket_orders_report
 
     paths = bucket_orders_report(args.out)
+    _show(paths)
+    return 0
+
+
+def _cmd_bucket_train(args) -> int:
+    from suite.figures.bucket_training import bucket_training_report
+
+    paths = bucket_training_report(
+        args.dataset, args.out or f"results/marius/{args.dataset}", partitions=args.partitions,
+        capacity=args.capacity, edge_fractions=args.edge_fraction, prefetches=args.prefetch, repeats=args.repeats,
+        seed=args.seed, progress=not args.quiet)
     _show(paths)
     return 0
 
@@ -618,6 +646,21 @@ def build_parser() -> argparse.ArgumentParser:
                             "edge-bucket orderings against the lower bound (seeds/003, Marius)")
     orders.add_argument("--out", default="results/marius", help="output directory")
     orders.set_defaults(func=_cmd_bucket_orders)
+
+    buckets = sub.add_parser("bucket-train", help="epochs of link prediction through Marius's partition buffer, "
+                             "per edge-bucket ordering, with and without prefetching (seeds/003)")
+    buckets.add_argument("--dataset", required=True, help=DATASET_HELP)
+    buckets.add_argument("--partitions", type=_positive_int, default=16, help="p: partitions of the feature table")
+    buckets.add_argument("--capacity", type=_positive_int, default=4, help="c: partitions in the host buffer")
+    buckets.add_argument("--edge-fraction", type=_edge_share, nargs="+", default=[0.002, 0.02],
+                         help="shares of the edges one epoch trains, each a setting of its own")
+    buckets.add_argument("--prefetch", type=_count, nargs="+", default=[0, 1],
+                         help="partitions read ahead (0: synchronous swaps)")
+    buckets.add_argument("--repeats", type=_positive_int, default=2, help="epochs per setting, alternating")
+    buckets.add_argument("--seed", type=int, default=0, help="seed of the edges drawn, the model and the negatives")
+    buckets.add_argument("--out", help="output directory (default results/marius/<dataset>)")
+    buckets.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    buckets.set_defaults(func=_cmd_bucket_train)
 
     doctor = sub.add_parser("doctor", help="check this machine before a sweep and write its profile (JSON)")
     doctor.add_argument("--out", default="results/machines", help="directory of the machine profiles")

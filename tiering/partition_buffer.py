@@ -9,7 +9,11 @@ The buffer walks the buffer states of a ``tiering.bucket_order.BucketOrder``:
 the next state, putting each partition that enters in the slot of one that
 leaves.  A reader thread reads the partitions of the coming states ahead, at
 most ``prefetch`` of them (each into a spare slot, so the bound is also the
-memory it adds), while the current state's buckets train.
+memory it adds), while the current state's buckets train.  With
+``prefetch=0`` there is no reader: ``advance()`` reads each entering
+partition itself, into the slot of the one leaving, and training waits for
+it (synchronous swaps, as in PyTorch-BigGraph, against which seeds/003
+measures Marius's pipeline).
 
 ``gather(ids)`` serves rows of buffered partitions through the
 ``FeatureLoader`` interface and refuses rows of any other partition with an
@@ -42,8 +46,8 @@ class PartitionBuffer(CountsDiskReads, FeatureLoader):
                 or boundaries[-1] != table.num_rows or np.any(np.diff(boundaries) < 0)):
             raise ValueError(f"boundaries must cut the table's {table.num_rows:,} rows into the ordering's "
                              f"{order.num_partitions} partitions, in order")
-        if prefetch < 1:
-            raise ValueError(f"prefetch must be at least 1 partition, got {prefetch}")
+        if prefetch < 0:
+            raise ValueError(f"prefetch must be 0 (synchronous swaps) or more partitions, got {prefetch}")
         super().__init__(table.num_rows, table.feature_dim, device)
         self.table, self.boundaries, self.order, self.prefetch = table, boundaries, order, prefetch
         self._slots = {}  # partition -> its rows in host memory
@@ -108,6 +112,8 @@ class PartitionBuffer(CountsDiskReads, FeatureLoader):
         for partition in self.order.states[0]:
             self._slots[partition] = self._read(partition, self._slot())
         self.state = 0
+        if not self.prefetch:
+            return
         self._reader = threading.Thread(target=self._read_ahead, name="partition-reader", daemon=True)
         self._reader.start()
 
@@ -120,6 +126,11 @@ class PartitionBuffer(CountsDiskReads, FeatureLoader):
         current, following = self.order.states[self.state], self.order.states[self.state + 1]
         leaving = [p for p in current if p not in following]
         for partition in (p for p in following if p not in current):
+            if not self.prefetch:
+                gone = self._slots.pop(leaving.pop())
+                self._slots[partition] = self._read(partition, gone.base if gone.base is not None else gone)
+                self.swaps += 1
+                continue
             kind, got, rows, spare = self._next_read()
             if kind == "error":
                 raise got

@@ -50,54 +50,21 @@ from suite.datasets.dataset import array_file
 from suite.datasets.reordered import load_reordered
 from suite.io.plotting import pyplot, write_table_and_figure
 from suite.io.provenance import caption, provenance
+from suite.measure.disk_ceilings import (
+    random_ceiling,
+    sequential_ceiling,
+    worth_reading,
+)
 from suite.policies.lab import LabSettings, cached_trace
 from tiering.disk_table import BLOCK, DiskTable
 from tiering.disk_tiered import DiskTieredLoader
 from tiering.placement import hot_rows
 
-SEQUENTIAL_CHUNK = 64 << 20
 BATCHES = 50
 """Minibatches measured per loader and setting: the first of the traced epoch.  On a disk that serves about 10,000
 random blocks a second, a whole papers-s epoch read block by block would take over 15 minutes per setting."""
 HOST_FRACTIONS = (0.0, 0.15, 0.4)
 GB = 1e9
-
-
-def sequential_ceiling(path: Path) -> tuple[float, str]:
-    """``(bytes/s, I/O mode)`` of reading the whole file cold, in ``SEQUENTIAL_CHUNK`` reads."""
-    table = DiskTable(path)
-    table.drop_cache()
-    rows_per_chunk = max(1, SEQUENTIAL_CHUNK // table.row_bytes)
-    out = np.empty((rows_per_chunk, table.feature_dim), table.dtype)
-    start = time.perf_counter()
-    for first in range(0, table.num_rows, rows_per_chunk):
-        last = min(table.num_rows, first + rows_per_chunk)
-        table.read_rows(first, last, out[: last - first])
-    seconds = time.perf_counter() - start
-    rate, mode = table.bytes_read / seconds, table.io_mode
-    table.close()
-    return rate, mode
-
-
-def random_ceiling(path: Path, in_flight: int, reads: int = 20_000) -> float:
-    """Blocks per second of random single-block reads, ``in_flight`` at a time (rows a block apart or more)."""
-    table = DiskTable(path)
-    table.drop_cache()
-    stride = max(1, -(-BLOCK // table.row_bytes) * 2)
-    rows = np.random.default_rng(0).permutation(np.arange(0, table.num_rows, stride))[:reads]
-    out = np.empty((len(rows), table.feature_dim), table.dtype)
-    start = time.perf_counter()
-    table.read_scattered(rows, out, in_flight)
-    seconds = time.perf_counter() - start
-    blocks = table.bytes_read / BLOCK
-    table.close()
-    return blocks / seconds
-
-
-def worth_reading(sequential: float, random_rate: float) -> int:
-    """The gap between wanted blocks (bytes, whole blocks) that costs less to read through than to skip with a
-    second read: what the disk moves sequentially in the time one random read takes."""
-    return max(0, int(sequential / random_rate) // BLOCK * BLOCK)
 
 
 def _epoch(loader, batches, label: str, progress: bool) -> dict:

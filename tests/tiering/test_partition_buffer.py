@@ -27,7 +27,7 @@ def boundaries(p):
 
 
 @pytest.mark.parametrize("direct", [True, False])
-@pytest.mark.parametrize("name, p, c, prefetch", [("beta", 6, 3, 1), ("beta", 8, 2, 2), ("hilbert", 5, 3, 1)])
+@pytest.mark.parametrize("name, p, c, prefetch", [("beta", 6, 3, 1), ("beta", 8, 2, 2), ("hilbert", 5, 3, 1), ("beta", 7, 3, 0), ("row-major", 5, 2, 0)])
 def test_every_state_serves_exactly_its_partitions_rows(table_file, direct, name, p, c, prefetch):
     path, features = table_file
     order = bucket_order(name, p, c)
@@ -93,8 +93,8 @@ def test_bad_settings_are_refused(table_file):
     path, _ = table_file
     with pytest.raises(ValueError, match="boundaries must cut the table's 1,000 rows"):
         PartitionBuffer(DiskTable(path), [0, 10, 999], beta_order(2 + 1, 2))
-    with pytest.raises(ValueError, match="prefetch must be at least 1"):
-        PartitionBuffer(DiskTable(path), boundaries(4), beta_order(4, 2), prefetch=0)
+    with pytest.raises(ValueError, match="prefetch must be 0 .synchronous swaps. or more"):
+        PartitionBuffer(DiskTable(path), boundaries(4), beta_order(4, 2), prefetch=-1)
     buffer = PartitionBuffer(DiskTable(path), boundaries(4), beta_order(4, 2))
     with pytest.raises(RuntimeError, match="start"):
         buffer.advance()
