@@ -42,8 +42,10 @@ from suite.datasets.cache import describe_root, entry_bytes, is_complete, read_m
 from suite.datasets.regime import REGIMES
 from suite.measure.devices import resolve_device
 from suite.registry import (
+    DEFAULT_HOST_FRACTION,
     LOADERS,
     SCORERS,
+    disk_loaders,
     hot_tier_loaders,
     loader,
     reordered_loaders,
@@ -418,6 +420,7 @@ def _cmd_run(args) -> int:
             raise ValueError(f"--gpus must be at least 1, got {args.gpus}")
         check_shm_dir(args.shm_dir)  # before any process is launched or dataset prepared
     settings = dict(datasets=args.datasets, loaders=args.loaders, hot_fractions=args.hot_fractions,
+                    host_fractions=args.host_fractions,
                     fanouts=[args.fanout] if args.fanout else None, samplings=args.sampling, epochs=args.epochs,
                     warmup=args.warmup, batch_size=args.batch_size, regime=args.regime, scorer=args.scorer,
                     pipeline=args.pipeline,
@@ -701,6 +704,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--hot-fractions", type=_floats, help="comma-separated shares of the rows in [0, 1] for the loaders "
                      f"with a hot tier ({', '.join(hot_tier_loaders())}), e.g. 0,0.05,0.1 (default: the experiment's, "
                      "else 0.1)")
+    run.add_argument("--host-fractions", type=_floats, help="comma-separated host-memory budgets, as shares of the "
+                     f"rows, for the loaders that read from disk ({', '.join(disk_loaders())}): disk-tiered's host tier, "
+                     "mmap's page cache (emulated) (default: the experiment's, else "
+                     f"{DEFAULT_HOST_FRACTION:g})")
     run.add_argument("--fanout", type=_fanouts, help="fanouts for every cell (default: each dataset's)")
     run.add_argument("--epochs", type=int, help="recorded epochs per cell, at least 1 (default: the experiment's, else 1)")
     run.add_argument("--warmup", type=int, help="unrecorded epochs per cell before them, 0 or more (default: the "

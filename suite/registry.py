@@ -121,9 +121,19 @@ def _table_file(dataset) -> Path:
     return array_file(dataset.path, "features")
 
 
+def _mmap(dataset, device, *, host_fraction: float | None = None) -> FeatureLoader:
+    """The table's file memory-mapped, dropped from the page cache first (an epoch starts cold); with
+    ``host_fraction``, the page cache held to that share of the rows (emulated: ``MmapLoader``'s ``budget_rows``)."""
+    budget = None if host_fraction is None else hot_rows(dataset.num_nodes, host_fraction)
+    mapped = MmapLoader(_table_file(dataset), device, budget_rows=budget)
+    mapped.drop_cache()
+    return mapped
+
+
 def _disk_tiered(dataset, hot: int, device, *, host_fraction: float = DEFAULT_HOST_FRACTION, in_flight: int = 32,
                  direct: bool = True, max_gap_bytes: int = 0) -> FeatureLoader:
     table = DiskTable(_table_file(dataset), direct=direct)
+    table.drop_cache()
     host = min(hot_rows(dataset.num_nodes, host_fraction), dataset.num_nodes - hot)
     return DiskTieredLoader(table, hot, host, device, in_flight=in_flight, max_gap_bytes=max_gap_bytes)
 
@@ -144,16 +154,16 @@ LOADERS = {
                    hot_tier=True, reordered=True, zero_copy=True, build_distributed=_multi_gpu_tiered),
         LoaderSpec("in-memory", lambda features, dataset, hot, device, **o: InMemoryLoader(features, device),
                    gpu_share=1.0),
-        LoaderSpec("mmap", lambda features, dataset, hot, device, **o: MmapLoader(_table_file(dataset), device),
-                   disk=True),
+        LoaderSpec("mmap", lambda features, dataset, hot, device, **o: _mmap(dataset, device, **o), disk=True),
         LoaderSpec("disk-tiered", lambda features, dataset, hot, device, **o: _disk_tiered(dataset, hot, device, **o),
                    hot_tier=True, reordered=True, disk=True),
     )
 }
 """The loaders by the name the command line spells, in the order tables and figures show them."""
 
-__all__ = ["LOADERS", "SCORERS", "LoaderSpec", "ScorerSpec", "check_gpu_memory", "create_distributed_loader",
-           "create_loader", "hot_rows", "hot_tier_loaders", "loader", "reordered_loaders", "scorer", "scorer_params"]
+__all__ = ["DEFAULT_HOST_FRACTION", "LOADERS", "SCORERS", "LoaderSpec", "ScorerSpec", "check_gpu_memory",
+           "create_distributed_loader", "create_loader", "disk_loaders", "hot_rows", "hot_tier_loaders", "loader",
+           "reordered_loaders", "scorer", "scorer_params"]
 
 
 def loader(name: str) -> LoaderSpec:
@@ -166,6 +176,11 @@ def loader(name: str) -> LoaderSpec:
 def scorer_params(name: str, **overrides) -> dict:
     """Scorer ``name``'s parameters: its defaults with ``overrides`` (None values ignored) applied."""
     return scorer(name).params(**overrides)
+
+
+def disk_loaders() -> list[str]:
+    """The loaders that read rows from disk, whose host-memory budget is a setting."""
+    return [name for name, spec in LOADERS.items() if spec.disk]
 
 
 def hot_tier_loaders() -> list[str]:

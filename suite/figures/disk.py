@@ -55,6 +55,11 @@ from suite.measure.disk_ceilings import (
     sequential_ceiling,
     worth_reading,
 )
+from suite.measure.memory_limit import (
+    MemoryLimitUnavailable,
+    memory_cgroup_root,
+    memory_limit,
+)
 from suite.policies.lab import LabSettings, cached_trace
 from tiering.disk_table import BLOCK, DiskTable
 from tiering.disk_tiered import DiskTieredLoader
@@ -64,6 +69,9 @@ BATCHES = 50
 """Minibatches measured per loader and setting: the first of the traced epoch.  On a disk that serves about 10,000
 random blocks a second, a whole papers-s epoch read block by block would take over 15 minutes per setting."""
 HOST_FRACTIONS = (0.0, 0.15, 0.4)
+CGROUP_SLACK = 16 << 20
+"""Room in an enforced budget for what the gathers allocate (their output, a few MB per minibatch), beyond the
+page cache."""
 GB = 1e9
 
 
@@ -76,6 +84,21 @@ def _epoch(loader, batches, label: str, progress: bool) -> dict:
     stats = loader.stats()
     return {"seconds": seconds, "rows": stats.accesses, "hit_ratio": stats.hit_ratio,
             "disk_bytes": stats.disk_bytes_read, "modelled_disk_bytes": getattr(loader, "modelled_disk_bytes", None)}
+
+
+def _limited_epoch(path, budget_bytes: int, batches, label: str, progress: bool) -> dict:
+    """``_epoch`` of ``mmap`` from a cold file, in a memory cgroup that holds its page cache to ``budget_bytes``
+    (plus ``CGROUP_SLACK`` for the gathers' own allocations); with the most the cgroup was charged."""
+    mapped = MmapLoader(path)
+    mapped.drop_cache()
+    try:
+        with memory_limit(budget_bytes + CGROUP_SLACK, "tierbench-disk") as group:
+            measured = _epoch(mapped, batches, label, progress)
+            measured["cgroup_limit_bytes"] = group.limit_bytes
+            measured["cgroup_peak_bytes"] = group.peak_bytes()
+    finally:
+        mapped.close()
+    return measured
 
 
 def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions=HOST_FRACTIONS, in_flight: int = 32,
@@ -98,6 +121,14 @@ def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions
     table_bytes = path.stat().st_size
     sequential, mode = sequential_ceiling(path)
     random_rate = random_ceiling(path, in_flight)
+    probe = DiskTable(path)
+    row_bytes = probe.row_bytes
+    probe.close()
+    try:
+        memory_cgroup_root()
+        enforced = None
+    except MemoryLimitUnavailable as err:
+        enforced = str(err)
     rows = []
     mapped = MmapLoader(path)
     mapped.drop_cache()
@@ -113,6 +144,10 @@ def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions
         rows.append({"loader": "mmap", "setting": f"page cache held to the first {100 * hot_fraction:g}% + "
                      f"{100 * share:g}% of rows (emulated)", **_epoch(budgeted, batches, f"mmap {share:g}", progress)})
         budgeted.close()
+        if enforced is None:
+            rows.append({"loader": "mmap", "setting": f"page cache limited to {100 * (hot_fraction + share):g}% of the "
+                         f"table by a memory cgroup (enforced)",
+                         **_limited_epoch(path, (hot + host) * row_bytes, batches, f"mmap {share:g} cgroup", progress)})
         for max_gap in (0, gap):
             table = DiskTable(path)
             table.drop_cache()
@@ -131,6 +166,13 @@ def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions
     table["of sequential ceiling"] = table["disk GB/s"] / (sequential / GB)
     table["of random-read ceiling"] = table["disk GB/s"] / (random_rate * BLOCK / GB)
     table["modelled_disk_bytes"] = table["modelled_disk_bytes"].astype("Int64")
+    for column in ("cgroup_limit_bytes", "cgroup_peak_bytes"):
+        table[column] = (table[column] if column in table else pd.Series(dtype=float)).astype("Int64")
+    enforcement = (
+        f"a memory cgroup limited to the budget plus {CGROUP_SLACK >> 20} MiB for the gathers' own allocations holds "
+        f"`mmap`'s page cache for real in the rows marked enforced (the kernel chooses which pages to keep; the "
+        f"limit and the most the cgroup was charged beside)" if enforced is None
+        else f"no budget could be enforced on this machine ({enforced})")
     record = provenance(device="cpu")
     markdown = (
         f"# Disk-backed loaders, {name}\n\nMade by `tierbench disk --dataset {name} --out {out_dir}`; "
@@ -141,11 +183,13 @@ def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions
         f"epoch. Disk I/O mode: {mode}. Ceilings measured in the same run: a cold sequential read of the file at "
         f"{sequential / GB:.2f} GB/s, random single-block reads at {random_rate:,.0f} blocks/s "
         f"({random_rate * BLOCK / GB:.2f} GB/s) with {in_flight} in flight, so a gap of up to {gap // 1024} KiB is "
-        f"cheaper to read through than to skip. Host budgets below 100% are emulated "
-        f"(the machine could hold the whole table). Disk bytes: measured at the file (`disk-tiered`, its traffic "
+        f"cheaper to read through than to skip. Host budgets below 100% are emulated where marked (the machine "
+        f"could hold the whole table: the loader is told to keep only that share); {enforcement}. "
+        f"Disk bytes: measured at the file (`disk-tiered`, its traffic "
         f"model's count beside) or by the kernel's per-process accounting (`mmap`).\n\n"
-        + table.drop(columns=["disk_bytes"]).rename(columns={"modelled_disk_bytes": "modelled disk bytes"}).to_markdown(
-            index=False, floatfmt=".3f") + "\n"
+        + table.drop(columns=["disk_bytes"]).rename(columns={
+            "modelled_disk_bytes": "modelled disk bytes", "cgroup_limit_bytes": "cgroup limit bytes",
+            "cgroup_peak_bytes": "cgroup peak bytes"}).to_markdown(index=False, floatfmt=".3f") + "\n"
     )
     plt, sns = pyplot()
     shown = table.assign(bar=table["loader"] + ": " + table["setting"])

@@ -45,7 +45,7 @@ from suite.datasets import regime as regimes
 from suite.measure.ceilings import profile_ceilings
 
 SETTINGS = ["dataset", "device", "processes", "gpus", "pipeline", "sampling", "fanouts", "batch_size", "regime", "loader",
-            "scorer", "hot_fraction"]
+            "scorer", "hot_fraction", "host_fraction"]
 """The columns that make two records different measurements: epochs are averaged within one value of each, never across."""
 SPREAD_COLUMNS = ["epoch_s", "epoch_s min", "epoch_s max", "epochs"]
 FOOTPRINT = ["footprint %", "touched %"]
@@ -75,6 +75,7 @@ _NAMES = {
     "loader": "loader {}".format,
     "device": "device {}".format,
     "hot_fraction": lambda value: f"hot {100 * value:g}%",
+    "host_fraction": lambda value: "no disk tier" if pd.isna(value) else f"host budget {100 * value:g}%",
     "pipeline": lambda value: "pipeline" if value else "no pipeline",
     "sampling": "{} sampling".format,
     "processes": lambda value: f"{value} process" + ("" if value == 1 else "es"),

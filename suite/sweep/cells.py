@@ -24,7 +24,7 @@ from suite.datasets import regime as regimes
 from suite.datasets.build import is_real_ogb
 from suite.datasets.regime import default_fanouts
 from suite.figures import EXPERIMENTS
-from suite.registry import LOADERS, SCORERS, loader, reordered_loaders
+from suite.registry import DEFAULT_HOST_FRACTION, LOADERS, SCORERS, loader, reordered_loaders
 from suite.training.distributed import SAMPLING
 
 
@@ -38,16 +38,19 @@ class Cell:
     sampling: str = "cpu"
     batch_size: int = regimes.PAPER_BATCH
     regime: str = "unscaled"  # which regime batch_size is in: "paper", "unscaled" or "fixed" (suite.datasets.regime)
+    host_fraction: float | None = None  # a disk loader's rows in host memory, as a share of the table; None: others
 
     def describe(self) -> str:
         hot = f" hot {self.hot_fraction:.0%}" if loader(self.loader).hot_tier else ""
         sampling = f" {self.sampling} sampling" if self.sampling != "cpu" else ""
-        return f"{self.dataset} {self.loader}{hot}{sampling} batch {self.batch_size}"
+        host = f" host {self.host_fraction:.0%}" if self.host_fraction is not None else ""
+        return f"{self.dataset} {self.loader}{hot}{host}{sampling} batch {self.batch_size}"
 
 
 def cells(datasets, loaders, hot_fractions, fanouts, scorer: str = "wrpr", samplings=("cpu",), regime: str = "paper",
-          batch_size: int | None = None) -> list[Cell]:
-    """The sweep's cells; each dataset's batch is ``batch_size`` where given, else its ``regime``'s."""
+          batch_size: int | None = None, host_fractions=(DEFAULT_HOST_FRACTION,)) -> list[Cell]:
+    """The sweep's cells; each dataset's batch is ``batch_size`` where given, else its ``regime``'s; a loader that
+    reads from disk runs at every host budget of ``host_fractions``."""
     out = []
     for dataset in datasets:
         batch = regimes.resolve(dataset, regime, batch_size)
@@ -56,13 +59,16 @@ def cells(datasets, loaders, hot_fractions, fanouts, scorer: str = "wrpr", sampl
                 spec = loader(name)
                 for sampling in samplings:
                     for hot in spec.hot_fractions(hot_fractions):
-                        resolved = tuple(fanout) if fanout else default_fanouts(dataset)
-                        out.append(Cell(dataset, name, hot, resolved, scorer if spec.reordered else "none", sampling, *batch))
+                        for host in host_fractions if spec.disk else [None]:
+                            resolved = tuple(fanout) if fanout else default_fanouts(dataset)
+                            out.append(Cell(dataset, name, hot, resolved, scorer if spec.reordered else "none",
+                                            sampling, *batch, host_fraction=host))
     return out
 
 
 def sweep_cells(experiment: str, *, datasets=None, loaders=None, hot_fractions=None, fanouts=None, samplings=None,
-                scorer: str = "wrpr", regime: str | None = None, batch_size: int | None = None) -> list[Cell]:
+                scorer: str = "wrpr", regime: str | None = None, batch_size: int | None = None,
+                host_fractions=None) -> list[Cell]:
     """The cells of a sweep: a predefined experiment's, with any setting given here replacing its own."""
     preset = EXPERIMENTS.get(experiment, {})
     settings = {
@@ -72,6 +78,8 @@ def sweep_cells(experiment: str, *, datasets=None, loaders=None, hot_fractions=N
         "fanouts": fanouts or preset.get("fanouts", [None]),
         "samplings": samplings or preset.get("samplings", ["cpu"]),
         "regime": regime or preset.get("regime", "paper"),
+        "host_fractions": host_fractions if host_fractions is not None else preset.get(
+            "host_fractions", [DEFAULT_HOST_FRACTION]),
     }
     if not settings["datasets"] or not settings["loaders"]:
         raise ValueError(f"experiment {experiment!r} is not predefined ({', '.join(EXPERIMENTS)}): give datasets and loaders")
@@ -107,6 +115,9 @@ def check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distr
     for fraction in hot_fractions:
         if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 <= fraction <= 1:
             raise ValueError(f"hot fractions are shares of the rows, in [0, 1]; got {fraction!r} (--hot-fractions)")
+    for fraction in dict.fromkeys(cell.host_fraction for cell in todo if cell.host_fraction is not None):
+        if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 <= fraction <= 1:
+            raise ValueError(f"host fractions are shares of the rows, in [0, 1]; got {fraction!r} (--host-fractions)")
     for fanout in {cell.fanouts for cell in todo}:
         if not fanout or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in fanout):
             raise ValueError(f"fanouts are one or more neighbour counts of at least 1, got {fanout!r} (--fanout)")

@@ -71,6 +71,7 @@ SCHEMA = {
     "loader": Column("str"),
     "scorer": Column("str"),
     "hot_fraction": Column("float"),
+    "host_fraction": Column("float", nullable=True),
     "sampling": Column("str", default="cpu"),
     "processes": Column("int", default=1),
     "gpus": Column("int"),
@@ -105,7 +106,8 @@ SCHEMA = {
 """Column -> type of a record; rows written before ``sampling``, ``processes`` and ``pipeline`` existed ran
 with CPU sampling, in one process, without a pipeline, and those written before ``regime`` with the paper's batch
 unscaled; those written before ``rows_gathered``, ``nodes_touched`` and ``row_bytes`` existed miss them
-(``<NA>``); those written before ``disk_bytes_read`` existed read nothing from disk (0)."""
+(``<NA>``); those written before ``disk_bytes_read`` existed read nothing from disk (0).  ``host_fraction`` is the host
+budget of a loader that reads from disk, empty for the others and in rows written before it existed."""
 
 _EXTRA = Column("str", nullable=True)  # a column this version does not know: kept as text
 _INTEGER = re.compile(r"[+-]?\d+(?:\.0*)?")  # pandas wrote an integer column with a gap as floats: 1744078336.0

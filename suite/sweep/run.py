@@ -71,6 +71,8 @@ def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, device: str, pipel
         (records["dataset"] == cell.dataset) & (records["loader"] == cell.loader) & (records["scorer"] == cell.scorer)
         & (records["hot_fraction"].round(6) == round(cell.hot_fraction, 6)) & (records["fanouts"] == fanouts)
         & (records["batch_size"] == cell.batch_size) & (records["device"] == device)
+        & (records["host_fraction"].isna() if cell.host_fraction is None
+           else records["host_fraction"].round(6) == round(cell.host_fraction, 6))
     )
 
 
@@ -87,16 +89,17 @@ def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, see
     is collective in a process group, so a failing process of a group leaves
     it to its exit, since peers that did not fail would never join it).
     """
+    options = {} if cell.host_fraction is None else {"host_fraction": cell.host_fraction}
     if dist.is_initialized():
         from suite.training.distributed import DistributedTrainer
 
         loader = create_distributed_loader(cell.loader, dataset, cell.hot_fraction, device, shm_dir=shm_dir,
-                                           progress=progress and dist.get_rank() == 0)
+                                           progress=progress and dist.get_rank() == 0, **options)
         make_trainer = functools.partial(DistributedTrainer, sampling=cell.sampling)
     elif cell.sampling != "cpu":
         raise ValueError(f"{cell.sampling} sampling is for multi-process runs (tierbench run --gpus G)")
     else:
-        loader = create_loader(cell.loader, dataset, cell.hot_fraction, device, progress=progress)
+        loader = create_loader(cell.loader, dataset, cell.hot_fraction, device, progress=progress, **options)
         make_trainer = Trainer
     try:
         trainer = make_trainer(dataset, loader, cell.fanouts, batch_size=cell.batch_size, seed=seed, **(model or {}))
@@ -130,7 +133,7 @@ def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int
         "feature_dim": dataset.feature_dim, "fanouts": ",".join(map(str, cell.fanouts)), "batch_size": cell.batch_size,
         "regime": cell.regime,
         "loader": cell.loader, "scorer": cell.scorer, "hot_fraction": cell.hot_fraction,
-        "sampling": cell.sampling, "processes": processes,
+        "host_fraction": cell.host_fraction, "sampling": cell.sampling, "processes": processes,
         "gpus": processes if torch.device(device).type == "cuda" else 0, **record,
     }
     return [{**common, **r.as_record()} for r in results]
@@ -187,7 +190,7 @@ class Sweep:
 
 
 def plan_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
-               fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int | None = None,
+               host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int | None = None,
                regime: str | None = None, device="cpu", scorer: str | None = "wrpr", pipeline: bool = False,
                ogb_root=None, processes: int | None = None) -> Sweep:
     """The sweep's cells and settings, every one checked before anything runs (nothing is built or written).
@@ -212,7 +215,8 @@ def plan_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loader
     warmup = check_count(warmup if warmup is not None else preset.get("warmup", 1), 0, "warmup (--warmup)")
     if batch_size is not None:
         batch_size = check_count(batch_size, 1, "batch size (--batch-size)")
-    todo = sweep_cells(experiment, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions, fanouts=fanouts,
+    todo = sweep_cells(experiment, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions,
+                       host_fractions=host_fractions, fanouts=fanouts,
                        samplings=samplings, scorer=scorer, regime=regime, batch_size=batch_size)
     fractions = hot_fractions if hot_fractions is not None else preset.get("hot_fractions", [])
     check_cells(todo, fractions, scorer, ogb_root, device, distributed)
@@ -222,7 +226,7 @@ def plan_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loader
 
 
 def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
-              fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int | None = None,
+              host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int | None = None,
               regime: str | None = None, device="cpu", scorer: str | None = "wrpr", seed: int = 0,
               pipeline: bool = False, rerun: bool = False, ogb_root=None, progress: bool = True,
               shm_dir: str = "/dev/shm") -> tuple[Path, pd.DataFrame]:
@@ -234,6 +238,7 @@ def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders
     multi-GPU host tier's shared-memory segment goes.
     """
     sweep = plan_sweep(experiment, out_dir, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions,
+                       host_fractions=host_fractions,
                        fanouts=fanouts, samplings=samplings, epochs=epochs, warmup=warmup, batch_size=batch_size,
                        regime=regime, device=device, scorer=scorer, pipeline=pipeline, ogb_root=ogb_root)
     writer = not dist.is_initialized() or dist.get_rank() == 0
@@ -258,5 +263,6 @@ def summarize_runs(records: pd.DataFrame) -> pd.DataFrame:
     if records.empty:
         return records
     columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "pcie_payload_bytes", "valid_accuracy"]
-    keys = ["dataset", "loader", "scorer", "hot_fraction", "fanouts", "device", "pipeline", "sampling", "processes"]
-    return records.groupby(keys, sort=False)[columns].mean().reset_index()
+    keys = ["dataset", "loader", "scorer", "hot_fraction", "host_fraction", "fanouts", "device", "pipeline", "sampling",
+            "processes"]
+    return records.groupby(keys, sort=False, dropna=False)[columns].mean().reset_index()

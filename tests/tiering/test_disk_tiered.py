@@ -104,10 +104,21 @@ def test_tierbench_disk_measures_every_loader_and_setting_on_a_traced_epoch(tiny
     import pandas as pd
 
     from suite.cli import main
+    from suite.measure.memory_limit import MemoryLimitUnavailable, memory_cgroup_root
 
     assert main(["disk", "--dataset", "tiny", "--out", str(tmp_path), "-q"]) == 0
     table = pd.read_csv(tmp_path / "disk.csv")
-    assert table["loader"].tolist() == ["in-memory", "mmap", "mmap"] + ["mmap", "disk-tiered", "disk-tiered"] * 3
+    try:
+        memory_cgroup_root()
+        enforced = True
+    except MemoryLimitUnavailable:
+        enforced = False
+    per_budget = ["mmap"] * (1 + enforced) + ["disk-tiered", "disk-tiered"]
+    assert table["loader"].tolist() == ["in-memory", "mmap", "mmap"] + per_budget * 3
+    limited = table[table["setting"].str.contains("enforced")]
+    assert len(limited) == 3 * enforced
+    assert (limited["cgroup_peak_bytes"] <= limited["cgroup_limit_bytes"]).all()
+    assert (limited["rows"] == table["rows"].iloc[0]).all()
     assert table["rows"].nunique() == 1 and table["rows"].iloc[0] > 0
     tiered = table[table["loader"] == "disk-tiered"]
     assert (tiered["disk_bytes"] == tiered["modelled_disk_bytes"]).all()
@@ -116,6 +127,7 @@ def test_tierbench_disk_measures_every_loader_and_setting_on_a_traced_epoch(tiny
     assert table.loc[0, "disk_bytes"] == 0
     text = (tmp_path / "disk.md").read_text()
     assert "emulated" in text and "sequential read of the file" in text and "device cpu" in text
+    assert ("memory cgroup limited to the budget" if enforced else "no budget could be enforced") in text
 
 
 @pytest.mark.parametrize("direct", [True, False])

@@ -26,6 +26,33 @@ def test_cells_run_hot_fractions_only_where_there_is_a_hot_tier():
     assert cells(["papers-s"], ["uva"], [0.1], [None])[0].fanouts == (12, 12, 12)
 
 
+def test_disk_loaders_run_at_every_host_budget_and_the_others_have_none():
+    got = [(c.loader, c.hot_fraction, c.host_fraction)
+           for c in cells(["tiny"], ["cpu-gather", "mmap", "disk-tiered"], [0.1], [(5,)], host_fractions=[0.2, 0.5])]
+    assert got == [("cpu-gather", 0.0, None), ("mmap", 0.0, 0.2), ("mmap", 0.0, 0.5), ("disk-tiered", 0.1, 0.2),
+                   ("disk-tiered", 0.1, 0.5)]
+
+
+def test_a_sweep_of_disk_loaders_records_their_budgets_and_disk_bytes(tiny, tmp_path):
+    sweep = dict(SWEEP, loaders=["cpu-gather", "mmap", "disk-tiered"], hot_fractions=[0.05], host_fractions=[0.1, 0.6])
+    path, summary = run_sweep("d", tmp_path, **sweep)
+    records = read_records(path)
+    assert len(records) == 5 and len(summary) == 5
+    assert records.loc[records["loader"] == "cpu-gather", "host_fraction"].isna().all()
+    assert (records["loader"] == "cpu-gather").sum() == 1
+    tiered = records[records["loader"] == "disk-tiered"].set_index("host_fraction")
+    assert 0 < tiered.loc[0.6, "disk_bytes_read"] < tiered.loc[0.1, "disk_bytes_read"]
+    assert records.loc[records["loader"] == "cpu-gather", "disk_bytes_read"].eq(0).all()
+    # the same rows, whichever loader brings them (disk-tiered trains on the reordered graph)
+    assert records.groupby("scorer")["loss"].nunique().eq(1).all()
+    before = path.read_bytes()
+    run_sweep("d", tmp_path, **sweep)
+    assert path.read_bytes() == before  # each budget's cell was found again
+    write_report("d", tmp_path, tmp_path / "report")
+    text = (tmp_path / "report" / "fig8.md").read_text()
+    assert "disk_bytes_read" in text and text.count("| disk-tiered") == 2 and text.count("| mmap") == 2
+
+
 def test_a_sweep_records_every_field_and_resumes_without_rerunning(tiny, tmp_path):
     path, summary = run_sweep("t", tmp_path, **SWEEP)
     records = read_records(path)
@@ -123,6 +150,7 @@ RUN = ["--datasets", "tiny", "--loaders", "in-memory,tiered", "--fanout", "4,4",
     (["--datasets", "tiny,ogbn-products"], "ogbn-products is a real OGB dataset: give the directory that holds it"),
     (["--loaders", "in-memory,tiered,uvaa"], "unknown loader 'uvaa'; choose from cpu-gather, uva-naive, uva, "),
     (["--hot-fractions", "0.1,1.5"], "hot fractions are shares of the rows, in [0, 1]; got 1.5"),
+    (["--loaders", "mmap", "--host-fractions", "0.1,2"], "host fractions are shares of the rows, in [0, 1]; got 2.0"),
     (["--epochs", "0"], "epochs (--epochs) must be an integer of at least 1, got 0"),
     (["--warmup", "-1"], "warmup (--warmup) must be an integer of at least 0, got -1"),
     (["--batch-size", "0"], "batch size (--batch-size) must be an integer of at least 1, got 0"),
