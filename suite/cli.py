@@ -696,7 +696,7 @@ def build_parser() -> argparse.ArgumentParser:
     suite.set_defaults(func=_cmd_gpu_suite)
 
     run = sub.add_parser("run", help="a sweep of training epochs: datasets x loaders x hot fractions x fanouts")
-    run.add_argument("--experiment", required=True, help="a predefined sweep (demo, fig8, fig10, fig11, pipeline), or a "
+    run.add_argument("--experiment", required=True, help="a predefined sweep (demo, fig8, fig10, fig11, pipeline, disk), or a "
                      "new name of letters, digits, '.', '_' and '-' (then give --datasets and --loaders); its records "
                      "are <runs>/<experiment>.csv")
     run.add_argument("--datasets", type=_names, help=f"comma-separated; each {DATASET_HELP}")

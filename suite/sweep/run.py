@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 from pathlib import Path
 
 import pandas as pd
@@ -45,7 +46,7 @@ from suite.datasets import load_dataset
 from suite.datasets.reordered import load_reordered
 from suite.figures import EXPERIMENTS
 from suite.io.provenance import provenance
-from suite.registry import create_distributed_loader, create_loader
+from suite.registry import LOADERS, create_distributed_loader, create_loader
 from suite.sweep.cells import Cell, check_cells, check_count, sweep_cells
 from suite.sweep.records import (
     check_writable,
@@ -190,9 +191,9 @@ class Sweep:
 
 
 def plan_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
-               host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int | None = None,
-               regime: str | None = None, device="cpu", scorer: str | None = "wrpr", pipeline: bool = False,
-               ogb_root=None, processes: int | None = None) -> Sweep:
+               host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None,
+               batch_size: int | None = None, regime: str | None = None, device="cpu", scorer: str | None = "wrpr",
+               pipeline: bool = False, ogb_root=None, processes: int | None = None) -> Sweep:
     """The sweep's cells and settings, every one checked before anything runs (nothing is built or written).
 
     ``processes``: how many processes run the sweep together (``tierbench
@@ -226,9 +227,9 @@ def plan_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loader
 
 
 def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
-              host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None, batch_size: int | None = None,
-              regime: str | None = None, device="cpu", scorer: str | None = "wrpr", seed: int = 0,
-              pipeline: bool = False, rerun: bool = False, ogb_root=None, progress: bool = True,
+              host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None,
+              batch_size: int | None = None, regime: str | None = None, device="cpu", scorer: str | None = "wrpr",
+              seed: int = 0, pipeline: bool = False, rerun: bool = False, ogb_root=None, progress: bool = True,
               shm_dir: str = "/dev/shm") -> tuple[Path, pd.DataFrame]:
     """Run (or resume) a sweep; returns the CSV path and a summary table of the cells run or found.
 
@@ -249,6 +250,11 @@ def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders
             if not rerun and _on_rank_zero(functools.partial(sweep.is_recorded, cell)):
                 continue
             key = (cell.dataset, cell.scorer)
+            if LOADERS[cell.loader].disk:
+                # another cell's rows gathered through a dataset's memory map stay mapped, and mapped pages stay in
+                # the page cache: a loader that reads from disk starts with no dataset open but its own
+                datasets_loaded.clear()
+                gc.collect()
             if key not in datasets_loaded:
                 datasets_loaded[key] = open_dataset(cell, ogb_root, progress=False)
             rows = run_cell(cell, datasets_loaded[key], epochs=sweep.epochs, warmup=sweep.warmup, device=device,
