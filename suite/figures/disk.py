@@ -69,6 +69,8 @@ BATCHES = 50
 """Minibatches measured per loader and setting: the first of the traced epoch.  On a disk that serves about 10,000
 random blocks a second, a whole papers-s epoch read block by block would take over 15 minutes per setting."""
 HOST_FRACTIONS = (0.0, 0.15, 0.4)
+ENFORCED_BATCHES = 5
+"""Minibatches measured with the page cache under a memory cgroup, and emulated beside them on the same ones."""
 CGROUP_SLACK = 16 << 20
 """Room in an enforced budget for what the gathers allocate (their output, a few MB per minibatch), beyond the
 page cache."""
@@ -82,8 +84,18 @@ def _epoch(loader, batches, label: str, progress: bool) -> dict:
         loader.gather(ids)
     seconds = time.perf_counter() - start
     stats = loader.stats()
-    return {"seconds": seconds, "rows": stats.accesses, "hit_ratio": stats.hit_ratio,
+    return {"minibatches": len(batches), "seconds": seconds, "rows": stats.accesses, "hit_ratio": stats.hit_ratio,
             "disk_bytes": stats.disk_bytes_read, "modelled_disk_bytes": getattr(loader, "modelled_disk_bytes", None)}
+
+
+def _emulated_mmap(path, rows_kept: int, batches, label: str, progress: bool) -> dict:
+    """``_epoch`` of ``mmap`` from a cold file with the page cache emulated to hold only the first ``rows_kept``."""
+    budgeted = MmapLoader(path, budget_rows=rows_kept)
+    budgeted.drop_cache()
+    try:
+        return _epoch(budgeted, batches, label, progress)
+    finally:
+        budgeted.close()
 
 
 def _limited_epoch(path, budget_bytes: int, batches, label: str, progress: bool) -> dict:
@@ -139,15 +151,15 @@ def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions
     gap = worth_reading(sequential, random_rate)
     for share in host_fractions:
         host = min(hot_rows(num_nodes, share), num_nodes - hot)
-        budgeted = MmapLoader(path, budget_rows=hot + host)
-        budgeted.drop_cache()
-        rows.append({"loader": "mmap", "setting": f"page cache held to the first {100 * hot_fraction:g}% + "
-                     f"{100 * share:g}% of rows (emulated)", **_epoch(budgeted, batches, f"mmap {share:g}", progress)})
-        budgeted.close()
-        if enforced is None:
+        emulated = {"loader": "mmap", "setting": f"page cache held to the first {100 * hot_fraction:g}% + "
+                    f"{100 * share:g}% of rows (emulated)"}
+        rows.append({**emulated, **_emulated_mmap(path, hot + host, batches, f"mmap {share:g}", progress)})
+        if enforced is None:  # the kernel's reclaim under a limit is slow enough to measure only a few minibatches
+            first = batches[:ENFORCED_BATCHES]
+            rows.append({**emulated, **_emulated_mmap(path, hot + host, first, f"mmap {share:g}", progress)})
             rows.append({"loader": "mmap", "setting": f"page cache limited to {100 * (hot_fraction + share):g}% of the "
                          f"table by a memory cgroup (enforced)",
-                         **_limited_epoch(path, (hot + host) * row_bytes, batches, f"mmap {share:g} cgroup", progress)})
+                         **_limited_epoch(path, (hot + host) * row_bytes, first, f"mmap {share:g} cgroup", progress)})
         for max_gap in (0, gap):
             table = DiskTable(path)
             table.drop_cache()
@@ -171,7 +183,8 @@ def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions
     enforcement = (
         f"a memory cgroup limited to the budget plus {CGROUP_SLACK >> 20} MiB for the gathers' own allocations holds "
         f"`mmap`'s page cache for real in the rows marked enforced (the kernel chooses which pages to keep; the "
-        f"limit and the most the cgroup was charged beside)" if enforced is None
+        f"limit and the most the cgroup was charged beside), on the first {ENFORCED_BATCHES} minibatches, with the "
+        f"emulated budget on the same ones above each" if enforced is None
         else f"no budget could be enforced on this machine ({enforced})")
     record = provenance(device="cpu")
     markdown = (
@@ -192,12 +205,16 @@ def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions
             "cgroup_peak_bytes": "cgroup peak bytes"}).to_markdown(index=False, floatfmt=".3f") + "\n"
     )
     plt, sns = pyplot()
-    shown = table.assign(bar=table["loader"] + ": " + table["setting"])
+    per_batch = {"ms per minibatch": 1e3 * table["seconds"] / table["minibatches"],
+                 "disk MB per minibatch": table["disk_bytes"] / table["minibatches"] / 1e6}
+    shown = table.assign(bar=table["loader"] + ": " + table["setting"] + " (" + table["minibatches"].astype(str)
+                         + " minibatches)", **per_batch)
     fig, axes = plt.subplots(1, 2, figsize=(13, 0.6 * len(shown) + 1.8), sharey=True)
-    sns.barplot(data=shown, y="bar", x="seconds", hue="loader", dodge=False, legend=False, ax=axes[0])
-    axes[0].set(xlabel=f"gather seconds for {measured} minibatches (this CPU)", ylabel="")
-    sns.barplot(data=shown, y="bar", x="disk GB", hue="loader", dodge=False, legend=False, ax=axes[1])
-    axes[1].set(xlabel=f"GB read from disk for {measured} minibatches", ylabel="")
-    fig.suptitle(f"Disk-backed loaders on {name}, {measured} minibatches: one bar per loader and setting")
+    sns.barplot(data=shown, y="bar", x="ms per minibatch", hue="loader", dodge=False, legend=False, ax=axes[0])
+    axes[0].set(xlabel="gather milliseconds per minibatch (this CPU)", ylabel="", xscale="log")
+    sns.barplot(data=shown, y="bar", x="disk MB per minibatch", hue="loader", dodge=False, legend=False, ax=axes[1])
+    axes[1].set(xlabel="MB read from disk per minibatch", ylabel="")
+    fig.suptitle(f"Disk-backed loaders on {name}, the first {measured} minibatches (enforced budgets and their "
+                 f"emulated pairs: the first {ENFORCED_BATCHES}): one bar per loader and setting")
     fig.tight_layout(rect=(0, 0.05, 1, 0.94))
     return write_table_and_figure(out_dir, "disk", markdown, table, fig, record, index=False)

@@ -123,6 +123,15 @@ class MemoryLimit:
         return self._stat("cache" if self.version == "v1" else "file")
 
 
+def _remove_orphans(parent: Path, name_hint: str) -> None:
+    """Remove the groups ``memory_limit`` made for processes that no longer run (killed before they left them)."""
+    for group in parent.glob(f"{name_hint}-*-*"):
+        pid = group.name[len(name_hint) + 1:].split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            with contextlib.suppress(OSError):  # a group still holding a process cannot go: leave it
+                group.rmdir()
+
+
 @contextlib.contextmanager
 def memory_limit(limit_bytes: int, name_hint: str = "tierbench") -> Iterator[MemoryLimit]:
     """Run the ``with`` block in a fresh memory cgroup limited to ``limit_bytes`` (on cgroup v2 without swap).
@@ -134,6 +143,7 @@ def memory_limit(limit_bytes: int, name_hint: str = "tierbench") -> Iterator[Mem
     if isinstance(limit_bytes, bool) or not isinstance(limit_bytes, int) or limit_bytes <= 0:
         raise ValueError(f"limit_bytes must be a positive int of bytes, got {limit_bytes!r}")
     version, parent, origin = _locate()
+    _remove_orphans(parent, name_hint)
     pid = str(os.getpid())
     group = parent / f"{name_hint}-{pid}-{next(_groups)}"
     group.mkdir()

@@ -113,12 +113,19 @@ def test_tierbench_disk_measures_every_loader_and_setting_on_a_traced_epoch(tiny
         enforced = True
     except MemoryLimitUnavailable:
         enforced = False
-    per_budget = ["mmap"] * (1 + enforced) + ["disk-tiered", "disk-tiered"]
+    per_budget = ["mmap"] * (1 + 2 * enforced) + ["disk-tiered", "disk-tiered"]
     assert table["loader"].tolist() == ["in-memory", "mmap", "mmap"] + per_budget * 3
     limited = table[table["setting"].str.contains("enforced")]
     assert len(limited) == 3 * enforced
     assert (limited["cgroup_peak_bytes"] <= limited["cgroup_limit_bytes"]).all()
-    assert (limited["rows"] == table["rows"].iloc[0]).all()
+    few = min(5, table.loc[0, "minibatches"])
+    assert (limited["minibatches"] == few).all()
+    if enforced:  # each enforced row follows its emulated pair on the same minibatches
+        pairs = table.loc[limited.index - 1]
+        assert (pairs["minibatches"] == few).all() and pairs["setting"].str.contains("emulated").all()
+        assert (pairs["rows"].to_numpy() == limited["rows"].to_numpy()).all()
+    whole = table.drop(index=[*limited.index, *(limited.index - 1)])
+    assert (whole["rows"] == table["rows"].iloc[0]).all() and (whole["minibatches"] == table.loc[0, "minibatches"]).all()
     assert table["rows"].nunique() == 1 and table["rows"].iloc[0] > 0
     tiered = table[table["loader"] == "disk-tiered"]
     assert (tiered["disk_bytes"] == tiered["modelled_disk_bytes"]).all()

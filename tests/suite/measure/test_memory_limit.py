@@ -6,6 +6,7 @@ The tests that need a writable memory cgroup skip, with the reason, where there 
 import contextlib
 import mmap
 import os
+import subprocess
 import tempfile
 import threading
 from pathlib import Path
@@ -183,3 +184,19 @@ def test_v2_creates_the_group_beside_the_process_group(tmp_path, monkeypatch, ow
     monkeypatch.setattr(module, "PROC_CGROUP", proc)
     assert memory_cgroup_root() == ("v2", tmp_path / parent)
     assert subtree.read_text() == "+memory", "the memory controller is enabled where it was not"
+
+
+def test_groups_left_by_killed_processes_are_removed(cgroup):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    orphan = cgroup[1] / f"tierbench-test-{dead.pid}-0"
+    orphan.mkdir()
+    alive = cgroup[1] / f"tierbench-test-{os.getpid()}-99"  # this process's: never touched
+    alive.mkdir()
+    try:
+        with memory_limit(LIMIT, name_hint="tierbench-test"):
+            assert not orphan.exists() and alive.exists()
+    finally:
+        for group in (orphan, alive):
+            if group.exists():
+                group.rmdir()
