@@ -13,6 +13,7 @@
     tierbench disk --dataset NAME                 disk-backed loaders on traced minibatches, against the disk's ceilings
     tierbench bucket-orders --out DIR             partition swaps of BETA, Hilbert and row-major orderings (seeds/003)
     tierbench bucket-train --dataset NAME         link prediction through the partition buffer, per ordering (seeds/003)
+    tierbench sar --dataset NAME                  full-batch training, vanilla domain parallelism against SAR (seeds/002)
     tierbench doctor                              preflight: versions, GPUs, PCIe links, pinning, ceilings -> results/machines
     tierbench gpubench --out DIR                  gather microbenchmarks against same-run peers (needs a GPU)
     tierbench gpu-suite [--dry-run]               a first GPU visit in one resumable command -> results/gpu/<device>
@@ -51,6 +52,7 @@ from suite.registry import (
     reordered_loaders,
     scorer_params,
 )
+from suite.training.errors import PeerLost, WorkersFailed
 
 DEFAULT_SCORER = "wrpr"  # weighted reverse PageRank, the scorer seeds/000 §3.1 trains with
 DEFAULT_HOT_FRACTION = 0.1
@@ -353,6 +355,28 @@ def _cmd_bucket_train(args) -> int:
         args.dataset, args.out or f"results/marius/{args.dataset}", partitions=args.partitions,
         capacity=args.capacity, edge_fractions=args.edge_fraction, prefetches=args.prefetch, repeats=args.repeats,
         seed=args.seed, progress=not args.quiet)
+    _show(paths)
+    return 0
+
+
+def _cmd_sar(args) -> int:
+    from suite.figures import sar
+    from suite.training import distributed
+
+    options = dict(epochs=args.epochs, hidden=args.hidden, layers=args.layers, lr=args.lr, seed=args.seed)
+    out = args.out or f"results/sar/{args.dataset}"
+    runs = args.runs or f"{out}/runs"
+    if distributed.launched_by_torchrun():
+        sar.run_workers(args.dataset, runs, args.aggregation, timeout_s=args.timeout, **options)
+        return 0
+
+    def argv_of(workers: int, aggregation: str, runs_dir) -> list[str]:
+        spelled = [f"--{key} {value}" for key, value in options.items()]
+        return ["sar", "--dataset", args.dataset, "--workers", str(workers), "--aggregation", aggregation,
+                *" ".join(spelled).split(), "--runs", str(runs_dir), "--timeout", str(args.timeout), "-q"]
+
+    paths = sar.sar_report(args.dataset, out, workers=args.workers, runs_dir=runs, minibatch=not args.no_minibatch,
+                           progress=not args.quiet, argv_of=argv_of, **options)
     _show(paths)
     return 0
 
@@ -665,6 +689,24 @@ def build_parser() -> argparse.ArgumentParser:
     buckets.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     buckets.set_defaults(func=_cmd_bucket_train)
 
+    sar = sub.add_parser("sar", help="full-batch GraphSAGE on W gloo workers (torchrun), vanilla domain parallelism "
+                         "against SAR: peak memory per worker, epoch time, accuracy (seeds/002 Figure 1)")
+    sar.add_argument("--dataset", required=True, help=DATASET_HELP)
+    sar.add_argument("--workers", type=_positive_int, nargs="+", default=[1, 2, 4], help="worker counts, each a run")
+    sar.add_argument("--epochs", type=_positive_int, default=3, help="full-batch epochs per aggregation")
+    sar.add_argument("--hidden", type=_positive_int, default=256, help="GraphSAGE hidden width")
+    sar.add_argument("--layers", type=_positive_int, default=3, help="GraphSAGE layers")
+    sar.add_argument("--lr", type=_positive_float, default=0.01, help="Adam's learning rate")
+    sar.add_argument("--seed", type=int, default=0, help="seed of the METIS partition and the model")
+    sar.add_argument("--timeout", type=_positive_int, default=600, help="seconds a worker waits for the others "
+                     "before it fails")
+    sar.add_argument("--no-minibatch", action="store_true", help="skip the minibatch training beside it")
+    sar.add_argument("--aggregation", choices=["vanilla", "sar"], default="sar", help=argparse.SUPPRESS)  # a worker's
+    sar.add_argument("--out", help="output directory (default results/sar/<dataset>)")
+    sar.add_argument("--runs", help="directory of each worker count's records (default <out>/runs)")
+    sar.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    sar.set_defaults(func=_cmd_sar)
+
     doctor = sub.add_parser("doctor", help="check this machine before a sweep and write its profile (JSON)")
     doctor.add_argument("--out", default="results/machines", help="directory of the machine profiles")
     tier = doctor.add_mutually_exclusive_group()
@@ -748,7 +790,8 @@ def main(argv=None) -> int:
         if getattr(args, "device", None) is not None:
             resolve_device(args.device)  # before any work: CUDA asked for where there is none, or no such device
         return args.func(args)
-    except (DatasetFileError, KeyError, ValueError, MemoryError) as err:  # MemoryError: HotTierTooLarge, host RAM
+    except (DatasetFileError, KeyError, ValueError, MemoryError, PeerLost, WorkersFailed) as err:
+        # MemoryError: HotTierTooLarge, host RAM; PeerLost, WorkersFailed: a multi-process run that ended early
         message = err.args[0] if isinstance(err, KeyError) and err.args else (str(err) or "out of host memory")
     except torch.OutOfMemoryError as err:
         message = (f"{str(err).splitlines()[0]} (out of GPU memory while running; lower --batch-size or the hot "

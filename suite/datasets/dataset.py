@@ -20,6 +20,8 @@ and the scores it came from, in the new order::
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +70,12 @@ class Dataset:
             f"Dataset({self.name!r}, nodes={self.num_nodes}, edges={self.graph.num_edges}, "
             f"features={tuple(self.features.shape)}, classes={self.num_classes}, {sizes})"
         )
+
+
+def content_fingerprint(dataset: Dataset) -> str:
+    """What names a dataset's content in the files derived from it (traces, partitions): the checksums of its cache
+    entry's files."""
+    return hashlib.sha256(json.dumps(dataset.manifest.get("files", {}), sort_keys=True).encode()).hexdigest()
 
 
 def array_file(entry: Path, name: str) -> Path:

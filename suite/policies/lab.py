@@ -29,6 +29,7 @@ import torch
 from tqdm.auto import tqdm
 
 from suite.datasets.cache import cache_root
+from suite.datasets.dataset import content_fingerprint
 from suite.datasets.reordered import score_nodes
 from suite.policies import belady, dynamic, static
 from suite.policies.trace import AccessTrace, load_trace, record_trace, save_trace
@@ -99,7 +100,7 @@ def cached_trace(dataset, settings: LabSettings, seed: int, epochs: int, *, dire
     """The trace of ``epochs`` epochs from ``seed``: read from ``directory`` (default ``trace_directory()``) when
     recorded before, else recorded and written there."""
     directory = Path(directory) if directory else trace_directory()
-    path = directory / f"{settings.dataset}-{settings.trace_key(seed, epochs, fingerprint(dataset))}.npz"
+    path = directory / f"{settings.dataset}-{settings.trace_key(seed, epochs, content_fingerprint(dataset))}.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
     with filelock.FileLock(f"{path}.lock"):  # two runs wanting the same trace record it once
         if path.is_file():
@@ -151,11 +152,6 @@ def static_orders(dataset, counts: np.ndarray, presample: AccessTrace) -> dict[s
     orders["presc"] = presc_order(presample)
     orders["optimum"] = static.order_by(counts.sum(axis=0))
     return orders
-
-
-def fingerprint(dataset) -> str:
-    """What names a dataset's content in a trace's file name: the checksums of its cache entry's files."""
-    return hashlib.sha256(json.dumps(dataset.manifest.get("files", {}), sort_keys=True).encode()).hexdigest()
 
 
 def capacities_of(num_nodes: int, percents=CAPACITY_PERCENTS) -> list[int]:

@@ -38,6 +38,7 @@ and the nodes touched are those any process gathered.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import os
 import sys
 
@@ -68,14 +69,16 @@ def torchrun_command(gpus: int, argv: list[str]) -> list[str]:
             "-m", "suite.cli", *argv]
 
 
-def init_process_group(device: str) -> torch.device:
-    """Join torchrun's group (NCCL for CUDA, gloo for CPU); returns this process's device."""
+def init_process_group(device: str, timeout_s: int | None = None) -> torch.device:
+    """Join torchrun's group (NCCL for CUDA, gloo for CPU); returns this process's device.  ``timeout_s``: how long a
+    collective waits for the other processes before it fails (torch's default where not given)."""
+    timeout = None if timeout_s is None else datetime.timedelta(seconds=timeout_s)
     if torch.device(device).type == "cuda":
         local = int(os.environ.get("LOCAL_RANK", 0))
         torch.cuda.set_device(local)
-        dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local), timeout=timeout)
         return torch.device("cuda", local)
-    dist.init_process_group("gloo")
+    dist.init_process_group("gloo", timeout=timeout)
     return torch.device("cpu")
 
 
