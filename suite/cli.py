@@ -177,51 +177,24 @@ def _number(text: str, kind):
     return value
 
 
-def _positive_int(text: str) -> int:
-    """An option's value that must be an integer of at least 1 (epochs, sizes, repeats)."""
-    value = _number(text, int)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
+def _checked(kind, within, requirement: str):
+    """An option's type: a ``kind`` number for which ``within(value)`` holds, else "<requirement>, got ..."."""
+
+    def parse(text: str):
+        value = _number(text, kind)
+        if not within(value):
+            raise argparse.ArgumentTypeError(f"{requirement}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _positive_float(text: str) -> float:
-    """An option's value that must be a number above 0 (learning rate, sizes in GiB)."""
-    value = _number(text, float)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be above 0, got {text!r}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    """A share of rows, in [0, 1] (hot fractions)."""
-    value = _number(text, float)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text!r}")
-    return value
-
-
-def _edge_share(text: str) -> float:
-    """A share of the edges, in (0, 1]."""
-    value = _number(text, float)
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    """An integer of at least 0."""
-    value = _number(text, int)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {text!r}")
-    return value
-
-
-def _dropout(text: str) -> float:
-    value = _number(text, float)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"is a probability in [0, 1), got {text!r}")
-    return value
+_positive_int = _checked(int, lambda v: v >= 1, "must be at least 1")  # epochs, sizes, repeats
+_count = _checked(int, lambda v: v >= 0, "must be at least 0")  # partitions read ahead
+_positive_float = _checked(float, lambda v: v > 0, "must be above 0")  # learning rate, sizes in GiB
+_fraction = _checked(float, lambda v: 0 <= v <= 1, "must be in [0, 1]")  # a share of rows: hot fractions
+_edge_share = _checked(float, lambda v: 0 < v <= 1, "must be above 0 and at most 1")  # a share of the edges
+_dropout = _checked(float, lambda v: 0 <= v < 1, "is a probability in [0, 1)")
 
 
 def _warn(message: str) -> None:
