@@ -6,10 +6,18 @@ and reads it when it stops: the most memory the process held at any moment
 in between, tensors from torch's allocator, NumPy arrays and Python objects
 alike (``tracemalloc`` sees only Python's own allocations).  ``added_bytes``
 is that peak over the resident set at the start: what the work itself added.
+
+Before the reset, the C library's allocator gives the memory it holds free
+back to the kernel (glibc's ``malloc_trim``, where there is one): freed
+blocks kept for reuse would otherwise stay resident from earlier work and
+count in the next stretch's peak.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import re
 from pathlib import Path
 
@@ -24,6 +32,21 @@ def _status_kib(field: str) -> int:
     return int(match.group(1))
 
 
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None under another C library."""
+    name = ctypes.util.find_library("c")
+    library = ctypes.CDLL(name) if name else None
+    return getattr(library, "malloc_trim", None)
+
+
+def release_free_heap() -> None:
+    """Give the heap memory the allocator holds free back to the kernel (a no-op without glibc)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
 def resident_bytes() -> int:
     return _status_kib("VmRSS") << 10
 
@@ -32,6 +55,7 @@ class PeakMemory:
     """``with PeakMemory() as peak: work()``; then ``peak.peak_bytes`` and ``peak.added_bytes``."""
 
     def __enter__(self) -> PeakMemory:
+        release_free_heap()
         CLEAR_REFS.write_text("5")
         self.start_bytes = resident_bytes()
         return self
