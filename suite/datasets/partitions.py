@@ -1,4 +1,4 @@
-"""A dataset's METIS partitions, computed once and kept in the dataset cache (seeds/002 §3).
+"""A dataset's METIS partitions, computed once and kept in the dataset cache (seeds/002).
 
 ``cached_partition(dataset, parts)`` returns the partition of the dataset's
 graph into ``parts`` parts (``tiering.graph_partition.metis_partition``) from

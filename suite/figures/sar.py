@@ -180,6 +180,7 @@ def sar_report(name: str, out_dir, *, workers=(1, 2, 4), epochs: int = 3, hidden
     axes[0].legend()
     axes[0].set(xscale="log", xticks=list(workers), xticklabels=list(workers), ylabel="peak memory per worker (GiB)",
                 title="peak resident memory per worker", ylim=(0, None))
+    axes[0].minorticks_off()
     sns.barplot(data=steady, x="workers", y="epoch s", hue="aggregation", errorbar=("pi", 100), ax=axes[1])
     axes[1].set(ylabel="epoch seconds (slowest worker)", title="full-batch epoch time, this CPU's cores shared")
     fig.suptitle(f"SAR against vanilla domain parallelism on {name} (seeds/002 Figure 1), gloo on a CPU")

@@ -1,5 +1,5 @@
 """Domain-parallel neighbour aggregation over a partitioned graph: vanilla, and SAR's sequential aggregation with
-rematerialisation (seeds/002 §3).
+rematerialisation (seeds/002).
 
 Each of W workers holds one part of the graph's nodes (``LocalGraph``): their
 rows of the layer input, and the mean-aggregation matrix of their nodes'

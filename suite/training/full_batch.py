@@ -88,6 +88,12 @@ def step_loss(layers, graph: LocalGraph, data: WorkerData, aggregation: str) -> 
     return F.cross_entropy(logits[train], data.labels[train], reduction="sum") / data.split_sizes["train"]
 
 
+def _lost_a_peer(err: RuntimeError) -> bool:
+    """Whether a step failed in the process group's communication (a peer's connection closed, or the group's
+    timeout): NCCL raises ``DistError``s, gloo plain ``RuntimeError``s from its transport."""
+    return dist.is_initialized() and (isinstance(err, dist.DistError) or "gloo" in str(err))
+
+
 @dataclasses.dataclass
 class StepResult:
     loss: float  # the whole graph's
@@ -109,7 +115,7 @@ def train_step(layers, optimizer, graph: LocalGraph, data: WorkerData, aggregati
             optimizer.step()
             total = _summed_over_workers(loss.detach().clone())
         except RuntimeError as err:
-            if not dist.is_initialized():
+            if not _lost_a_peer(err):
                 raise
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise PeerLost(f"worker {graph.rank} of {graph.world}: another worker stopped during the step ({first})"
