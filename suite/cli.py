@@ -349,7 +349,7 @@ def _cmd_sar(args) -> int:
                 *" ".join(spelled).split(), "--runs", str(runs_dir), "--timeout", str(args.timeout), "-q"]
 
     paths = sar.sar_report(args.dataset, out, workers=args.workers, runs_dir=runs, minibatch=not args.no_minibatch,
-                           progress=not args.quiet, argv_of=argv_of, **options)
+                           rerun=args.rerun, progress=not args.quiet, argv_of=argv_of, **options)
     _show(paths)
     return 0
 
@@ -674,6 +674,8 @@ def build_parser() -> argparse.ArgumentParser:
     sar.add_argument("--timeout", type=_positive_int, default=600, help="seconds a worker waits for the others "
                      "before it fails")
     sar.add_argument("--no-minibatch", action="store_true", help="skip the minibatch training beside it")
+    sar.add_argument("--rerun", action="store_true", help="run again the worker counts already recorded with these "
+                     "settings in --runs (which are otherwise reused)")
     sar.add_argument("--aggregation", choices=["vanilla", "sar"], default="sar", help=argparse.SUPPRESS)  # a worker's
     sar.add_argument("--out", help="output directory (default results/sar/<dataset>)")
     sar.add_argument("--runs", help="directory of each worker count's records (default <out>/runs)")

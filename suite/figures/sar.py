@@ -11,7 +11,9 @@ the same initial model (fresh, so that neither inherits the other's heap).
 Every step, each worker's peak resident memory (``PeakMemory``) and time;
 the slowest worker's time is the epoch's and the largest peak the figure's.
 Rank 0 writes the records of each run (``sar-<W>-<aggregation>.json``, a
-temporary file renamed).  Then tierbench's minibatch training of the same model
+temporary file renamed), with the settings it ran with; a later ``tierbench
+sar`` with the same settings reuses them instead of running again (so an
+interrupted run resumes), unless told ``--rerun``.  Then tierbench's minibatch training of the same model
 (``tiered`` at 10% hot, the dataset's fanouts) for the same number of
 epochs, for its accuracy and epoch time.  Written into ``--out``:
 ``sar.md``, ``.csv``, ``.png``.
@@ -88,9 +90,28 @@ def run_workers(name: str, runs_dir, aggregation: str, *, epochs: int, hidden: i
     try:
         records = worker_records(name, aggregation, epochs, hidden, layers, lr, seed)
         if dist.get_rank() == 0:
-            atomic.write_json(records_file(runs_dir, dist.get_world_size(), aggregation), records)
+            settings = run_settings(name, epochs, hidden, layers, lr, seed)
+            atomic.write_json(records_file(runs_dir, dist.get_world_size(), aggregation),
+                              {"settings": settings, "steps": records})
     finally:
         distributed.destroy_process_group()
+
+
+def run_settings(name: str, epochs: int, hidden: int, layers: int, lr: float, seed: int) -> dict:
+    """What makes two runs' records the same measurement."""
+    return {"dataset": name, "epochs": epochs, "hidden": hidden, "layers": layers, "lr": lr, "seed": seed}
+
+
+def recorded_steps(path: Path, settings: dict) -> list[dict] | None:
+    """The steps recorded in ``path`` if it holds a finished run with ``settings``; else None."""
+    try:
+        recorded = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(recorded, dict) or recorded.get("settings") != settings or not isinstance(
+            recorded.get("steps"), list):
+        return None
+    return recorded["steps"]
 
 
 def launch(argv: list[str], workers: int) -> None:
@@ -116,10 +137,11 @@ def per_step_table(records: list[dict]) -> pd.DataFrame:
 
 
 def sar_report(name: str, out_dir, *, workers=(1, 2, 4), epochs: int = 3, hidden: int = 256, layers: int = 3,
-               lr: float = 0.01, seed: int = 0, runs_dir=None, minibatch: bool = True, progress: bool = True,
-               argv_of=None) -> list[Path]:
-    """Run every worker count and aggregation (``argv_of(W, aggregation, runs_dir)`` is the command line of one,
-    launched by torchrun) and write the table and figure."""
+               lr: float = 0.01, seed: int = 0, runs_dir=None, minibatch: bool = True, rerun: bool = False,
+               progress: bool = True, argv_of=None) -> list[Path]:
+    """Run every worker count and aggregation not recorded with these settings yet (all of them with ``rerun``;
+    ``argv_of(W, aggregation, runs_dir)`` is the command line of one, launched by torchrun) and write the table and
+    figure."""
     out_dir = Path(out_dir)
     runs_dir = Path(runs_dir) if runs_dir else out_dir / "runs"
     dataset = load_dataset(name, progress=progress)
@@ -129,11 +151,20 @@ def sar_report(name: str, out_dir, *, workers=(1, 2, 4), epochs: int = 3, hidden
         partitions.append({"workers": count, "edge cut": partition.edge_cut(dataset.graph),
                            "edge cut %": 100 * partition.edge_cut(dataset.graph) / dataset.graph.num_edges,
                            "balance": partition.balance(), "METIS s": seconds or float("nan")})
+    settings = run_settings(name, epochs, hidden, layers, lr, seed)
+    records = []
     for count in workers:
         for aggregation in AGGREGATIONS:
-            launch(argv_of(count, aggregation, runs_dir), count)
-    records = [r for count in workers for aggregation in AGGREGATIONS
-               for r in json.loads(records_file(runs_dir, count, aggregation).read_text())]
+            path = records_file(runs_dir, count, aggregation)
+            if rerun or recorded_steps(path, settings) is None:
+                path.unlink(missing_ok=True)  # only this launch's records may be read after it
+                launch(argv_of(count, aggregation, runs_dir), count)
+            elif progress:
+                print(f"reusing {path}: {count} workers, {aggregation}, recorded with the same settings")
+            steps = recorded_steps(path, settings)
+            if steps is None:
+                raise WorkersFailed(f"the {count}-worker run of {aggregation} ended without its records in {path}")
+            records += steps
     steps = per_step_table(records)
     steady = steps[(steps["epoch"] > 0) | (steps["epoch"].max() == 0)]  # the first step also sets up the process
     first = steps[steps["epoch"] == 0].set_index(["workers", "aggregation"])["peak GiB"]

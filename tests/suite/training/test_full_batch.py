@@ -61,7 +61,7 @@ def test_one_worker_needs_no_process_group(tiny):
     graph = LocalGraph.build(tiny.graph, partition, 0, 1)
     layers = sage_layers(tiny.feature_dim, HIDDEN, tiny.num_classes, LAYERS, seed=0)
     loss = step_loss(layers, graph, WorkerData.of(tiny, graph.nodes), "sar")
-    assert float(loss) == pytest.approx(float(reference_loss(layers, tiny)), rel=1e-5)
+    assert loss.item() == pytest.approx(reference_loss(layers, tiny).item(), rel=1e-5)
 
 
 def test_metis_cuts_fewer_edges_than_a_random_split_and_balances(tiny):
@@ -129,7 +129,7 @@ def test_a_worker_that_dies_mid_step_makes_the_others_fail_clearly(tiny, tmp_pat
     assert "\n" not in message and float(seconds) < 30  # before the group's timeout
 
 
-def test_tierbench_sar_runs_each_worker_count_and_aggregation_under_torchrun(tiny, tmp_path, capsys):
+def test_tierbench_sar_runs_each_worker_count_and_aggregation_under_torchrun(tiny, tmp_path, capsys, monkeypatch):
     import pandas as pd
 
     from suite.cli import main
@@ -146,6 +146,21 @@ def test_tierbench_sar_runs_each_worker_count_and_aggregation_under_torchrun(tin
                                                                 for a in ("sar", "vanilla")]
     text = (out / "sar.md").read_text()
     assert "Measured on a CPU" in text and "2x for GraphSAGE" in text and "--workers 1 2" in text
+
+    import suite.figures.sar as sar
+
+    launched = []
+    monkeypatch.setattr(sar, "launch", lambda argv, workers: launched.append((workers, argv[argv.index("--aggregation")
+                                                                                             + 1])))
+    again = ["sar", "--dataset", "tiny", "--workers", "1", "2", "--epochs", "2", "--hidden", "8", "--no-minibatch",
+             "--out", str(out), "-q"]
+    assert main(again) == 0 and launched == []  # recorded with the same settings: reused, nothing runs again
+    assert pd.read_csv(out / "sar.csv")["loss"].tolist() == table["loss"].tolist()
+    (out / "runs" / "sar-2-sar.json").write_text("{not json")  # a run cut off while writing is run again
+    assert main(again) == 2 and launched == [(2, "sar")]  # (the stand-in launch wrote nothing to read)
+    launched.clear()
+    assert main([*again, "--rerun"]) == 2 and launched == [(1, "vanilla")]
+    assert "the 1-worker run of vanilla ended without its records" in capsys.readouterr().err
 
     bad = next((tiny.path.parent / "partitions").glob("tiny-*-metis-2-seed0.npy"))
     np.save(bad, np.zeros(7, dtype=np.int32))  # a partition file of another graph
