@@ -126,18 +126,17 @@ class PartitionBuffer(CountsDiskReads, FeatureLoader):
         current, following = self.order.states[self.state], self.order.states[self.state + 1]
         leaving = [p for p in current if p not in following]
         for partition in (p for p in following if p not in current):
-            if not self.prefetch:
-                gone = self._slots.pop(leaving.pop())
-                self._slots[partition] = self._read(partition, gone.base if gone.base is not None else gone)
-                self.swaps += 1
-                continue
-            kind, got, rows, spare = self._next_read()
-            if kind == "error":
-                raise got
-            if got != partition:
-                raise RuntimeError(f"the reader read partition {got}, partition {partition} was due")
             gone = self._slots.pop(leaving.pop())
-            self._spares.put(gone.base if gone.base is not None else gone)
+            freed = gone.base if gone.base is not None else gone  # the whole slot, not the partition's rows in it
+            if self.prefetch:
+                kind, got, rows, _ = self._next_read()
+                if kind == "error":
+                    raise got
+                if got != partition:
+                    raise RuntimeError(f"the reader read partition {got}, partition {partition} was due")
+                self._spares.put(freed)
+            else:
+                rows = self._read(partition, freed)
             self._slots[partition] = rows
             self.swaps += 1
         self.state += 1

@@ -148,20 +148,21 @@ def sar_report(name: str, out_dir, *, workers=(1, 2, 4), epochs: int = 3, hidden
     partitions = []
     for count in workers:
         partition, path, seconds = cached_partition(dataset, count, seed)
-        partitions.append({"workers": count, "edge cut": partition.edge_cut(dataset.graph),
-                           "edge cut %": 100 * partition.edge_cut(dataset.graph) / dataset.graph.num_edges,
+        cut = partition.edge_cut(dataset.graph)
+        partitions.append({"workers": count, "edge cut": cut, "edge cut %": 100 * cut / dataset.graph.num_edges,
                            "balance": partition.balance(), "METIS s": seconds or float("nan")})
     settings = run_settings(name, epochs, hidden, layers, lr, seed)
     records = []
     for count in workers:
         for aggregation in AGGREGATIONS:
             path = records_file(runs_dir, count, aggregation)
-            if rerun or recorded_steps(path, settings) is None:
+            steps = None if rerun else recorded_steps(path, settings)
+            if steps is None:
                 path.unlink(missing_ok=True)  # only this launch's records may be read after it
                 launch(argv_of(count, aggregation, runs_dir), count)
+                steps = recorded_steps(path, settings)
             elif progress:
                 print(f"reusing {path}: {count} workers, {aggregation}, recorded with the same settings")
-            steps = recorded_steps(path, settings)
             if steps is None:
                 raise WorkersFailed(f"the {count}-worker run of {aggregation} ended without its records in {path}")
             records += steps

@@ -105,6 +105,14 @@ def _check_dataset(name: str, ogb_root) -> None:
         get_preset(name)
 
 
+def _check_shares(fractions, kind: str) -> None:
+    """Refuse any of ``fractions`` (``kind`` "hot" or "host") that is not a share of the rows, in [0, 1]."""
+    for fraction in fractions:
+        if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 <= fraction <= 1:
+            raise ValueError(f"{kind} fractions are shares of the rows, in [0, 1]; got {fraction!r} "
+                             f"(--{kind}-fractions)")
+
+
 def check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distributed: bool) -> None:
     """Refuse any setting of the sweep that its cells could not run with, naming it and the valid choices."""
     for name in dict.fromkeys(cell.dataset for cell in todo):
@@ -112,12 +120,8 @@ def check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distr
     if any(LOADERS[cell.loader].reordered for cell in todo) and scorer not in SCORERS:
         raise ValueError(f"the {'/'.join(reordered_loaders())} loader needs a dataset reordered by a scorer, got "
                          f"scorer {scorer!r}; choose from {', '.join(SCORERS)} (--scorer)")
-    for fraction in hot_fractions:
-        if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 <= fraction <= 1:
-            raise ValueError(f"hot fractions are shares of the rows, in [0, 1]; got {fraction!r} (--hot-fractions)")
-    for fraction in dict.fromkeys(cell.host_fraction for cell in todo if cell.host_fraction is not None):
-        if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 <= fraction <= 1:
-            raise ValueError(f"host fractions are shares of the rows, in [0, 1]; got {fraction!r} (--host-fractions)")
+    _check_shares(hot_fractions, "hot")
+    _check_shares(dict.fromkeys(cell.host_fraction for cell in todo if cell.host_fraction is not None), "host")
     for fanout in {cell.fanouts for cell in todo}:
         if not fanout or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in fanout):
             raise ValueError(f"fanouts are one or more neighbour counts of at least 1, got {fanout!r} (--fanout)")
