@@ -3,7 +3,7 @@
 The CPU gathers the requested rows with ``index_select`` (multithreaded by
 torch) into a pinned staging buffer, and one asynchronous copy moves the dense
 block to the GPU.  Every row crosses PCIe as part of that copy: the model
-counts the dense bytes (``tiering.traffic.dma_traffic``), and the CPU reads
+counts the dense bytes (``tiering.features.traffic.dma_traffic``), and the CPU reads
 each row once.  The staging buffer is reused; before refilling it the loader
 waits for the previous copy out of it to finish.
 
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import torch
 
-from tiering.feature_loader import FeatureLoader
-from tiering.traffic import dma_traffic
-from tiering.zero_copy import check_table_dtype
+from tiering.features.loader import FeatureLoader
+from tiering.features.traffic import dma_traffic
+from tiering.features.zero_copy import check_table_dtype
 
 
 class StagedCopy:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import torch
 
-from tiering.feature_loader import FeatureLoader
-from tiering.traffic import dma_traffic
-from tiering.zero_copy import check_table_dtype
+from tiering.features.loader import FeatureLoader
+from tiering.features.traffic import dma_traffic
+from tiering.features.zero_copy import check_table_dtype
 
 from .cpu_gather import StagedCopy
 

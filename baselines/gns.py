@@ -30,9 +30,9 @@ import numba
 import numpy as np
 import torch
 
-from tiering.graph import CSRGraph
+from tiering.graph.csr import CSRGraph
 from tiering.rng import uniform
-from tiering.sampling import NeighborSampler, check_nodes, hop_layout, seed_from
+from tiering.sampling.neighbors import NeighborSampler, check_nodes, hop_layout, seed_from
 
 from .degree_cache import CachedRowsLoader
 

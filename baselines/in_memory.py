@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from tiering.feature_loader import FeatureLoader
-from tiering.zero_copy import check_table_dtype
+from tiering.features.loader import FeatureLoader
+from tiering.features.zero_copy import check_table_dtype
 
 
 class InMemoryLoader(FeatureLoader):

@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tiering.disk_table import npy_layout
-from tiering.feature_loader import FeatureLoader
-from tiering.traffic import dma_traffic
+from tiering.disk.table import npy_layout
+from tiering.features.loader import FeatureLoader
+from tiering.features.traffic import dma_traffic
 
 _PROC_IO = Path("/proc/self/io")
 

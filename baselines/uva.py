@@ -4,13 +4,13 @@ It is the combined tensor with no GPU tier (H = 0): every row is read from
 pinned host memory by the gather kernel.  ``variant="naive"`` is seeds/004's
 naive zero-copy, ``variant="aligned"`` its circular-shift version (§3.2.1);
 the pair reproduces seeds/004 Fig. 8.  ``variant="wide"`` adds 16-byte vector
-loads (``tiering.zero_copy``).
+loads (``tiering.features.zero_copy``).
 """
 
 from __future__ import annotations
 
-from tiering.combined import CombinedTensor
-from tiering.zero_copy import DEFAULT_VARIANT
+from tiering.features.combined import CombinedTensor
+from tiering.features.zero_copy import DEFAULT_VARIANT
 
 
 class UVALoader(CombinedTensor):

@@ -18,7 +18,7 @@ from suite.datasets.dcsbm import dcsbm_edges
 from suite.datasets.rmat import rmat_edges
 from suite.measure.peers import scipy_coo_to_csr
 from suite.measure.timing import best_wall_seconds
-from tiering.graph import CSRGraph
+from tiering.graph.csr import CSRGraph
 
 
 class EdgeGeneration:

@@ -24,10 +24,10 @@ import torch
 
 from suite.measure.disk_ceilings import random_ceiling, sequential_ceiling
 from suite.measure.timing import best_wall_seconds
-from tiering.bucket_order import beta_order
-from tiering.disk_table import BLOCK, DiskTable
-from tiering.disk_tiered import DiskTieredLoader
-from tiering.partition_buffer import PartitionBuffer
+from baselines.marius.bucket_order import beta_order
+from tiering.disk.table import BLOCK, DiskTable
+from tiering.disk.tiered import DiskTieredLoader
+from baselines.marius.partition_buffer import PartitionBuffer
 
 ROWS, DIM = 1 << 19, 128
 PARTITIONS, CAPACITY = 16, 4

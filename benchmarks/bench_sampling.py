@@ -8,7 +8,7 @@ of the same algorithm on the CPU in the same run (below 1: numba is faster).
 included, and reported as minibatches/s (against DGL: ``tox -e peers``).
 ``CSRLocation`` times the same minibatch with the CSR in host memory (numba),
 in GPU memory (the torch sampler on the GPU) and in pinned host memory read
-from the GPU (UVA sampling, ``tiering.zero_copy.mapped_graph``); the GPU cases
+from the GPU (UVA sampling, ``tiering.features.zero_copy.mapped_graph``); the GPU cases
 are skipped without CUDA.  Note that asv reads every number as
 lower-is-better; for the edges/s and minibatches/s tracks a drop is the
 regression.
@@ -19,13 +19,13 @@ import torch
 
 from benchmarks.workloads import NODES, load_graph, make_graphs, relabel_workload
 from suite.measure.timing import best_wall_seconds
-from tiering.sampling import (
+from tiering.sampling.neighbors import (
     NeighborSampler,
     append_new_nodes,
     append_new_nodes_by_sorting,
     sample_neighbors,
 )
-from tiering.zero_copy import mapped_graph
+from tiering.features.zero_copy import mapped_graph
 
 
 class OneHop:

@@ -14,8 +14,8 @@ import torch
 from benchmarks.workloads import GRAPH_SHAPES, NODES, OnPapersLikeGraphs, load_graph, make_graphs
 from suite.measure.peers import adjacency, scipy_permute, scipy_reverse_pagerank
 from suite.measure.timing import best_wall_seconds
-from tiering.reorder import order_by_score, reorder_graph
-from tiering.scores import degree, reverse_pagerank, weighted_reverse_pagerank
+from tiering.graph.reorder import order_by_score, reorder_graph
+from tiering.graph.scores import degree, reverse_pagerank, weighted_reverse_pagerank
 
 
 class Reorder:

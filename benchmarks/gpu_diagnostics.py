@@ -67,7 +67,7 @@ def gather_rate(buffer: torch.Tensor, row_bytes: int, window: int, device, max_b
     """GB/s of the cold gather kernel over random rows of the table in ``buffer[:window]`` (checked first)."""
     from suite.figures.gpu import _ids, table_view
     from suite.measure.timing import best_cuda_seconds
-    from tiering.combined import CombinedTensor
+    from tiering.features.combined import CombinedTensor
 
     table = table_view(buffer, row_bytes, torch.float32, max_bytes=window)
     count = GATHER_BYTES // row_bytes
@@ -86,7 +86,7 @@ def gather_rate(buffer: torch.Tensor, row_bytes: int, window: int, device, max_b
 
 def reach(device) -> None:
     from suite.figures.gpu import _fill
-    from tiering.zero_copy import register_host_memory, unregister_host_memory
+    from tiering.features.zero_copy import register_host_memory, unregister_host_memory
 
     emit(transparent_hugepage=Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().strip())
     for pages in ("4k", "thp"):
@@ -119,9 +119,9 @@ def sampler(device) -> None:
     import numba
 
     from suite.measure.timing import best_wall_seconds
-    from tiering.graph import CSRGraph
-    from tiering.sampling import NeighborSampler, sample_neighbors
-    from tiering.zero_copy import mapped_graph
+    from tiering.graph.csr import CSRGraph
+    from tiering.sampling.neighbors import NeighborSampler, sample_neighbors
+    from tiering.features.zero_copy import mapped_graph
 
     graph = papers_s_graph()
     n = graph.num_nodes
@@ -162,9 +162,9 @@ def gather_profile(device) -> None:
     from torch.profiler import ProfilerActivity, profile
 
     from suite.measure.timing import best_wall_seconds
-    from tiering.combined import CombinedTensor
-    from tiering.sampling import NeighborSampler
-    from tiering.traffic import zero_copy_traffic_tensors
+    from tiering.features.combined import CombinedTensor
+    from tiering.sampling.neighbors import NeighborSampler
+    from tiering.features.traffic import zero_copy_traffic_tensors
 
     graph = papers_s_graph()
     n = graph.num_nodes
@@ -206,8 +206,8 @@ def gather_profile(device) -> None:
 def sampler_profile(device) -> None:
     from torch.profiler import ProfilerActivity, profile
 
-    from tiering.graph import CSRGraph
-    from tiering.sampling import sample_neighbors
+    from tiering.graph.csr import CSRGraph
+    from tiering.sampling.neighbors import sample_neighbors
 
     graph = papers_s_graph()
     on_gpu = CSRGraph(graph.indptr.to(device), graph.indices.to(device))
@@ -226,8 +226,8 @@ def sampler_profile(device) -> None:
 def ncu_target(device) -> None:
     """One gather of 512 B and one of 4 KiB rows over the whole 4 GiB table, for ``ncu`` to profile."""
     from suite.figures.gpu import _fill, _ids, table_view
-    from tiering.combined import CombinedTensor
-    from tiering.zero_copy import register_host_memory
+    from tiering.features.combined import CombinedTensor
+    from tiering.features.zero_copy import register_host_memory
 
     buffer, _ = host_table("4k")
     _fill(buffer)

@@ -20,7 +20,7 @@ nodes, about 43M entries, the top 1% of lists holding 31%) and papers-s (1M node
   more threads takes its fused sample-and-compact path).
 * ``reorder``: renumber the nodes by a random order (tierbench: ``reorder_graph`` from the scores, its sort
   included; DGL: ``dgl.reorder_graph`` with that permutation and edges by destination; SciPy: ``A[p][:, p]``).
-* ``reverse-pagerank``: ``tiering.scores.reverse_pagerank`` to an L1 change below 1e-10 (DGL: the same update
+* ``reverse-pagerank``: ``tiering.graph.scores.reverse_pagerank`` to an L1 change below 1e-10 (DGL: the same update
   with ``dgl.ops.copy_u_sum`` on the reversed graph; SciPy: sparse matrix-vector products).
 
 Checks, on the untimed run: CSRs equal the reference's lists, samples are real, distinct edges with min(fanout,
@@ -57,10 +57,10 @@ from suite.io.plotting import pyplot, write_table_and_figure
 from suite.io.progress import Steps
 from suite.io.provenance import caption, provenance
 from suite.measure.peers import adjacency, scipy_coo_to_csr, scipy_permute, scipy_reverse_pagerank
-from tiering.graph import CSRGraph, index_dtype_for
-from tiering.reorder import order_by_score, reorder_graph
-from tiering.sampling import NeighborSampler, sample_neighbors
-from tiering.scores import reverse_pagerank
+from tiering.graph.csr import CSRGraph, index_dtype_for
+from tiering.graph.reorder import order_by_score, reorder_graph
+from tiering.sampling.neighbors import NeighborSampler, sample_neighbors
+from tiering.graph.scores import reverse_pagerank
 
 GRAPHS = {
     "uniform": lambda: uniform_graph(1 << 21),

@@ -141,7 +141,7 @@ class DGLSide:
                               self.reference.reordered_keys)
 
     def reverse_pagerank(self, check, damping, tol):
-        # the update of tiering.scores.reverse_pagerank: score flows from v to every entry u of list(v), that is
+        # the update of tiering.graph.scores.reverse_pagerank: score flows from v to every entry u of list(v), that is
         # along the reversed edges v -> u, divided by |list(v)| = v's in-degree
         torch = self.torch
         walk = self.dgl.reverse(self.graph)

@@ -22,10 +22,10 @@ from suite.datasets.build import generate_graph
 from suite.datasets.dataset import Dataset
 from suite.datasets.dcsbm import block_model
 from suite.datasets.rmat import rmat_edges
-from tiering.graph import CSRGraph
-from tiering.reorder import reorder_graph
-from tiering.sampling import NeighborSampler, sample_neighbors
-from tiering.scores import weighted_reverse_pagerank
+from tiering.graph.csr import CSRGraph
+from tiering.graph.reorder import reorder_graph
+from tiering.sampling.neighbors import NeighborSampler, sample_neighbors
+from tiering.graph.scores import weighted_reverse_pagerank
 
 NODES = 1 << 18
 """Size of the papers-like graph that benchmarks not parametrised by size run on."""

@@ -410,7 +410,7 @@ def _interrupted(sweep, rerun: bool) -> str:
 def _cmd_run(args) -> int:
     from suite.sweep.run import plan_sweep, prepare_datasets, run_sweep
     from suite.training import distributed
-    from tiering.multi_gpu import check_shm_dir
+    from tiering.features.multi_gpu import check_shm_dir
 
     if args.gpus is not None:
         if args.gpus < 1:

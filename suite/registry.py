@@ -1,7 +1,7 @@
 """The registry: every feature loader and every scorer by name, with the traits the rest of the suite reads.
 
 A loader is one ``LoaderSpec`` in ``LOADERS``; a scorer one
-``tiering.scores.ScorerSpec`` in ``SCORERS``.  Sweeps, training, the
+``tiering.graph.scores.ScorerSpec`` in ``SCORERS``.  Sweeps, training, the
 command line's choices and help, and the order of tables and figures all read
 them from here, so a new loader is its class plus one line below, and a new
 scorer its function plus one ``ScorerSpec``.  ``create_loader`` checks a
@@ -37,7 +37,7 @@ GPU memory: on a CUDA device ``create_loader`` first checks that what the
 loader keeps there fits in the free memory (``check_gpu_memory``): every row
 for ``in-memory``, the hot rows (and an N-entry int64 node -> slot map for
 ``degree-cache`` and ``gns``) for a loader with a hot tier; a loader that
-does not fit is refused with ``tiering.combined.HotTierTooLarge`` before any
+does not fit is refused with ``tiering.features.combined.HotTierTooLarge`` before any
 table is copied.
 """
 
@@ -58,14 +58,14 @@ from baselines.page_cache import MmapLoader
 from baselines.uva import UVALoader
 from suite.datasets.dataset import array_file
 from suite.datasets.host_copy import read_into_memory
-from tiering.combined import CombinedTensor, check_fits
-from tiering.disk_table import DiskTable
-from tiering.disk_tiered import DiskTieredLoader
-from tiering.feature_loader import FeatureLoader
-from tiering.multi_gpu import MultiGPUCombinedTensor
-from tiering.placement import hot_rows, plan_placement
-from tiering.scores import SCORERS, ScorerSpec
-from tiering.scores import get_scorer as scorer
+from tiering.features.combined import CombinedTensor, check_fits
+from tiering.disk.table import DiskTable
+from tiering.disk.tiered import DiskTieredLoader
+from tiering.features.loader import FeatureLoader
+from tiering.features.multi_gpu import MultiGPUCombinedTensor
+from tiering.features.placement import hot_rows, plan_placement
+from tiering.graph.scores import SCORERS, ScorerSpec
+from tiering.graph.scores import get_scorer as scorer
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,14 +13,14 @@ from benchmarks.workloads import loader_workload, relabel_workload
 from suite.measure.peers import adjacency, scipy_permute
 from suite.measure.timing import best_wall_seconds
 from suite.registry import LOADERS, create_loader
-from tiering.reorder import order_by_score, reorder_graph
-from tiering.sampling import (
+from tiering.graph.reorder import order_by_score, reorder_graph
+from tiering.sampling.neighbors import (
     NeighborSampler,
     append_new_nodes,
     append_new_nodes_by_sorting,
     sample_neighbors,
 )
-from tiering.scores import degree
+from tiering.graph.scores import degree
 
 
 def test_reorder_graph(benchmark, papers_like_graph):

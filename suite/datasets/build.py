@@ -52,7 +52,7 @@ from suite.datasets.presets import Preset, get_preset
 from suite.datasets.rmat import id_permutation, rmat_communities, rmat_edges
 from suite.datasets.stats import graph_stats
 from suite.io.progress import Steps
-from tiering.graph import CSRGraph
+from tiering.graph.csr import CSRGraph
 
 
 def is_real_ogb(name: str) -> bool:

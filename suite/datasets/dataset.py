@@ -30,7 +30,7 @@ import torch
 from suite.datasets.cache import read_manifest, verify_files
 from suite.datasets.errors import DatasetFileError
 from suite.io import atomic
-from tiering.graph import CSRGraph
+from tiering.graph.csr import CSRGraph
 
 SPLITS = ("train", "valid", "test")
 ARRAYS = ("indptr", "indices", "features", "labels", *SPLITS)

@@ -17,7 +17,7 @@ symmetric graph they are the same draw and the caller adds each edge both ways.
 Parallel over edges with numba, deterministic for a seed on any thread count
 (counter-based draws from ``tiering.rng``): edge e is a function of the seed
 and e alone, so ``BlockModel.draw`` gives any range of edges, and the dataset
-builder draws them in chunks, twice (``tiering.graph.CSRGraph.from_edge_chunks``).
+builder draws them in chunks, twice (``tiering.graph.csr.CSRGraph.from_edge_chunks``).
 Picking a node in proportion to its propensity is a search of the cumulative
 masses, narrowed by a guide table of one bucket per node (Chen and Asau's
 indexed search, 1974) to a few entries instead of log2(N) cache misses; the
@@ -31,7 +31,7 @@ import dataclasses
 import numba
 import numpy as np
 
-from tiering.graph import indptr_from_counts
+from tiering.graph.csr import indptr_from_counts
 from tiering.rng import uniform
 
 _SRC, _SAME_CLASS, _CLASS, _DST = 0, 1, 2, 3  # counters of the four draws per edge

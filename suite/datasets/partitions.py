@@ -1,7 +1,7 @@
 """A dataset's METIS partitions, computed once and kept in the dataset cache (seeds/002).
 
 ``cached_partition(dataset, parts)`` returns the partition of the dataset's
-graph into ``parts`` parts (``tiering.graph_partition.metis_partition``) from
+graph into ``parts`` parts (``baselines.sar.metis.metis_partition``) from
 ``<cache root>/partitions``, computing and writing it there (a temporary file
 renamed into place, under a lock, so two runs compute it once and a killed
 run leaves no partial file) when it is not there yet.  The file name holds
@@ -25,7 +25,7 @@ from suite.datasets.cache import cache_root
 from suite.datasets.dataset import content_fingerprint
 from suite.datasets.errors import DatasetFileError
 from suite.io import atomic
-from tiering.graph_partition import Partition, metis_partition
+from baselines.sar.metis import Partition, metis_partition
 
 
 def partition_directory() -> Path:

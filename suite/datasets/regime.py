@@ -17,7 +17,7 @@ node's class with probability ``homophily``, otherwise in a class chosen in
 proportion to its propensity mass, and inside the class it is a node drawn
 in proportion to θ_col.  Lists are fixed per node (entry j of node v is the
 same draw whenever v is sampled), and the sampler of
-``tiering.sampling.NeighborSampler`` runs on them unchanged: every node of
+``tiering.sampling.neighbors.NeighborSampler`` runs on them unchanged: every node of
 the minibatch so far is sampled again at each hop, ``min(length, fanout)``
 distinct list positions.  It leaves out that the real lists hold no
 duplicates; on the presets themselves the model's footprint is within a few

@@ -47,8 +47,8 @@ from suite.datasets.dataset import (
 from suite.datasets.errors import DatasetFileError
 from suite.datasets.stats import graph_stats, top_share
 from suite.io.progress import Steps
-from tiering.reorder import map_ids, permute_rows, reorder_graph
-from tiering.scores import get_scorer
+from tiering.graph.reorder import map_ids, permute_rows, reorder_graph
+from tiering.graph.scores import get_scorer
 
 PERMUTE_PART_BYTES = 256 << 20
 """Smallest part of the new feature table made per sequential read of the old one."""

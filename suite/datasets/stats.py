@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tiering.graph import CSRGraph
+from tiering.graph.csr import CSRGraph
 
 
 def top_share(counts: np.ndarray, fraction: float) -> float:

@@ -5,7 +5,7 @@ seeds/003 (Marius) orders the p x p edge buckets so that a buffer of c
 partitions reads as few partitions from disk as it can, and shows that its
 BETA ordering needs far fewer swaps than a Hilbert-curve ordering, which
 knows nothing of the buffer, and stays close to the lower bound.  This
-counts them (``tiering.bucket_order``) for p = 8, 16 and 32 at every buffer
+counts them (``baselines.marius.bucket_order``) for p = 8, 16 and 32 at every buffer
 size c from 2 to p - 1, with the bound beside them.  The curve orderings are
 given their best buffer (Belady's eviction), so their counts are the fewest
 any buffer could make for them.  seeds/003 gives the comparison as a figure
@@ -21,7 +21,7 @@ import pandas as pd
 
 from suite.io.plotting import pyplot, write_table_and_figure
 from suite.io.provenance import caption, provenance
-from tiering.bucket_order import ORDERS, bucket_order, swap_lower_bound
+from baselines.marius.bucket_order import ORDERS, bucket_order, swap_lower_bound
 
 PARTITIONS = (8, 16, 32)
 LABELS = {"beta": "BETA", "hilbert": "Hilbert", "row-major": "row-major", "bound": "lower bound"}

@@ -3,7 +3,7 @@ with and without prefetching (seeds/003 §3-§4).
 
 The feature table stays in its file; p partitions of it, c in host memory at
 a time, walked in the BETA, Hilbert or row-major ordering
-(``tiering.bucket_order``) by ``tiering.partition_buffer.PartitionBuffer``,
+(``baselines.marius.bucket_order``) by ``baselines.marius.partition_buffer.PartitionBuffer``,
 each partition one large sequential read (``O_DIRECT`` where the filesystem
 allows it, so the page cache holds none of it: the buffer's c partitions,
 plus the ``prefetch`` being read, are all the table's rows in host memory;
@@ -45,9 +45,9 @@ from suite.training.link_prediction import (
     mean_reciprocal_rank,
     train_over_buckets,
 )
-from tiering.bucket_order import ORDERS, bucket_order, swap_lower_bound
-from tiering.disk_table import DiskTable
-from tiering.partition_buffer import PartitionBuffer
+from baselines.marius.bucket_order import ORDERS, bucket_order, swap_lower_bound
+from tiering.disk.table import DiskTable
+from baselines.marius.partition_buffer import PartitionBuffer
 
 EDGE_FRACTIONS = (0.002, 0.02)
 PAPER = ("seeds/003: on Freebase86m, whose embeddings do not fit in host memory, Marius (BETA, partitions read "

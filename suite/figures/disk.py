@@ -61,9 +61,9 @@ from suite.measure.memory_limit import (
     memory_limit,
 )
 from suite.policies.lab import LabSettings, cached_trace
-from tiering.disk_table import BLOCK, DiskTable
-from tiering.disk_tiered import DiskTieredLoader
-from tiering.placement import hot_rows
+from tiering.disk.table import BLOCK, DiskTable
+from tiering.disk.tiered import DiskTieredLoader
+from tiering.features.placement import hot_rows
 
 BATCHES = 50
 """Minibatches measured per loader and setting: the first of the traced epoch.  On a disk that serves about 10,000

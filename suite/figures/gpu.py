@@ -6,7 +6,7 @@ writes ``microbench.md`` / ``.csv``, ``ratios.png``, ``alignment.png`` and ``pci
 * **cold rows**: the gather kernel alone (``CombinedTensor.launch_kernel`` into a preallocated output) over random
   rows of a host table, in useful bytes/s, against pinned ``cudaMemcpy`` host-to-device of the same bytes (goal
   >= 0.90 for rows of 512 B and more) and against the sequential zero-copy read ceiling of ``suite.measure.ceilings``
-  (goal >= 0.95); rows of 128 to 4096 B, fp32 and fp16, every kernel variant (``tiering.zero_copy.VARIANTS``);
+  (goal >= 0.95); rows of 128 to 4096 B, fp32 and fp16, every kernel variant (``tiering.features.zero_copy.VARIANTS``);
 * **hot rows**: the same kernel with every row in GPU memory against ``torch.index_select`` on the device tensor
   into a preallocated output (goal >= 1.0), and as a share of the device-to-device copy bandwidth;
 * **full gather**: ``loader.gather`` (host range check, traffic model, statistics) of the default variant, in rows
@@ -17,7 +17,7 @@ writes ``microbench.md`` / ``.csv``, ``ratios.png``, ``alignment.png`` and ``pci
   against the modelled payload (goal: within 10%), with the measured / copied bytes of a ``cudaMemcpy`` of the same
   size as the reference for the link's protocol overhead, and measured transmit bytes per modelled 128-byte request.
 
-It prints the fastest variant per case and the one ``tiering.zero_copy.DEFAULT_VARIANT`` should be.
+It prints the fastest variant per case and the one ``tiering.features.zero_copy.DEFAULT_VARIANT`` should be.
 
 Every host table is a view of one page-aligned buffer (``suite.datasets.host_copy.page_aligned_empty``), registered once, so
 row 0 of every table starts a 128-byte line and "1024 B rows" really are line-aligned; one model-check table starts
@@ -47,8 +47,8 @@ from suite.io.provenance import caption, provenance
 from suite.measure.ceilings import measure_ceilings
 from suite.measure.pcie import PCIeCounter
 from suite.measure.timing import best_cuda_seconds
-from tiering.combined import CombinedTensor
-from tiering.zero_copy import (
+from tiering.features.combined import CombinedTensor
+from tiering.features.zero_copy import (
     DEFAULT_VARIANT,
     VARIANTS,
     register_host_memory,
@@ -400,5 +400,5 @@ def run_gpu_benchmarks(out_dir, device="cuda", *, table_bytes: int = TABLE_BYTES
     fastest = fastest_variants(table)
     default, why = recommend_default(fastest)
     summary = (fastest.to_string(index=False, float_format=lambda v: f"{v:.3g}") + f"\nthe default should be: "
-               f"{default} ({why}); tiering.zero_copy.DEFAULT_VARIANT is {DEFAULT_VARIANT}")
+               f"{default} ({why}); tiering.features.zero_copy.DEFAULT_VARIANT is {DEFAULT_VARIANT}")
     return paths, summary

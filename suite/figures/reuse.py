@@ -45,7 +45,7 @@ from suite.io import atomic
 from suite.io.plotting import save_figure, write_table_and_figure
 from suite.io.provenance import caption, provenance
 from suite.registry import SCORERS, scorer_params
-from tiering.sampling import NeighborSampler, minibatches
+from tiering.sampling.neighbors import NeighborSampler, minibatches
 
 GRID = np.linspace(0.0, 1.0, 201)
 """The fractions of the nodes every curve is given at: 0 to 100% in steps of 0.5%."""

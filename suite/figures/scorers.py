@@ -36,8 +36,8 @@ from suite.io.provenance import caption, provenance
 from suite.measure.peers import adjacency, scipy_permute, scipy_reverse_pagerank
 from suite.measure.timing import best_wall_seconds
 from suite.registry import SCORERS, scorer_params
-from tiering.graph import CSRGraph
-from tiering.reorder import order_by_score, reorder_graph
+from tiering.graph.csr import CSRGraph
+from tiering.graph.reorder import order_by_score, reorder_graph
 
 PAPER_REORDER = {"edges": 3.2e9, "seconds": 31.0, "machine": "2x Xeon 6230 (40 cores)"}
 CURVE = np.linspace(0, 1, 201)

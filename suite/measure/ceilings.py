@@ -17,7 +17,7 @@ timing spans a few copies back to back):
 
 The data-loading lower bound of a minibatch is cold bytes / H2D + hot bytes /
 D2D.  The read kernel is CUDA C compiled by CuPy's NVRTC at first use, like
-the gather kernel (``tiering.zero_copy``).
+the gather kernel (``tiering.features.zero_copy``).
 """
 
 from __future__ import annotations
@@ -66,12 +66,12 @@ def read_host_into(src: torch.Tensor, dst: torch.Tensor) -> None:
     """Launch the sequential read kernel: ``dst`` (device) = ``src`` (pinned host), on torch's current stream.
 
     Both are contiguous, of the same size in bytes, a multiple of 16, and
-    16-byte aligned; the kernel reads ``src`` where ``tiering.zero_copy``'s
+    16-byte aligned; the kernel reads ``src`` where ``tiering.features.zero_copy``'s
     gather reads host rows (``mapped_pointer``).
     """
     import cupy
 
-    from tiering.zero_copy import cupy_stream, mapped_pointer
+    from tiering.features.zero_copy import cupy_stream, mapped_pointer
 
     nbytes = src.numel() * src.element_size()
     if not (src.is_pinned() and dst.is_cuda and src.is_contiguous() and dst.is_contiguous()):

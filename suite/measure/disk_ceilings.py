@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tiering.disk_table import BLOCK, DiskTable
+from tiering.disk.table import BLOCK, DiskTable
 
 SEQUENTIAL_CHUNK = 64 << 20
 

@@ -36,7 +36,7 @@ from suite.io.provenance import (
     git_revision,
     machine_profile_name,
 )
-from tiering.placement import hot_rows
+from tiering.features.placement import hot_rows
 
 PROFILE_FORMAT = 1
 DEFAULT_HOST_TIER_BYTES = 1 << 30
@@ -189,7 +189,7 @@ def _available_memory() -> int | None:
 
 def _host_register(nbytes: int) -> dict:
     """Whether ``cudaHostRegister`` pins (and unregisters) ``nbytes`` of fresh host memory, and how long it took."""
-    from tiering.zero_copy import register_host_memory, unregister_host_memory
+    from tiering.features.zero_copy import register_host_memory, unregister_host_memory
 
     available = _available_memory()
     if available is not None and nbytes > available:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
-from tiering.graph import CSRGraph
+from tiering.graph.csr import CSRGraph
 
 
 def adjacency(graph: CSRGraph) -> scipy.sparse.csr_array:

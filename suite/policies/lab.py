@@ -34,7 +34,7 @@ from suite.datasets.reordered import score_nodes
 from suite.policies import belady, dynamic, static
 from suite.policies.trace import AccessTrace, load_trace, record_trace, save_trace
 from suite.registry import scorer_params
-from tiering.traffic import zero_copy_row_payload
+from tiering.features.traffic import zero_copy_row_payload
 
 CAPACITY_PERCENTS = (1, 2, 5, 10, 15, 20, 25, 30, 40)
 """The capacities the lab replays, in percent of the rows."""
@@ -69,7 +69,7 @@ POLICIES = {
 }
 """Every policy of the lab, in the order tables and figures show them."""
 SCORED = ("degree", "rpr", "wrpr")
-"""The policies that are a scorer of ``tiering.scores`` under the same name."""
+"""The policies that are a scorer of ``tiering.graph.scores`` under the same name."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,12 +131,12 @@ def lab_traces(dataset, settings: LabSettings, *, trace_dir=None, progress: bool
 
 
 def row_cost(num_nodes: int, row_bytes: int) -> np.ndarray:
-    """The PCIe payload of reading each row by zero-copy from a table in host memory (``tiering.traffic``)."""
+    """The PCIe payload of reading each row by zero-copy from a table in host memory (``tiering.features.traffic``)."""
     return zero_copy_row_payload(torch.arange(num_nodes), row_bytes).numpy()
 
 
 def scorer_order(dataset, name: str) -> np.ndarray:
-    """Rows by scorer ``name``'s score (``tiering.scores``), with its default parameters."""
+    """Rows by scorer ``name``'s score (``tiering.graph.scores``), with its default parameters."""
     return static.order_by(score_nodes(dataset, name, scorer_params(name)).numpy())
 
 

@@ -35,7 +35,7 @@ import pandas as pd
 from suite.measure.ceilings import newest_gpu_profile, profile_ceilings
 from suite.policies.static import replay_static
 from suite.training.model import GraphSAGE
-from tiering.placement import hot_rows
+from tiering.features.placement import hot_rows
 
 MACHINES = Path("results/machines")
 GPU_RESULTS = Path("results/gpu")

@@ -1,7 +1,7 @@
 """Feature-access traces: which rows each minibatch of E epochs gathers, in order (seeds/000 §5.2).
 
 A trace is what a placement policy is replayed against.  It is recorded by
-the sampler training uses (``tiering.sampling.minibatches``, the trainer's
+the sampler training uses (``tiering.sampling.neighbors.minibatches``, the trainer's
 seeds and epoch numbering), so a trace is reproducible bit for bit from
 (graph, training ids, fanouts, batch, seed, epochs), and the trace of a
 sweep's cell holds exactly the rows that cell's loader gathered.  A
@@ -38,7 +38,7 @@ import torch
 from tqdm.auto import tqdm
 
 from suite.io.atomic import atomic_path
-from tiering.sampling import NeighborSampler, minibatches
+from tiering.sampling.neighbors import NeighborSampler, minibatches
 
 FORMAT = 1
 """The version of the on-disk layout; ``load_trace`` refuses any other."""

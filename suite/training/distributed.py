@@ -13,9 +13,9 @@ processes stand in for G GPUs, so CI can run the whole path).  Every process:
   accuracy);
 * samples with one of three samplers (``SAMPLING``): ``cpu``, the numba
   sampler over the whole graph in host memory; ``uva``, the torch sampler on
-  the GPU reading a CSR in pinned host memory (``tiering.zero_copy.mapped_graph``);
+  the GPU reading a CSR in pinned host memory (``tiering.features.zero_copy.mapped_graph``);
   ``distributed``, the collective sampler over a CSR split across the
-  processes (``tiering.distributed_sampling``), the GPU sampling of Figure 11.
+  processes (``tiering.sampling.distributed``), the GPU sampling of Figure 11.
   Its collectives run on a process group of their own (the same ranks,
   ``dist.new_group``): with ``pipeline=True`` the sampler thread's
   all-to-alls run while the training thread's DDP all-reduces gradients,
@@ -26,7 +26,7 @@ processes stand in for G GPUs, so CI can run the whole path).  Every process:
   resident at once (DSP orders the launches through a leader); this has not
   run on GPUs yet;
 * gathers features through its own loader; with ``tiered`` that is the
-  multi-GPU combined tensor (``tiering.multi_gpu``): interleaved hot tier over
+  multi-GPU combined tensor (``tiering.features.multi_gpu``): interleaved hot tier over
   all GPUs, host tier in shared memory.
 
 An epoch's result is combined over processes: times are the slowest
@@ -47,13 +47,13 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from suite.training.trainer import EpochResult, Trainer
-from tiering.distributed_sampling import (
+from tiering.sampling.distributed import (
     PARTITIONS,
     DistributedNeighborSampler,
     GraphPartition,
 )
-from tiering.sampling import NeighborSampler, epoch_order, minibatches
-from tiering.zero_copy import mapped_graph
+from tiering.sampling.neighbors import NeighborSampler, epoch_order, minibatches
+from tiering.features.zero_copy import mapped_graph
 
 SAMPLING = ("cpu", "uva", "distributed")
 

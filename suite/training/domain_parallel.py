@@ -35,8 +35,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from tiering.graph import CSRGraph
-from tiering.graph_partition import Partition
+from tiering.graph.csr import CSRGraph
+from baselines.sar.metis import Partition
 
 
 def _csr(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: tuple[int, int]) -> torch.Tensor:

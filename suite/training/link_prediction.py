@@ -38,8 +38,8 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from tiering.graph import CSRGraph
-from tiering.partition_buffer import PartitionBuffer
+from tiering.graph.csr import CSRGraph
+from baselines.marius.partition_buffer import PartitionBuffer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +78,7 @@ def bucket_edges(graph: CSRGraph, boundaries, fraction: float, *, held_out: int 
     others = np.flatnonzero(~drawn)
     kept_out = others[rng.choice(len(others), size=min(held_out, len(others)), replace=False)]
 
-    def endpoints(positions):  # CSR lists hold the sources u of edges u -> v (tiering.graph)
+    def endpoints(positions):  # CSR lists hold the sources u of edges u -> v (tiering.graph.csr)
         return indices[positions].astype(np.int64), np.searchsorted(indptr, positions, side="right") - 1
 
     src, dst = endpoints(trained)

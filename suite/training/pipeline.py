@@ -195,7 +195,7 @@ class _StreamSpan:
 
 def held_tensors(value):
     """Every tensor inside nested tuples and lists and objects that list theirs in ``tensors()``
-    (``tiering.sampling.Block`` and ``MiniBatch``)."""
+    (``tiering.sampling.neighbors.Block`` and ``MiniBatch``)."""
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, (tuple, list)):

@@ -34,8 +34,8 @@ from tqdm.auto import tqdm
 from suite.measure.pcie import PCIeCounter
 from suite.training.model import GraphSAGE
 from suite.training.pipeline import Pipeline
-from tiering.feature_loader import FeatureLoader
-from tiering.sampling import MiniBatch, NeighborSampler, minibatches
+from tiering.features.loader import FeatureLoader
+from tiering.sampling.neighbors import MiniBatch, NeighborSampler, minibatches
 
 
 @dataclasses.dataclass
@@ -53,7 +53,7 @@ class EpochResult:
     rows_gathered: int  # the loader's accesses: the unique input nodes of every training minibatch, summed
     nodes_touched: int  # distinct nodes whose rows the epoch's training minibatches gathered
     row_bytes: int  # bytes of one row of the feature table (D x element size)
-    pcie_payload_bytes: int  # modelled (tiering.traffic)
+    pcie_payload_bytes: int  # modelled (tiering.features.traffic)
     pcie_requests: int  # modelled
     host_bytes_touched: int
     gpu_bytes_resident: int

@@ -6,8 +6,8 @@ import torch
 
 from baselines.gns import GNSLoader
 from suite.training.trainer import Trainer, majority_accuracy
-from tiering.graph import CSRGraph
-from tiering.sampling import NeighborSampler
+from tiering.graph.csr import CSRGraph
+from tiering.sampling.neighbors import NeighborSampler
 
 
 def star_graph():

@@ -9,8 +9,8 @@ from suite import cli
 from suite.cli import main
 from suite.measure.devices import resolve_device
 from suite.registry import LOADERS, check_gpu_memory, create_loader, hot_tier_loaders
-from tiering.combined import HotTierTooLarge
-from tiering.scores import SCORERS
+from tiering.features.combined import HotTierTooLarge
+from tiering.graph.scores import SCORERS
 
 
 def run(argv, capsys):

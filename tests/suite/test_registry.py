@@ -14,7 +14,7 @@ from suite.registry import LoaderSpec, ScorerSpec
 from suite.sweep.records import read_records
 from suite.sweep.report import write_report
 from suite.sweep.run import run_sweep
-from tiering.feature_loader import FeatureLoader
+from tiering.features.loader import FeatureLoader
 
 
 class HalfCachedLoader(FeatureLoader):

@@ -20,7 +20,7 @@ from suite.datasets import PRESETS, build, load_dataset, reordered
 from suite.datasets.dcsbm import block_model, dcsbm_edges
 from suite.datasets.node_data import random_splits, synthesize_features, visible_labels
 from suite.datasets.rmat import rmat_communities, rmat_edges, shuffle_ids
-from tiering.graph import CSRGraph
+from tiering.graph.csr import CSRGraph
 from tiering.rng import uniform
 
 

@@ -10,7 +10,7 @@ from suite.datasets.dcsbm import dcsbm_edges
 from suite.datasets.node_data import random_splits, synthesize_features, visible_labels
 from suite.datasets.rmat import GRAPH500, rmat_communities, rmat_edges, shuffle_ids
 from suite.datasets.stats import top_share
-from tiering.graph import CSRGraph
+from tiering.graph.csr import CSRGraph
 
 
 def dcsbm(seed=0, n=20_000, e=200_000, exponent=2.2, homophily=0.7, symmetric=False):

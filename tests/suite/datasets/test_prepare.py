@@ -8,8 +8,8 @@ from suite.cli import main
 from suite.datasets.reordered import load_reordered, prepare_reordered
 from suite.measure.peers import adjacency, scipy_permute, scipy_reverse_pagerank
 from suite.registry import scorer_params
-from tiering.reorder import reorder_graph
-from tiering.scores import reverse_pagerank, weighted_reverse_pagerank
+from tiering.graph.reorder import reorder_graph
+from tiering.graph.scores import reverse_pagerank, weighted_reverse_pagerank
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import torch
 from suite.datasets import regime
 from suite.datasets.build import generate_graph
 from suite.datasets.presets import PRESETS
-from tiering.sampling import NeighborSampler, minibatches
+from tiering.sampling.neighbors import NeighborSampler, minibatches
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import torch
 from suite.datasets.host_copy import page_aligned_empty
 from suite.figures import gpu as gpu_bench
 from suite.figures.gpu import Config
-from tiering.zero_copy import DEFAULT_VARIANT, VARIANTS
+from tiering.features.zero_copy import DEFAULT_VARIANT, VARIANTS
 
 CEILINGS = {"h2d_memcpy_bytes_per_s": 50e9, "zero_copy_read_bytes_per_s": 40e9, "d2d_copy_bytes_per_s": 1500e9,
             "buffer_bytes": 512 << 20}
@@ -135,7 +135,7 @@ def test_the_report_writes_tables_and_figures(tmp_path):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_each_study_measures_correct_rows_on_the_gpu(variant):
-    from tiering.zero_copy import register_host_memory, unregister_host_memory
+    from tiering.features.zero_copy import register_host_memory, unregister_host_memory
 
     buffer = page_aligned_empty((64 << 20,), torch.uint8)
     gpu_bench._fill(buffer)

@@ -17,7 +17,7 @@ import torch
 import suite.io.atomic
 import suite.measure.ceilings
 import suite.measure.pcie
-import tiering.zero_copy
+import tiering.features.zero_copy
 from suite.cli import main
 from suite.io.provenance import (
     caption,
@@ -199,9 +199,9 @@ def fake_gpus(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 80GB HBM3")
     monkeypatch.setattr(torch.cuda, "can_device_access_peer", lambda i, j: (i, j) == (0, 1))
     monkeypatch.setattr(suite.measure.pcie, "PCIeCounter", _FakeCounter)
-    monkeypatch.setattr(tiering.zero_copy, "register_host_memory",
+    monkeypatch.setattr(tiering.features.zero_copy, "register_host_memory",
                         lambda t: seen["registered"].append(t.numel()) or True)
-    monkeypatch.setattr(tiering.zero_copy, "unregister_host_memory", lambda t: seen["unregistered"].append(t.numel()))
+    monkeypatch.setattr(tiering.features.zero_copy, "unregister_host_memory", lambda t: seen["unregistered"].append(t.numel()))
 
     def ceilings(device):
         seen["ceilings"].append(device)
@@ -246,7 +246,7 @@ def test_a_refused_registration_and_unmeasured_ceilings_are_reported(fake_gpus, 
     def refuse(tensor):
         raise RuntimeError("cudaHostRegister refused 1024 bytes (CUDA error 1)")
 
-    monkeypatch.setattr(tiering.zero_copy, "register_host_memory", refuse)
+    monkeypatch.setattr(tiering.features.zero_copy, "register_host_memory", refuse)
     profile, _ = doctor.run_doctor(tmp_path, host_tier_bytes=1024, measure=False)
     assert profile["host_register"] == {"bytes": 1024, "planned": True, "ok": False,
                                         "error": "cudaHostRegister refused 1024 bytes (CUDA error 1)"}
@@ -276,7 +276,7 @@ def test_the_read_kernel_runs_on_torchs_current_stream(monkeypatch):
     fake_cupy.cuda = types.SimpleNamespace(Stream=types.SimpleNamespace(from_external=lambda s: made.append(s) or s))
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device: types.SimpleNamespace(cuda_stream=0x5EED))
-    stream = tiering.zero_copy.cupy_stream(torch.device("cuda", 0))
+    stream = tiering.features.zero_copy.cupy_stream(torch.device("cuda", 0))
     assert made == [stream] and stream.__cuda_stream__() == (0, 0x5EED)  # the CUDA stream protocol
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from suite.policies.trace import AccessTrace, load_trace, record_trace, save_trace
-from tiering.sampling import NeighborSampler, minibatches
+from tiering.sampling.neighbors import NeighborSampler, minibatches
 
 FANOUTS = (5, 3)
 BATCH = 50

@@ -10,7 +10,7 @@ from suite.datasets.partitions import cached_partition
 from suite.training.domain_parallel import LocalGraph
 from suite.training.full_batch import WorkerData, reference_loss, sage_layers, step_loss, train_step
 from tests.gloo import run_gloo
-from tiering.graph_partition import Partition, metis_partition
+from baselines.sar.metis import Partition, metis_partition
 
 HIDDEN, LAYERS = 16, 3
 

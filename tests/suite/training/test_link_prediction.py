@@ -14,9 +14,9 @@ from suite.training.link_prediction import (
     mean_reciprocal_rank,
     train_over_buckets,
 )
-from tiering.bucket_order import bucket_order
-from tiering.disk_table import DiskTable
-from tiering.partition_buffer import PartitionBuffer
+from baselines.marius.bucket_order import bucket_order
+from tiering.disk.table import DiskTable
+from baselines.marius.partition_buffer import PartitionBuffer
 
 
 def cuts(num_nodes, p):

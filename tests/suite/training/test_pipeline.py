@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from suite.training.pipeline import Pipeline, held_tensors
-from tiering.sampling import Block, MiniBatch
+from tiering.sampling.neighbors import Block, MiniBatch
 
 
 def test_a_block_and_a_minibatch_list_every_tensor_they_hold():

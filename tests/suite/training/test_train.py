@@ -9,7 +9,7 @@ from suite.cli import main
 from suite.figures.reuse import access_counts, coverage
 from suite.training.model import GraphSAGE
 from suite.training.trainer import Trainer, majority_accuracy
-from tiering.sampling import NeighborSampler, minibatches
+from tiering.sampling.neighbors import NeighborSampler, minibatches
 
 
 def trainer(tiny, seed=0):

@@ -1,0 +1,205 @@
+"""CombinedTensor: hot rows in GPU memory, cold rows read from pinned host memory by zero-copy (seeds/000 §4.1).
+
+The caller sees one N x D feature table (float32, float16 or bfloat16).
+After reordering (``tiering.graph.reorder``) the hottest rows are [0, H): they are
+copied once into GPU memory.  Rows [H, N) stay where they are in host memory,
+which is pinned *in place* (``cudaHostRegister``: no second copy, shared
+memory and memory-mapped files included where the driver allows) and read by
+the GPU directly.  One kernel launch (``tiering.features.zero_copy``, in the variant
+chosen: naive, aligned by the circular shift of seeds/004 §3.2.1, or wide)
+serves a whole gather from both tiers.
+
+Statistics follow ``tiering.features.loader``: hits are rows served from the
+GPU tier; PCIe payload and requests are the exact sectors and lines the cold
+rows overlap at their real offsets in the host allocation (``host_offset``,
+the table's address modulo 128; ``tiering.features.traffic``), for the variant in use.
+
+The counters stay on the device, so a gather never synchronises for them
+(``DeviceCounters``).  Each operation on them waits for the event the
+previous one recorded, on whatever stream that ran: a pipeline's gathers on a
+side stream and ``reset_stats`` or ``stats`` on the main stream apply in the
+order they were called.  ``close()`` synchronises the device before it
+unpins the host table, so no kernel still reads it.
+
+On a CPU device the "GPU tier" is an ordinary tensor and the gather is
+``index_select`` from the two tiers: the same results and the same
+statistics, which is how CI tests this class without a GPU, and the
+reference every variant of the kernel must match bit for bit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import torch
+
+from tiering.features.loader import FeatureLoader
+from tiering.features.traffic import LINE, zero_copy_traffic_tensors
+from tiering.features.zero_copy import (DEFAULT_VARIANT, check_table_dtype, check_variant, launch_gather, mapped_pointer,
+                        register_host_memory, unregister_host_memory)
+
+
+def check_host_features(features: torch.Tensor, why: str) -> None:
+    """Refuse anything but a 2-D float32, float16 or bfloat16 contiguous CPU table; ``why`` says what needs it so."""
+    if features.dim() != 2:
+        raise TypeError(f"features must be a 2-D tensor, got shape {tuple(features.shape)}")
+    check_table_dtype(features.dtype)
+    if features.device.type != "cpu" or not features.is_contiguous():
+        raise ValueError(f"features must be a contiguous CPU tensor ({why})")
+
+
+class DeviceCounters:
+    """int64 counters on a device, updated without synchronising, in call order across streams.
+
+    Each ``add``, ``zero`` and ``read`` runs on the caller's current stream
+    after waiting for the event the previous operation recorded (whatever
+    stream it ran on), then records its own; a lock makes wait-and-record one
+    step between threads.  On a CPU device they are plain tensor operations.
+    """
+
+    def __init__(self, size: int, device: torch.device):
+        self.values = torch.zeros(size, dtype=torch.int64, device=device)
+        self.on_cuda = self.values.is_cuda
+        self._last: torch.cuda.Event | None = None
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def _in_order(self):
+        with self._lock:
+            if not self.on_cuda:
+                yield
+                return
+            stream = torch.cuda.current_stream(self.values.device)
+            if self._last is not None:
+                stream.wait_event(self._last)
+            yield
+            self._last = torch.cuda.Event()
+            self._last.record(stream)
+
+    def add(self, values: torch.Tensor) -> None:
+        with self._in_order():
+            self.values += values
+
+    def zero(self) -> None:
+        with self._in_order():
+            self.values.zero_()
+
+    def read(self) -> list[int]:
+        with self._in_order():
+            return self.values.tolist()
+
+
+class HotTierTooLarge(MemoryError):
+    """The rows a loader would keep in GPU memory (its hot tier, or a whole table) do not fit in the free memory."""
+
+
+def check_fits(need_bytes: int, device: torch.device, what: str, detail: str, fix: str) -> None:
+    """Raise ``HotTierTooLarge`` unless ``need_bytes`` fit in the free memory of CUDA ``device``.
+
+    The message names ``what`` needs them, how they add up (``detail``) and what to change (``fix``).
+    """
+    free, _ = torch.cuda.mem_get_info(device)
+    if need_bytes > free:
+        raise HotTierTooLarge(
+            f"{what} needs {need_bytes / 2**30:.2f} GiB ({detail}) but {device} has {free / 2**30:.2f} GiB free; {fix}"
+        )
+
+
+class CombinedTensor(FeatureLoader):
+    """Features split into a GPU tier (rows [0, hot_rows)) and a zero-copy host tier.
+
+    Parameters
+    ----------
+    features : contiguous float32, float16 or bfloat16 CPU tensor (N, D); with a CUDA device its memory is
+        pinned in place
+    hot_rows : H, rows kept in GPU memory (0 gives plain zero-copy, the UVA baseline)
+    device : the training device
+    variant : the gather kernel's access pattern, one of ``tiering.features.zero_copy.VARIANTS``
+    max_blocks : cap on the gather kernel's grid, to leave SMs to training (seeds/004 §3.2.2)
+    read_only : register the host memory read-only (for read-only memory-mapped files)
+
+    Attributes: ``host`` (the table), ``hot`` (its GPU tier), ``variant``,
+    ``row_bytes`` (D * element size), ``host_offset`` (the byte offset of row 0
+    within its 128-byte line).
+    """
+
+    def __init__(self, features: torch.Tensor, hot_rows: int, device="cpu", *, variant: str = DEFAULT_VARIANT,
+                 max_blocks: int | None = None, read_only: bool = False):
+        check_host_features(features, "the host tier is read in place")
+        check_variant(variant)
+        super().__init__(features.shape[0], features.shape[1], device)
+        if not 0 <= hot_rows <= self.num_rows:
+            raise ValueError(f"hot_rows must be in [0, {self.num_rows}], got {hot_rows}")
+        self.host = features
+        self.hot_rows = hot_rows
+        self.variant = variant
+        self.max_blocks = max_blocks
+        self.row_bytes = features.shape[1] * features.element_size()
+        self.host_offset = features.data_ptr() % LINE
+        self._registered = False
+        self.hot = self._gpu_tiers = None
+        try:
+            self._host_pointer = features.data_ptr()  # where the device reads the host table
+            if self.device.type == "cuda":
+                self._check_fits()
+                self._registered = register_host_memory(features, read_only=read_only)
+                self._host_pointer = mapped_pointer(features, self.device)
+            self.hot = features[:hot_rows].to(self.device, copy=True)
+            self._gpu_tiers = torch.tensor([self.hot.data_ptr()], dtype=torch.int64, device=self.device)
+        except BaseException:
+            self.close()
+            raise
+        self._stats.gpu_bytes_resident = hot_rows * self.row_bytes
+        self._counters = DeviceCounters(3, self.device)  # hits, payload, requests
+
+    def _check_fits(self) -> None:
+        check_fits(self.hot_rows * self.row_bytes, self.device, "the hot tier",
+                   f"{self.hot_rows} rows x {self.row_bytes} B", "lower the hot fraction")
+
+    def _gather(self, ids: torch.Tensor) -> torch.Tensor:
+        ids = ids.to(self.device, dtype=torch.int64, non_blocking=True)
+        is_hot = ids < self.hot_rows
+        payload, requests = zero_copy_traffic_tensors(ids, self.row_bytes, self.host_offset, self.variant,
+                                                      counted=~is_hot)
+        self._stats.accesses += len(ids)
+        self._counters.add(torch.stack([is_hot.sum(), payload, requests]))
+        out = torch.empty((len(ids), self.feature_dim), dtype=self.host.dtype, device=self.device)
+        self.launch_kernel(ids, out)
+        return out
+
+    def launch_kernel(self, ids: torch.Tensor, out: torch.Tensor) -> None:
+        """Fill ``out`` with rows ``ids``: on a GPU, enqueue the gather kernel alone on the current stream.
+
+        ``ids``: int64 on the device, already in range; ``out``: a (len(ids), D)
+        tensor of the table's dtype on the device.  No range check, no
+        statistics, no synchronisation (what a benchmark times against
+        ``torch.index_select``).  On a CPU device: the reference,
+        ``index_select`` from the two tiers.
+        """
+        if self.device.type == "cuda":
+            launch_gather(self._gpu_tiers, self._host_pointer, ids, out, self.num_rows, replicated=self.hot_rows,
+                          host_start=self.hot_rows, variant=self.variant, max_blocks=self.max_blocks)
+            return
+        is_hot = ids < self.hot_rows
+        out[is_hot] = torch.index_select(self.hot, 0, ids[is_hot])
+        out[~is_hot] = torch.index_select(self.host, 0, ids[~is_hot])
+
+    def stats(self):
+        hits, payload, requests = self._counters.read()
+        stats = super().stats()
+        stats.hits, stats.pcie_payload_bytes, stats.pcie_requests = hits, payload, requests
+        stats.host_bytes_touched = payload
+        return stats
+
+    def reset_stats(self) -> None:
+        super().reset_stats()
+        self._counters.zero()
+
+    def close(self) -> None:
+        if self.device.type == "cuda" and (self._registered or self.hot is not None):
+            torch.cuda.synchronize(self.device)  # no kernel on any stream still reads either tier
+        if self._registered:
+            unregister_host_memory(self.host)
+            self._registered = False
+        self.hot = self._gpu_tiers = None

@@ -1,0 +1,17 @@
+"""Neighbour sampling: minibatches of seeds and their sampled blocks (data tiering §2.2).
+
+* ``neighbors``: node-wise sampling of a fixed fanout per hop, by
+  counter-based draws, so every backend and every process draws the same
+  neighbours for the same seed;
+* ``distributed``: the same sampling over a CSR split across processes,
+  frontier nodes shuffled to the process owning their lists and back
+  (DSP §4; data tiering §5.5).
+"""
+
+from tiering.sampling.distributed import DistributedNeighborSampler, GraphPartition
+from tiering.sampling.neighbors import MiniBatch, NeighborSampler, epoch_order, minibatches, sample_neighbors, sample_rows
+
+__all__ = [
+    "DistributedNeighborSampler", "GraphPartition",
+    "MiniBatch", "NeighborSampler", "epoch_order", "minibatches", "sample_neighbors", "sample_rows",
+]
