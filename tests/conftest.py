@@ -2,6 +2,8 @@ import socket
 
 import pytest
 
+pytest_plugins = ["tests.gpu_marker"]  # @pytest.mark.gpu
+
 
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch):

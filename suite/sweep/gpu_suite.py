@@ -5,8 +5,9 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
 
 1. ``doctor``: versions, GPUs, limits and the measured ceilings, into ``machines/`` beside ``<out>``
    (``results/machines/`` by default, where every later record finds it);
-2. ``gpu-tests``: pytest on every test file with CUDA tests, the loader, sampling and multi-GPU ones first
-   (``gpu-tests.xml``, JUnit);
+2. ``gpu-tests``: pytest on the tests marked ``gpu``, the loader, sampling and multi-GPU ones first
+   (``gpu-tests.xml``, JUnit); with ``TIERBENCH_REQUIRE_GPU=1``, set for every step, a GPU test that finds no GPU
+   fails rather than skips;
 3. ``gpubench``: the gather kernel against its same-run peers, seeds/004 Fig. 8 (``microbench/``);
 4. ``datasets-<name>``: papers-s and products-s generated and reordered by weighted reverse PageRank, once;
 5. ``fig8-<name>``, ``fig8-pipeline-<name>``, ``fig10-<name>``: the sweeps of seeds/000 Figures 8 and 10 on the GPU,
@@ -51,8 +52,10 @@ datasets step left in the cache (a fresh machine resuming a suite) and then take
 STEP_TIMEOUT_S = 540  # a hung step (a collective that never completes) costs at most 9 minutes
 TIMEOUT_RC = 124
 DATASETS = ("papers-s", "products-s")
-GPU_TEST_MARK = 'reason="needs a CUDA GPU"'
-PRIORITY_TESTS = ("test_loaders.py", "test_sampling.py", "test_multi_gpu.py")
+REQUIRE_GPU = "TIERBENCH_REQUIRE_GPU"
+"""Set to 1, the tests marked ``gpu`` fail where they would skip for want of a CUDA GPU (tests/gpu_marker.py)."""
+PRIORITY_TESTS = ("baselines/test_loaders.py", "tiering/sampling/test_neighbors.py", "tiering/features/test_multi_gpu.py")
+"""Test files whose GPU tests run first, under tests/: the loaders, sampling and the multi-GPU tensor."""
 _REPO = Path(__file__).resolve().parents[2]
 _TESTS = _REPO / "tests"
 _IMPORT_ROOT = _REPO
@@ -86,12 +89,10 @@ def device_folder(root, gpu: str | None) -> Path:
     return Path(root) / slug(gpu or device_name("cpu"))
 
 
-def gpu_test_files() -> list[str]:
-    """Test files with CUDA tests (marked ``reason="needs a CUDA GPU"``, the house's marker): the loader,
-    sampling and multi-GPU ones first, then the rest by name."""
-    found = sorted((p for p in _TESTS.rglob("test_*.py") if GPU_TEST_MARK in p.read_text()), key=lambda p: p.name)
-    first = [p for name in PRIORITY_TESTS for p in found if p.name == name]
-    return [str(p) for p in first + [p for p in found if p not in first]]
+def gpu_test_paths() -> list[str]:
+    """What the GPU tests' step hands pytest, which selects the tests marked ``gpu`` in them: the loader,
+    sampling and multi-GPU files first, then the whole of tests/ (pytest collects each file once)."""
+    return [str(_TESTS / name) for name in PRIORITY_TESTS] + [str(_TESTS)]
 
 
 def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list[Step]:
@@ -101,8 +102,8 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
     steps = [
         Step("doctor", cli + ("doctor", "--out", str(machines)) + (() if measure_ceilings else ("--no-measure",)),
              str(machines), needs_cuda=False),
-        Step("gpu-tests", (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=-ra",
-                           f"--junitxml={folder / 'gpu-tests.xml'}", *gpu_test_files()),
+        Step("gpu-tests", (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=-ra", "-m", "gpu",
+                           f"--junitxml={folder / 'gpu-tests.xml'}", *gpu_test_paths()),
              str(folder / "gpu-tests.xml")),
         Step("gpubench", cli + ("gpubench", "--out", str(folder / "microbench"), "-q"), str(folder / "microbench")),
     ]
@@ -190,7 +191,8 @@ def run_command(command: tuple[str, ...], log: Path, timeout_s: float) -> int:
 
     Returns the exit status, ``TIMEOUT_RC`` after a timeout.  Interrupted (Ctrl-C, SIGTERM), it kills the group too.
     """
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_IMPORT_ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_IMPORT_ROOT), os.environ.get("PYTHONPATH")])),
+           REQUIRE_GPU: "1"}  # a GPU test that finds no GPU fails instead of skipping
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
         out.write(f"$ {shlex.join(command)}\n")

@@ -128,7 +128,7 @@ def test_the_multi_gpu_tensor_serves_half_precision_tables(tmp_path):
             assert (got["stats"]["pcie_payload_bytes"], got["stats"]["pcie_requests"]) == expected, (rank, dtype)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", LOADERS)
 def test_every_gpu_loader_returns_the_tables_own_bits(name, dtype, tmp_path):

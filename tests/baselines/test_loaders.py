@@ -171,7 +171,7 @@ def test_nvml_counter_says_unavailable_instead_of_zero():
         assert nvml.delta() is None and "unavailable" in nvml.reason and nvml.scope == nvml.reason
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
 @pytest.mark.parametrize("name", LOADERS)
 def test_gpu_loaders_are_bit_exact_against_index_select(name, reordered_tiny):
     loader = create_loader(name, reordered_tiny, hot_fraction=0.25, device="cuda")
@@ -183,7 +183,7 @@ def test_gpu_loaders_are_bit_exact_against_index_select(name, reordered_tiny):
     loader.close()
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
 @pytest.mark.parametrize("row_bytes", [400, 512, 516, 1028, 1044])
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_gpu_gather_kernel_is_exact_for_misaligned_rows(row_bytes, variant):
@@ -194,7 +194,7 @@ def test_gpu_gather_kernel_is_exact_for_misaligned_rows(row_bytes, variant):
     loader.close()
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
 def test_registration_pins_in_place_without_a_second_copy():
     features = torch.randn(10_000, 128)
     address = features.data_ptr()

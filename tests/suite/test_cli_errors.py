@@ -190,7 +190,7 @@ def test_gpu_memory_needed_by_every_loader_that_keeps_rows_there(monkeypatch):
     check_gpu_memory("in-memory", dataset, 0.0, "cpu")  # no GPU: nothing to check, mem_get_info never called
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
 def test_the_real_gpu_checks_its_device_count_and_free_memory():
     count = torch.cuda.device_count()
     assert resolve_device(f"cuda:{count - 1}") == torch.device("cuda", count - 1)

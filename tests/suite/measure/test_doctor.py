@@ -28,7 +28,6 @@ from suite.io.provenance import (
 )
 from suite.measure import doctor
 
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
 PROFILE_KEYS = {"format", "host", "time", "git_revision", "device", "versions", "gpus", "peer_access", "memlock", "shm",
                 "host_register", "ceilings", "missing_packages"}
@@ -281,7 +280,7 @@ def test_the_read_kernel_runs_on_torchs_current_stream(monkeypatch):
 
 
 # ----------------------------------------------------------------- on a GPU
-@needs_cuda
+@pytest.mark.gpu
 def test_read_kernel_copies_pinned_host_memory_exactly():
     per_sm = suite.measure.ceilings._BLOCKS_PER_SM * suite.measure.ceilings._THREADS
     threads = torch.cuda.get_device_properties(0).multi_processor_count * per_sm
@@ -295,7 +294,7 @@ def test_read_kernel_copies_pinned_host_memory_exactly():
         suite.measure.ceilings.read_host_into(host[:15], out[:15])
 
 
-@needs_cuda
+@pytest.mark.gpu
 def test_ceilings_are_measured_on_the_gpu(tmp_path):
     ceilings = suite.measure.ceilings.measure_ceilings("cuda", buffer_bytes=64 << 20, repeats=3)
     assert set(ceilings) == {"h2d_memcpy_bytes_per_s", "zero_copy_read_bytes_per_s", "d2d_copy_bytes_per_s",

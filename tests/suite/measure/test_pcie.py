@@ -193,7 +193,7 @@ def test_a_failure_in_the_32_bit_sampler_is_reported_by_delta(monkeypatch, gpu_a
     assert counter.delta() is None and counter.reason.startswith("NVML PCIe counters failed during the measurement")
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
 def test_on_a_gpu_the_counter_is_the_cuda_devices_and_sees_a_host_to_device_copy():
     from suite.measure.pcie import pci_bus_id
 

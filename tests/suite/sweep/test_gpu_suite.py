@@ -2,6 +2,7 @@
 
 import json
 import sys
+from pathlib import Path
 
 import filelock
 import pytest
@@ -68,9 +69,10 @@ def test_the_dry_run_lists_every_step_in_order_with_its_command(tmp_path, fake_g
 
 
 def test_the_gpu_tests_put_the_loader_sampling_and_multi_gpu_files_first():
-    names = [path.rsplit("/", 1)[-1] for path in gpu_suite.gpu_test_files()]
-    assert names[:3] == ["test_loaders.py", "test_sampling.py", "test_multi_gpu.py"]
-    assert "test_gpu_bench.py" in names and "test_gpu_suite.py" not in names
+    paths = [Path(path) for path in gpu_suite.gpu_test_paths()]
+    assert [path.name for path in paths[:3]] == ["test_loaders.py", "test_neighbors.py", "test_multi_gpu.py"]
+    assert all(path.is_file() for path in paths[:3]) and paths[3] == Path(__file__).parents[2]
+    assert all("pytest.mark.gpu" in path.read_text() for path in paths[:3])
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the skips made where no GPU is visible")

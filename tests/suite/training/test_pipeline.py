@@ -123,7 +123,7 @@ def test_on_a_cpu_the_gather_is_timed_by_the_host_clock():
     assert stages.busy["gather"] > 0 and stages.busy["sample"] > 0
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
 @pytest.mark.parametrize("loader_name", ["uva", "gns"])
 def test_on_a_gpu_the_pipeline_hands_training_what_the_sequential_path_does(tiny, loader_name):
     from suite.registry import create_loader

@@ -274,7 +274,6 @@ def test_a_shared_memory_directory_that_is_not_one_is_refused(tmp_path):
     multi_gpu.check_shm_dir(str(tmp_path))
 
 
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 def gpu_child(rank, world, configs, shm_dir):
@@ -293,7 +292,7 @@ def too_large(rank, world, shm_dir):
     return "no error"
 
 
-@needs_cuda
+@pytest.mark.gpu
 def test_gpu_one_rank_matches_the_combined_tensor(tmp_path, shm_dir):
     [[result]] = run_gloo(gpu_child, 1, tmp_path, [(10, 22, None)], str(shm_dir))
     check([[result]], [(10, 22, None)], world=1)
@@ -306,14 +305,14 @@ def test_gpu_one_rank_matches_the_combined_tensor(tmp_path, shm_dir):
     single.close()
 
 
-@needs_cuda
+@pytest.mark.gpu
 def test_gpu_two_ranks_read_peers_by_ipc_or_fall_back_to_the_host(tmp_path, shm_dir):
     # on one GPU both ranks share it: IPC still maps the other process's allocation
     configs = [(5, 40, None), (5, 40, False)]
     check(run_gloo(gpu_child, 2, tmp_path, configs, str(shm_dir)), configs, world=2)
 
 
-@needs_cuda
+@pytest.mark.gpu
 def test_gpu_a_plan_larger_than_free_memory_is_refused(tmp_path, shm_dir):
     [message] = run_gloo(too_large, 1, tmp_path, str(shm_dir))
     assert message.startswith("PlacementTooLarge: GPU 0 would hold")

@@ -268,10 +268,7 @@ def test_close_synchronises_the_device_before_unpinning(monkeypatch):
     assert order == [("synchronize", torch.device("cuda", 0)), ("unregister", host)]
 
 
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-
-
-@cuda
+@pytest.mark.gpu
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("dim", [1, 7, 100, 129, 256, 1030])
@@ -293,7 +290,7 @@ def test_gpu_kernel_matches_the_cpu_reference_bit_for_bit(variant, dtype, dim):
         loader.close()
 
 
-@cuda
+@pytest.mark.gpu
 def test_gpu_reads_host_memory_at_the_host_address_on_this_machine():
     features = table_at(64, 32)
     loader = CombinedTensor(features, hot_rows=0, device="cuda")
@@ -301,7 +298,7 @@ def test_gpu_reads_host_memory_at_the_host_address_on_this_machine():
     loader.close()
 
 
-@cuda
+@pytest.mark.gpu
 def test_a_refused_registration_leaves_no_error_for_the_next_torch_launch():
     with pytest.raises(RuntimeError, match="cudaHostRegister refused"):
         zero_copy.register_host_memory(torch.empty(0))  # a null pointer: cudaErrorInvalidValue
@@ -309,7 +306,7 @@ def test_a_refused_registration_leaves_no_error_for_the_next_torch_launch():
     torch.cuda.synchronize()
 
 
-@cuda
+@pytest.mark.gpu
 def test_gpu_counters_follow_gathers_on_a_side_stream():
     features = table_at(1000, 100)
     loader = CombinedTensor(features, hot_rows=100, device="cuda")

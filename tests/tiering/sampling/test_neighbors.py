@@ -191,7 +191,7 @@ def test_bad_input_is_refused():
         NeighborSampler(g, ())
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
 def test_torch_sampler_on_the_gpu_is_valid_and_uniform():
     g = star_and_friends()
     on_gpu = g.to("cuda")
@@ -216,7 +216,7 @@ def test_only_pinned_memory_can_be_viewed_from_the_gpu():
         mapped_view(torch.zeros(3), "cuda")
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
 def test_uva_sampling_reads_a_pinned_csr_and_draws_what_the_cpu_draws():
     g = star_and_friends()
     mapped = mapped_graph(g, "cuda")
