@@ -2,6 +2,7 @@
 
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -108,3 +109,12 @@ def test_a_missing_dgl_environment_is_one_clear_error(tmp_path, capsys):
 def test_an_unknown_graph_is_refused_before_anything_runs(tmp_path, capsys):
     assert peers.main(["--dgl-python", "python", "--graphs", "uniform,nope", "--out", str(tmp_path)]) == 2
     assert "unknown graph 'nope'" in capsys.readouterr().err
+
+
+def test_the_committed_race_is_redrawn_from_its_records(tmp_path):
+    """results/peers: the table and the figure come back from peers.csv and peers.json alone, without racing."""
+    committed = Path(__file__).resolve().parents[2] / "results" / "peers"
+    paths = peers.render(committed, tmp_path)
+    assert [path.name for path in paths] == ["peers.md", "peers.png"]
+    assert paths[0].read_text() == (committed / "peers.md").read_text()
+    assert paths[1].stat().st_size > 0
