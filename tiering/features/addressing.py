@@ -26,8 +26,7 @@ variants (PyTorch-Direct §3.2.1, Fig. 8) apart:
 kernel source (``zero_copy.cu``, which re-states this in C++, checked lane by
 lane against it by the tests) and the traffic model (``tiering.features.traffic``,
 which counts the 32-byte sectors and 128-byte lines the steps touch, in closed
-form, from ``copy_unit``, ``step_bytes`` and ``first_step``) are held to.
-``circular_shift`` and ``first_step`` take ints or int64 tensors alike.
+form, from ``copy_unit``, ``step_bytes`` and ``shift_window``) are held to.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ WARP = 32  # lanes of a warp: a step copies WARP units
 SECTOR = 32  # bytes the GPU fetches host memory in (PyTorch-Direct §3.2.1, Fig. 4)
 LINE = 128  # bytes of a cache line: one PCIe request covers at most one
 UNROLL = 4  # the wide variant's loads in flight per lane
-UNITS = (16, 4, 2)  # the unit widths in bytes, widest first
 
 
 class Access(NamedTuple):
@@ -79,18 +77,12 @@ def shift_window(unit: int) -> int:
     return min(LINE, step_bytes(unit))
 
 
-def circular_shift(variant: str, src, unit: int):
+def circular_shift(variant: str, src: int, unit: int) -> int:
     """The units lane 0 of the first step lies before the row at ``src``: 0 for ``naive``, else back to the
-    ``shift_window`` at or before ``src``."""
+    ``shift_window`` at or before ``src``, where the first step starts."""
     if variant == "naive":
-        return src * 0
+        return 0
     return src % shift_window(unit) // unit
-
-
-def first_step(variant: str, src, unit: int):
-    """The address where the first warp step of the row at ``src`` starts; step s starts ``s * step_bytes(unit)``
-    later and reads the part of its span inside the row."""
-    return src - circular_shift(variant, src, unit) * unit
 
 
 def warp_steps(variant: str, src: int, dst: int, row_bytes: int) -> list[list[Access]]:

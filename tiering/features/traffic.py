@@ -5,8 +5,8 @@ requests of at most one 128-byte cache line (PyTorch-Direct §3.2.1, Fig. 4).
 A warp copying a row issues, in each step, one request per 128-byte line its
 lanes touch and fetches each sector they touch; which bytes those are is
 ``tiering.features.addressing``'s definition: steps of ``step_bytes`` (32
-units of ``copy_unit``'s 2, 4 or 16 bytes: 64, 128 or 512 bytes) from
-``first_step``.  Counted in closed form over a row's steps:
+units of ``copy_unit``'s 2, 4 or 16 bytes: 64, 128 or 512 bytes) from the
+``circular_shift``'s start.  Counted in closed form over a row's steps:
 
 * **aligned** and **wide** (the circular shift): the steps start on a
   multiple of ``shift_window`` (the 128-byte line, or the 64-byte step of
@@ -70,7 +70,7 @@ def _row_spans(rows: torch.Tensor, row_bytes: int, base_offset: int, variant: st
         end = torch.where(counted, end, start)  # an uncounted row spans nothing
     if variant != "naive":  # circularly shifted: every step starts on a multiple of shift_window(unit)
         return _span(start, end, SECTOR) * SECTOR, _span(start, end, shift_window(unit))
-    # naive: first_step is the row's start
+    # naive: the steps start at the row's first byte
     offsets = torch.arange(-(-row_bytes // step), device=rows.device, dtype=torch.int64) * step
     step_start = start[:, None] + offsets[None, :]
     step_end = torch.minimum(step_start + step, end[:, None])
