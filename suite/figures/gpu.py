@@ -6,7 +6,7 @@ writes ``microbench.md`` / ``.csv``, ``ratios.png``, ``alignment.png`` and ``pci
 * **cold rows**: the gather kernel alone (``CombinedTensor.launch_kernel`` into a preallocated output) over random
   rows of a host table, in useful bytes/s, against pinned ``cudaMemcpy`` host-to-device of the same bytes (goal
   >= 0.90 for rows of 512 B and more) and against the sequential zero-copy read ceiling of ``suite.measure.ceilings``
-  (goal >= 0.95); rows of 128 to 4096 B, fp32 and fp16, every kernel variant (``tiering.features.zero_copy.VARIANTS``);
+  (goal >= 0.95); rows of 128 to 4096 B, fp32 and fp16, every kernel variant (``tiering.features.addressing.VARIANTS``);
 * **hot rows**: the same kernel with every row in GPU memory against ``torch.index_select`` on the device tensor
   into a preallocated output (goal >= 1.0), and as a share of the device-to-device copy bandwidth;
 * **full gather**: ``loader.gather`` (host range check, traffic model, statistics) of the default variant, in rows
@@ -47,10 +47,10 @@ from suite.io.provenance import caption, provenance
 from suite.measure.ceilings import measure_ceilings
 from suite.measure.pcie import PCIeCounter
 from suite.measure.timing import best_cuda_seconds
+from tiering.features.addressing import VARIANTS
 from tiering.features.combined import CombinedTensor
 from tiering.features.zero_copy import (
     DEFAULT_VARIANT,
-    VARIANTS,
     register_host_memory,
     unregister_host_memory,
 )

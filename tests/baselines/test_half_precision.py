@@ -15,11 +15,11 @@ from baselines.uva import UVALoader
 from suite.registry import LOADERS, create_loader
 from tests.gloo import run_gloo
 from tests.tables import bits, table_at
+from tiering.features.addressing import VARIANTS
 from tiering.features.combined import CombinedTensor
 from tiering.features.multi_gpu import MultiGPUCombinedTensor
 from tiering.features.placement import plan_placement
 from tiering.features.traffic import dma_traffic, zero_copy_traffic
-from tiering.features.zero_copy import VARIANTS
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 N = 300

@@ -10,9 +10,9 @@ from suite.datasets.reordered import load_reordered
 from suite.measure.pcie import PCIeCounter
 from suite.registry import LOADERS, create_loader
 from tests.tables import table_at
+from tiering.features.addressing import VARIANTS
 from tiering.features.combined import CombinedTensor, HotTierTooLarge
 from tiering.features.traffic import dma_traffic, zero_copy_traffic
-from tiering.features.zero_copy import VARIANTS
 
 
 @pytest.fixture(scope="module")

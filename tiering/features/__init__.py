@@ -3,8 +3,11 @@
 * ``loader``: ``FeatureLoader`` (``gather(ids)``, ``stats()``) and its counters;
 * ``combined``: ``CombinedTensor``, hot rows in GPU memory and cold rows read
   from pinned host memory by zero-copy, in one gather (data tiering §4.1);
-* ``zero_copy``: the one-launch gather kernel and in-place host pinning
-  (PyTorch-Direct §3);
+* ``zero_copy``: the one-launch gather kernel (its CUDA source is
+  ``zero_copy.cu``) and in-place host pinning (PyTorch-Direct §3);
+* ``addressing``: which bytes of a row the kernel's warp reads in each step,
+  per variant (PyTorch-Direct §3.2.1), defined once for the kernel's tests
+  and the traffic model;
 * ``traffic``: the exact PCIe traffic model of what a gather reads;
 * ``placement`` / ``multi_gpu``: replicated, interleaved and host tiers over
   several GPUs, and the gather that reads them all (data tiering §4.2).

@@ -34,10 +34,11 @@ import threading
 
 import torch
 
+from tiering.features.addressing import LINE, check_variant
 from tiering.features.loader import FeatureLoader
-from tiering.features.traffic import LINE, zero_copy_traffic_tensors
-from tiering.features.zero_copy import (DEFAULT_VARIANT, check_table_dtype, check_variant, launch_gather, mapped_pointer,
-                        register_host_memory, unregister_host_memory)
+from tiering.features.traffic import zero_copy_traffic_tensors
+from tiering.features.zero_copy import (DEFAULT_VARIANT, check_table_dtype, launch_gather, mapped_pointer,
+                                        register_host_memory, unregister_host_memory)
 
 
 def check_host_features(features: torch.Tensor, why: str) -> None:
@@ -115,7 +116,7 @@ class CombinedTensor(FeatureLoader):
         pinned in place
     hot_rows : H, rows kept in GPU memory (0 gives plain zero-copy, the UVA baseline)
     device : the training device
-    variant : the gather kernel's access pattern, one of ``tiering.features.zero_copy.VARIANTS``
+    variant : the gather kernel's access pattern, one of ``tiering.features.addressing.VARIANTS``
     max_blocks : cap on the gather kernel's grid, to leave SMs to training (seeds/004 §3.2.2)
     read_only : register the host memory read-only (for read-only memory-mapped files)
 

@@ -96,12 +96,13 @@ import uuid
 import torch
 import torch.distributed as dist
 
+from tiering.features.addressing import LINE, check_variant
 from tiering.features.combined import DeviceCounters, check_host_features
 from tiering.features.loader import FeatureLoader, LoaderStats
 from tiering.features.placement import INTERLEAVED, REPLICATED, Placement, locate, plan_placement, shard
-from tiering.features.traffic import LINE, zero_copy_traffic_tensors
-from tiering.features.zero_copy import (DEFAULT_VARIANT, check_variant, launch_gather, mapped_pointer, register_host_memory,
-                        unregister_host_memory)
+from tiering.features.traffic import zero_copy_traffic_tensors
+from tiering.features.zero_copy import (DEFAULT_VARIANT, launch_gather, mapped_pointer, register_host_memory,
+                                        unregister_host_memory)
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +223,7 @@ class MultiGPUCombinedTensor(FeatureLoader):
     group : the process group (default: the default group); gloo or NCCL
     peer_access : ``None`` maps every peer GPU this one can reach, ``False`` none
         ("one GPU + host"), ``True`` requires all and raises otherwise
-    variant : the gather kernel's access pattern, one of ``tiering.features.zero_copy.VARIANTS`` (seeds/004 §3.2.1)
+    variant : the gather kernel's access pattern, one of ``tiering.features.addressing.VARIANTS`` (seeds/004 §3.2.1)
     max_blocks : cap on the gather kernel's grid (seeds/004 §3.2.2)
     shm_dir : directory of the shared-memory files (a tmpfs)
 

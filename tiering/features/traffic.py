@@ -1,20 +1,25 @@
 """The PCIe traffic model: what reading rows of host memory costs, counted exactly (DESIGN.md, "Metrics").
 
 A GPU reads host memory by zero-copy in 32-byte sectors, grouped into
-requests of at most one 128-byte cache line (seeds/004 §3.2.1, Fig. 4).  A
-warp copying a row (``tiering.features.zero_copy``) issues, in each step, one request
-per 128-byte line its 32 lanes touch; a step covers 32 units of 2, 4 or 16
-bytes (``zero_copy.copy_unit``: 64, 128 or 512 bytes).  So the count depends
-on how the row's bytes line up and on the kernel variant:
+requests of at most one 128-byte cache line (PyTorch-Direct §3.2.1, Fig. 4).
+A warp copying a row issues, in each step, one request per 128-byte line its
+lanes touch and fetches each sector they touch; which bytes those are is
+``tiering.features.addressing``'s definition: steps of ``step_bytes`` (32
+units of ``copy_unit``'s 2, 4 or 16 bytes: 64, 128 or 512 bytes) from the
+``circular_shift``'s start.  Counted in closed form over a row's steps:
 
-* **aligned** (seeds/004's circular shift) and **wide**: the steps start on
-  the 128-byte line at or before the row, so a row costs exactly the sectors
-  it overlaps, and one request per line it overlaps (per 64-byte half line
-  where it moves in 2-byte units, each half being its own step);
-* **naive** (lane k of step s reads unit 32 s + k): each step starts where
-  the previous one ended, from the row's first byte, so a misaligned row pays
-  for up to two lines and five sectors per 128-byte step, and sectors at step
-  borders twice.
+* **aligned** and **wide** (the circular shift): the steps start on a
+  multiple of ``shift_window`` (the 128-byte line, or the 64-byte step of
+  2-byte units), so no step border splits a sector or a line: a row costs
+  exactly the sectors it overlaps, and one request per line it overlaps (per
+  64-byte half line where it moves in 2-byte units, each half being its own
+  step);
+* **naive** (no shift): each step starts where the previous one ended, from
+  the row's first byte, so a misaligned row pays for up to two lines and five
+  sectors per 128-byte step, and sectors at step borders twice.
+
+``tests/tiering/features/test_zero_copy_kernel.py`` holds these counts to the
+sectors and lines of ``addressing.warp_steps``' lane-by-lane accesses.
 
 Offsets are the rows' real byte offsets: ``base_offset + row * row_bytes``
 with ``base_offset`` the table's address modulo 128 (``data_ptr() % 128``:
@@ -39,10 +44,8 @@ from __future__ import annotations
 
 import torch
 
-from tiering.features.zero_copy import DEFAULT_VARIANT, WARP, check_variant, copy_unit
-
-SECTOR = 32
-LINE = 128
+from tiering.features.addressing import LINE, SECTOR, check_variant, copy_unit, shift_window, step_bytes
+from tiering.features.zero_copy import DEFAULT_VARIANT
 
 
 def _span(start: torch.Tensor, end: torch.Tensor, unit: int) -> torch.Tensor:
@@ -59,13 +62,15 @@ def _row_spans(rows: torch.Tensor, row_bytes: int, base_offset: int, variant: st
         raise ValueError(f"row_bytes must be positive, got {row_bytes}")
     if not 0 <= base_offset < LINE:
         raise ValueError(f"base_offset must be in [0, {LINE}), got {base_offset}")
-    step = WARP * copy_unit(variant, base_offset, row_bytes)
+    unit = copy_unit(variant, base_offset, row_bytes)  # every row's: start | row_bytes has these low 4 bits
+    step = step_bytes(unit)
     start = rows.to(torch.int64) * row_bytes + base_offset
     end = start + row_bytes
     if counted is not None:
         end = torch.where(counted, end, start)  # an uncounted row spans nothing
-    if variant != "naive":
-        return _span(start, end, SECTOR) * SECTOR, _span(start, end, min(step, LINE))
+    if variant != "naive":  # circularly shifted: every step starts on a multiple of shift_window(unit)
+        return _span(start, end, SECTOR) * SECTOR, _span(start, end, shift_window(unit))
+    # naive: the steps start at the row's first byte
     offsets = torch.arange(-(-row_bytes // step), device=rows.device, dtype=torch.int64) * step
     step_start = start[:, None] + offsets[None, :]
     step_end = torch.minimum(step_start + step, end[:, None])

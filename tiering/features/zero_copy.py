@@ -23,24 +23,20 @@ range-checked on the host before launch; the kernel still skips any id
 outside [0, num_rows) so it can never read past the mapping.
 
 It copies bytes, so float32, float16 and bfloat16 tables share it: a row is
-``D * element_size`` bytes, moved in *units* of 16, 4 or 2 bytes, the widest
-that the row's source and destination addresses, the row size and the variant
-allow (``copy_unit``; fp16 rows of odd D move in 2-byte units).  Warp step s
-of a row covers 32 units.  The variants (seeds/004 §3.2.1, Fig. 8):
+``D * element_size`` bytes.  Which bytes each lane reads in each warp step,
+per variant (``naive``, ``aligned`` by the circular shift of
+PyTorch-Direct §3.2.1, and ``wide`` 16-byte vector loads, four per lane in flight: hot-tier
+rows in HBM gain most, where one 4-byte load per lane in flight is enough for
+PCIe but latency-bound on HBM), is defined once in
+``tiering.features.addressing``; the traffic model counts from it.
 
-* ``naive``: lane k of step s reads unit 32 s + k, so each step starts where
-  the row starts and straddles two 128-byte lines whenever the row is
-  misaligned (units of at most 4 bytes: seeds/004's naive zero-copy);
-* ``aligned``: the circular shift of seeds/004 §3.2.1: the warp starts at the
-  128-byte line at or before the row's first byte (the 64-byte half line for
-  2-byte units, whose steps span 64 bytes), lanes before the row idle, so each
-  step reads within one line (units of at most 4 bytes);
-* ``wide``: 16-byte vector loads, four per lane in flight before the stores,
-  steps of 512 bytes still starting on a 128-byte line, so its PCIe traffic is
-  that of ``aligned``; rows whose start or size is not a multiple of 16 bytes
-  are copied exactly as ``aligned`` copies them.  Hot-tier rows in HBM gain
-  most: one 4-byte load per lane in flight is enough for PCIe but
-  latency-bound on HBM.
+The kernel's source is the file ``zero_copy.cu`` beside this module, shipped
+as package data and read through ``importlib.resources`` at the first
+launch: a real .cu file compiles as it is with nvcc, so the tests build it for
+sm_90 to check for register spills, and build it for the host to run each
+lane's copy of a row and hold it to ``addressing.warp_steps``, all without a
+GPU.  It re-states the addressing in C++ (its constants, ``copy_unit``,
+``circular_shift``, ``copy_row``); those tests are what keep the two in step.
 
 Pinning in place: ``register_host_memory`` calls ``cudaHostRegister`` on the
 tensor's existing pages (shared memory and memory-mapped files included, where
@@ -63,99 +59,18 @@ Figure 11).
 from __future__ import annotations
 
 import functools
+from importlib import resources
 
 import torch
 
+from tiering.features.addressing import VARIANTS, WARP, check_variant
 from tiering.graph.csr import CSRGraph
 
-VARIANTS = ("naive", "aligned", "wide")
 DEFAULT_VARIANT = "aligned"
 TABLE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-WARP = 32
-UNROLL = 4  # the wide variant's loads in flight per lane
-
-_CONSTANTS = "".join(f"constexpr int {name.upper()} = {i};\n" for i, name in enumerate(VARIANTS))
-_SOURCE = _CONSTANTS + f"constexpr int UNROLL = {UNROLL};\n" + r"""
-// Warp step s: lane k copies unit 32 s - shift + k where it falls in [0, units).  shift 0 is the naive pattern;
-// shift = the units from the 128-byte line (64-byte half line for 2-byte units) at or before src to src is the
-// circular shift, so each step reads within one line.
-template <typename Unit>
-__device__ __forceinline__ void copy_row(const unsigned char* src, unsigned char* dst, int units, int shift, int lane)
-{
-    const Unit* from = reinterpret_cast<const Unit*>(src);
-    Unit* to = reinterpret_cast<Unit*>(dst);
-    for (int base = -shift; base < units; base += 32) {
-        const int j = base + lane;
-        if (j >= 0 && j < units) to[j] = from[j];
-    }
-}
-
-// 16-byte units, circularly shifted, UNROLL loads in flight per lane before the stores: iteration t issues the
-// steps UNROLL t .. UNROLL t + UNROLL - 1 of copy_row's pattern.
-__device__ __forceinline__ void copy_row_wide(const unsigned char* src, unsigned char* dst, int units, int shift,
-                                              int lane)
-{
-    const uint4* from = reinterpret_cast<const uint4*>(src);
-    uint4* to = reinterpret_cast<uint4*>(dst);
-    for (int base = -shift; base < units; base += 32 * UNROLL) {
-        uint4 staged[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int j = base + 32 * u + lane;
-            if (j >= 0 && j < units) staged[u] = from[j];
-        }
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int j = base + 32 * u + lane;
-            if (j >= 0 && j < units) to[j] = staged[u];
-        }
-    }
-}
-
-template <int VARIANT>
-__global__ void gather_rows(
-    const unsigned char* const* __restrict__ gpu_tiers, const unsigned char* __restrict__ host,
-    const long long* __restrict__ ids, unsigned char* __restrict__ out, long long num_ids, long long num_rows,
-    long long replicated, long long host_start, long long host_from, int gpus, int rank, long long row_bytes)
-{
-    static_assert(VARIANT == NAIVE || VARIANT == ALIGNED || VARIANT == WIDE, "one of the variants");
-    const int lane = threadIdx.x & 31;
-    const long long warps_per_block = blockDim.x >> 5;
-    const long long first = (long long)blockIdx.x * warps_per_block + (threadIdx.x >> 5);
-    const long long stride = (long long)gridDim.x * warps_per_block;
-    for (long long i = first; i < num_ids; i += stride) {
-        const long long row = ids[i];
-        if (row < 0 || row >= num_rows) continue;  // checked on the host; never read past a mapping
-        const unsigned char* src;
-        if (row < replicated) {
-            src = gpu_tiers[rank] + row * row_bytes;
-        } else if (row < host_start) {
-            const long long shifted = row - replicated;
-            const unsigned char* owner = gpu_tiers[shifted % gpus];  // null: out of reach, read the host copy
-            src = owner != nullptr ? owner + (replicated + shifted / gpus) * row_bytes
-                                   : host + (row - host_from) * row_bytes;
-        } else {
-            src = host + (row - host_from) * row_bytes;
-        }
-        unsigned char* dst = out + i * row_bytes;
-        // the widest unit dividing both addresses and the row size; the circular shift counts units back to
-        // the 128-byte line at or before src (seeds/004 §3.2.1)
-        const unsigned long long bits =
-            (unsigned long long)src | (unsigned long long)dst | (unsigned long long)row_bytes;
-        const int line_offset = (int)((unsigned long long)src & 127ULL);
-        if (VARIANT == WIDE && (bits & 15ULL) == 0) {
-            copy_row_wide(src, dst, (int)(row_bytes >> 4), line_offset >> 4, lane);
-        } else if ((bits & 3ULL) == 0) {
-            copy_row<unsigned int>(src, dst, (int)(row_bytes >> 2), VARIANT == NAIVE ? 0 : line_offset >> 2, lane);
-        } else {  // 2-byte units: a step spans 64 bytes, so the shift is to the half line
-            copy_row<unsigned short>(src, dst, (int)(row_bytes >> 1), VARIANT == NAIVE ? 0 : (line_offset & 63) >> 1,
-                                     lane);
-        }
-    }
-}
-"""
-
+SOURCE = "zero_copy.cu"  # package data of tiering.features
 KERNEL_NAMES = {variant: f"gather_rows<{i}>" for i, variant in enumerate(VARIANTS)}  # NVRTC name expressions
+COMPILE_OPTIONS = ("--std=c++17",)
 
 REGISTER_PORTABLE = 1
 REGISTER_MAPPED = 2
@@ -164,33 +79,21 @@ DEV_ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91  # cudaDevAttrCanUseHostPo
 MEMORY_TYPE_HOST = 1  # cudaMemoryTypeHost: cudaPointerGetAttributes' type for page-locked host memory
 
 
-def check_variant(variant: str) -> None:
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown gather kernel variant {variant!r}; choose one of {', '.join(VARIANTS)}")
-
-
 def check_table_dtype(dtype: torch.dtype) -> None:
     if dtype not in TABLE_DTYPES:
         raise TypeError(f"feature tables must be float32, float16 or bfloat16, got {dtype}")
 
 
-def copy_unit(variant: str, address: int, row_bytes: int) -> int:
-    """The unit in bytes the kernel copies a row at ``address`` with, into a 16-byte aligned destination row.
-
-    As the kernel chooses it: 16 for ``wide`` where address and row size are
-    multiples of 16, else 4 where they are multiples of 4, else 2.
-    """
-    bits = address | row_bytes
-    if variant == "wide" and bits % 16 == 0:
-        return 16
-    return 4 if bits % 4 == 0 else 2
+def kernel_source() -> str:
+    """The CUDA C++ source of the gather kernel, read from the package (``importlib.resources``)."""
+    return resources.files(__package__).joinpath(SOURCE).read_text(encoding="utf-8")
 
 
 @functools.lru_cache(maxsize=None)
 def _module():
     import cupy
 
-    return cupy.RawModule(code=_SOURCE, options=("--std=c++17",), name_expressions=tuple(KERNEL_NAMES.values()))
+    return cupy.RawModule(code=kernel_source(), options=COMPILE_OPTIONS, name_expressions=tuple(KERNEL_NAMES.values()))
 
 
 @functools.lru_cache(maxsize=None)

@@ -9,7 +9,8 @@ import torch
 from suite.datasets.host_copy import page_aligned_empty
 from suite.figures import gpu as gpu_bench
 from suite.figures.gpu import Config
-from tiering.features.zero_copy import DEFAULT_VARIANT, VARIANTS
+from tiering.features.addressing import VARIANTS
+from tiering.features.zero_copy import DEFAULT_VARIANT
 
 CEILINGS = {"h2d_memcpy_bytes_per_s": 50e9, "zero_copy_read_bytes_per_s": 40e9, "d2d_copy_bytes_per_s": 1500e9,
             "buffer_bytes": 512 << 20}

@@ -1,32 +1,47 @@
-"""The zero-copy gather kernel: it compiles without spills, its per-lane addressing copies every byte once and
-touches exactly what the traffic model counts, its host calls go through CuPy as intended, and on a GPU every
-variant is bit-exact against the CPU reference in every table dtype and at every offset."""
+"""The zero-copy gather kernel: its source ships with the package and compiles without spills, its per-lane
+addressing (``tiering.features.addressing``) copies every byte once and touches exactly what the traffic model
+counts, the .cu source compiled for the host copies exactly what that addressing says, lane by lane, its host calls
+go through CuPy as intended, and on a GPU every variant is bit-exact against the CPU reference in every table dtype
+and at every offset."""
 
 import contextlib
+import importlib.resources
 import re
 import shutil
 import subprocess
+import tomllib
 import types
+from pathlib import Path
 
 import pytest
 import torch
 
 from tests.tables import bits, table_at
 from tiering.features import combined, zero_copy
+from tiering.features.addressing import LINE, SECTOR, UNROLL, VARIANTS, WARP, copy_unit, warp_steps
 from tiering.features.combined import CombinedTensor, DeviceCounters
-from tiering.features.traffic import LINE, SECTOR, zero_copy_traffic
-from tiering.features.zero_copy import KERNEL_NAMES, UNROLL, VARIANTS, WARP, copy_unit
+from tiering.features.traffic import zero_copy_traffic
+from tiering.features.zero_copy import KERNEL_NAMES
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH")
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH")
+def test_the_kernel_source_ships_as_package_data():
+    source = importlib.resources.files("tiering.features").joinpath(zero_copy.SOURCE)
+    assert source.is_file() and zero_copy.kernel_source() == source.read_text(encoding="utf-8")
+    assert all(f"__global__ void {name.split('<')[0]}" in zero_copy.kernel_source() for name in KERNEL_NAMES.values())
+    pyproject = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())
+    assert zero_copy.SOURCE in pyproject["tool"]["setuptools"]["package-data"]["tiering.features"]
+
+
+@needs_nvcc
 def test_every_kernel_instantiation_compiles_for_sm90_without_spills(tmp_path):
-    # the module's own source, with each name expression instantiated as NVRTC instantiates it
+    # the package's source, with each name expression instantiated as NVRTC instantiates it
     source = tmp_path / "gather.cu"
-    source.write_text(zero_copy._SOURCE + "extern void* const instantiated[];\nvoid* const instantiated[] = {"
+    source.write_text(zero_copy.kernel_source() + "extern void* const instantiated[];\nvoid* const instantiated[] = {"
                       + ", ".join(f"(void*){name}" for name in KERNEL_NAMES.values()) + "};\n")
-    result = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "--resource-usage", "-c", str(source),
+    result = subprocess.run(["nvcc", *zero_copy.COMPILE_OPTIONS, "-arch=sm_90", "--resource-usage", "-c", str(source),
                              "-o", str(tmp_path / "gather.o")], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     usage = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads",
@@ -35,30 +50,85 @@ def test_every_kernel_instantiation_compiles_for_sm90_without_spills(tmp_path):
     assert all(frame == stores == loads == "0" for frame, stores, loads in usage), usage
 
 
-def warp_steps(variant: str, src: int, dst: int, row_bytes: int) -> list[list[tuple[int, int, int]]]:
-    """The kernel's copy of one row, step by step: for each warp load, (source, destination, unit) per active lane.
-
-    Mirrors ``gather_rows``: the unit test on ``src | dst | row_bytes``, the
-    circular shift (units back to the 128-byte line, or 64-byte half line for
-    2-byte units, at or before ``src``; 0 for naive), lane k of step s on unit
-    32 s - shift + k, and the wide variant's UNROLL steps per iteration.
-    """
-    unit_bits = src | dst | row_bytes
-    if variant == "wide" and unit_bits % 16 == 0:
-        unit, per_iteration = 16, UNROLL
-    else:
-        unit, per_iteration = (4 if unit_bits % 4 == 0 else 2), 1
-    units = row_bytes // unit
-    shift = 0 if variant == "naive" else (src % min(LINE, WARP * unit)) // unit
-    steps = []
-    for base in range(-shift, units, WARP * per_iteration):
-        for u in range(per_iteration):
-            lanes = (base + WARP * u + lane for lane in range(WARP))
-            steps.append([(src + j * unit, dst + j * unit, unit) for j in lanes if 0 <= j < units])
-    return steps
-
-
 ROW_BYTES = (2, 6, 14, 30, 64, 100, 126, 128, 144, 400, 512, 516, 1028, 2050, 4144)
+
+# Runs the kernel source's per-lane copy (copy_row_lane) on the host: for each case read from stdin (variant, source
+# and destination offsets from 128-byte aligned buffers, row bytes), the unit, then for each lane the destination
+# units it wrote ("offset:width ..."), and whether each written byte is the source's.
+LANE_HARNESS = r"""
+#include <cstdio>
+#include <cstring>
+#include SOURCE
+
+alignas(128) static unsigned char source[1 << 15];
+alignas(128) static unsigned char target[1 << 15];
+
+template <int VARIANT>
+void run(int src_offset, int dst_offset, long long row_bytes)
+{
+    const unsigned char* src = source + src_offset;
+    unsigned char* dst = target + dst_offset;
+    printf("unit %d\n", copy_unit<VARIANT>(src, dst, row_bytes));
+    for (int lane = 0; lane < WARP; ++lane) {
+        memset(dst, 0, row_bytes);
+        copy_row_lane<VARIANT>(src, dst, row_bytes, lane);
+        bool exact = true;
+        printf("lane %d", lane);
+        for (long long b = 0; b < row_bytes;) {
+            if (dst[b] == 0) { ++b; continue; }
+            long long e = b;
+            while (e < row_bytes && dst[e] != 0) { exact = exact && dst[e] == src[e]; ++e; }
+            printf(" %lld:%lld", b, e - b);
+            b = e;
+        }
+        printf(exact ? " exact\n" : " wrong\n");
+    }
+}
+
+int main()
+{
+    printf("constants %d %d %d %d %d %d\n", NAIVE, ALIGNED, WIDE, WARP, LINE, UNROLL);
+    for (int i = 0; i < (int)sizeof source; ++i) source[i] = (unsigned char)(i % 251 + 1);  // never 0
+    int variant, src_offset, dst_offset;
+    long long row_bytes;
+    while (scanf("%d %d %d %lld", &variant, &src_offset, &dst_offset, &row_bytes) == 4) {
+        if (variant == NAIVE) run<NAIVE>(src_offset, dst_offset, row_bytes);
+        if (variant == ALIGNED) run<ALIGNED>(src_offset, dst_offset, row_bytes);
+        if (variant == WIDE) run<WIDE>(src_offset, dst_offset, row_bytes);
+    }
+}
+"""
+
+
+def lane_units(steps, dst: int) -> list[list[tuple[int, int]]]:
+    """Per lane, the (destination offset, width) of each unit it copies, in order."""
+    lanes = [[] for _ in range(WARP)]
+    for step in steps:
+        for access in step:
+            lanes[access.lane].append((access.dst - dst, access.width))
+    return lanes
+
+
+@needs_nvcc
+def test_the_kernel_source_copies_what_the_addressing_defines_lane_by_lane(tmp_path):
+    harness = tmp_path / "lanes.cu"
+    harness.write_text(LANE_HARNESS.replace("SOURCE", f'"{importlib.resources.files("tiering.features") / zero_copy.SOURCE}"'))
+    build = subprocess.run(["nvcc", *zero_copy.COMPILE_OPTIONS, str(harness), "-o", str(tmp_path / "lanes")],
+                           capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr
+    cases = [(variant, offset + row * row_bytes, row * row_bytes, row_bytes) for variant in VARIANTS
+             for row_bytes in ROW_BYTES for offset in range(0, LINE, 2) for row in (0, 1, 3)]
+    stdin = "".join(f"{VARIANTS.index(v)} {src} {dst} {n}\n" for v, src, dst, n in cases)
+    run = subprocess.run([str(tmp_path / "lanes")], input=stdin, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    lines = iter(run.stdout.splitlines())
+    assert next(lines).split()[1:] == [str(i) for i in range(len(VARIANTS))] + [str(WARP), str(LINE), str(UNROLL)]
+    for variant, src, dst, row_bytes in cases:
+        assert next(lines) == f"unit {copy_unit(variant, src, row_bytes, dst)}", (variant, src, dst, row_bytes)
+        for lane, units in enumerate(lane_units(warp_steps(variant, src, dst, row_bytes), dst)):
+            assert next(lines) == " ".join([f"lane {lane}", *(f"{o}:{w}" for o, w in units), "exact"]), (
+                variant, src, dst, row_bytes, lane)
+    assert next(lines, None) is None
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -68,20 +138,20 @@ def test_each_lane_copies_its_bytes_once_and_touches_what_the_model_counts(varia
         for row in (0, 1, 3):
             src, dst = offset + row * row_bytes, row * row_bytes  # the output starts 16-byte aligned
             steps = warp_steps(variant, src, dst, row_bytes)
-            assert steps[0][0][2] == copy_unit(variant, offset, row_bytes)
-            copied = [(s - src + k, d - dst + k) for step in steps for s, d, unit in step for k in range(unit)]
+            assert steps[0][0].width == copy_unit(variant, offset, row_bytes)
+            copied = [(a.src - src + k, a.dst - dst + k) for step in steps for a in step for k in range(a.width)]
             assert sorted(copied) == [(b, b) for b in range(row_bytes)], (offset, row)  # each byte once, in place
-            sectors = sum(len({(s + k) // SECTOR for s, _, unit in step for k in range(unit)}) for step in steps)
-            lines = sum(len({(s + k) // LINE for s, _, unit in step for k in range(unit)}) for step in steps)
+            sectors = sum(len({(a.src + k) // SECTOR for a in step for k in range(a.width)}) for step in steps)
+            lines = sum(len({(a.src + k) // LINE for a in step for k in range(a.width)}) for step in steps)
             model = zero_copy_traffic(torch.tensor([row]), row_bytes, offset, variant)
             assert model == (sectors * SECTOR, lines), (offset, row)
 
 
 def test_wide_loads_four_steps_of_whole_lines_per_iteration():
     steps = warp_steps("wide", 64, 0, 4096)  # 256 units of 16 bytes, shifted back 4 units to the line
-    assert len(steps) == 3 * UNROLL and all(unit == 16 for step in steps for _, _, unit in step)
+    assert len(steps) == 3 * UNROLL and all(a.width == 16 for step in steps for a in step)
     assert [len(step) for step in steps[:UNROLL]] == [28, 32, 32, 32]  # the 4 lanes before the row idle
-    assert [s % LINE for s, _, _ in steps[1][::8]] == [0, 0, 0, 0]  # each 8 lanes read one whole line
+    assert [a.src % LINE for a in steps[1][::8]] == [0, 0, 0, 0]  # each 8 lanes read one whole line
 
 
 def test_rows_that_are_not_16_byte_multiples_fall_back_to_the_aligned_copy():
