@@ -463,7 +463,7 @@ def _cmd_report(args) -> int:
             raise ValueError("--figure 7 or 9 needs --dataset")
         print(f"wrote {replot_figure(args.out or f'results/profile/{args.dataset}', int(args.figure), args.dataset)}")
         return 0
-    from suite.sweep.report import write_report
+    from suite.figures import write_report
 
     if not args.experiment:
         raise ValueError("give --experiment (a sweep's name) or --figure 7|9 with --dataset")
