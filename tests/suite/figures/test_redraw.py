@@ -85,3 +85,35 @@ def test_a_committed_figure_is_drawn_again_from_its_committed_records(records, f
             assert (drawn != kept) if out in STALE else (drawn == kept), f"{out}/{name}"
         if name.endswith(".png"):
             assert (tmp_path / out / name).read_bytes()[:4] == b"\x89PNG"
+
+
+UNREDRAWABLE = [
+    (f"results/profile/{name}/fig{figure}-curves.csv", f"fig{figure}") for name in ("papers-s", "products-s")
+    for figure in (7, 9)
+]
+"""Committed records a figure cannot be drawn from: the reuse curves were committed without the facts of their
+measurement (``figK-curves.json``: the command, the dataset's sizes, the batch and the footprint), which
+``tierbench profile`` writes beside them from now on.  Measured again, they move to ``REDRAWN``."""
+
+
+@pytest.mark.parametrize(("records", "figure"), UNREDRAWABLE, ids=[records for records, _ in UNREDRAWABLE])
+def test_committed_records_without_their_facts_are_refused_naming_what_is_missing(records, figure, tmp_path):
+    module = importlib.import_module(f"suite.figures.{figure}")
+    with pytest.raises(ValueError, match=r"-curves\.json does not exist"):
+        module.render(REPO / records, tmp_path)
+
+
+@pytest.mark.parametrize("figure", [7, 9])
+def test_a_reuse_figure_is_drawn_again_from_what_tierbench_profile_recorded(figure, tiny, tmp_path, monkeypatch):
+    import suite.experiments.reuse as reuse
+    from suite.cli import main
+
+    measured = tmp_path / "measured"
+    assert main(["profile", "--dataset", "tiny", "--figure", str(figure), "--out", str(measured), "-q"]) == 0
+    for name in ("measure", "measure_scorers", "measure_depths", "access_counts", "open_run"):
+        monkeypatch.setattr(reuse, name, lambda *args, **kwargs: pytest.fail("a figure measured"))
+    module = importlib.import_module(f"suite.figures.fig{figure}")
+    drawn = module.render(measured / f"fig{figure}-curves.csv", tmp_path / "drawn")
+    assert [path.name for path in drawn] == [f"fig{figure}.md", f"fig{figure}.csv", f"fig{figure}.png"]
+    for name in (f"fig{figure}.md", f"fig{figure}.csv"):
+        assert (tmp_path / "drawn" / name).read_text() == (measured / name).read_text()
