@@ -281,15 +281,16 @@ def _cmd_profile(args) -> int:
 
 
 def _cmd_policies(args) -> int:
-    from suite.figures.policies import policies_report
+    from suite.experiments.policies import measure
+    from suite.figures import policies
 
-    out = args.out or f"results/policies/{args.dataset}"
-    paths = policies_report(
+    out = Path(args.out or f"results/policies/{args.dataset}")
+    records = measure(
         args.dataset, out, epochs=args.epochs, presample_epochs=args.presample_epochs, fanouts=args.fanout,
         batch_size=args.batch_size, regime=args.regime, seed=args.seed, trace_dir=args.trace_dir,
         ogb_root=args.ogb_root, progress=not args.quiet,
     )
-    _show(paths)
+    _show([*policies.render(records, out), records])
     return 0
 
 

@@ -90,16 +90,17 @@ def test_a_committed_figure_is_drawn_again_from_its_committed_records(records, f
 UNREDRAWABLE = [
     (f"results/profile/{name}/fig{figure}-curves.csv", f"fig{figure}") for name in ("papers-s", "products-s")
     for figure in (7, 9)
-]
+] + [(f"results/policies/{name}/policies-epochs.csv", "policies") for name in ("papers-s", "products-s")]
 """Committed records a figure cannot be drawn from: the reuse curves were committed without the facts of their
-measurement (``figK-curves.json``: the command, the dataset's sizes, the batch and the footprint), which
-``tierbench profile`` writes beside them from now on.  Measured again, they move to ``REDRAWN``."""
+measurement (``figK-curves.json``: the command, the dataset's sizes, the batch and the footprint), and the policy
+replays without theirs (``policies-epochs.json``: the command, the trace, the row size, the replay speeds); ``tierbench
+profile`` and ``tierbench policies`` write them beside their records from now on.  Measured again, they move to ``REDRAWN``."""
 
 
 @pytest.mark.parametrize(("records", "figure"), UNREDRAWABLE, ids=[records for records, _ in UNREDRAWABLE])
 def test_committed_records_without_their_facts_are_refused_naming_what_is_missing(records, figure, tmp_path):
     module = importlib.import_module(f"suite.figures.{figure}")
-    with pytest.raises(ValueError, match=r"-curves\.json does not exist"):
+    with pytest.raises(ValueError, match=r"\.json does not exist"):
         module.render(REPO / records, tmp_path)
 
 
@@ -116,4 +117,18 @@ def test_a_reuse_figure_is_drawn_again_from_what_tierbench_profile_recorded(figu
     drawn = module.render(measured / f"fig{figure}-curves.csv", tmp_path / "drawn")
     assert [path.name for path in drawn] == [f"fig{figure}.md", f"fig{figure}.csv", f"fig{figure}.png"]
     for name in (f"fig{figure}.md", f"fig{figure}.csv"):
+        assert (tmp_path / "drawn" / name).read_text() == (measured / name).read_text()
+
+
+def test_the_policies_figure_is_drawn_again_from_what_tierbench_policies_recorded(tiny, tmp_path, monkeypatch):
+    import suite.experiments.policies as experiment
+    from suite.cli import main
+    from suite.figures import policies
+
+    measured = tmp_path / "measured"
+    assert main(["policies", "--dataset", "tiny", "--out", str(measured), "-q"]) == 0
+    monkeypatch.setattr(experiment, "measure", lambda *args, **kwargs: pytest.fail("a figure measured"))
+    drawn = policies.render(measured / "policies-epochs.csv", tmp_path / "drawn")
+    assert [path.name for path in drawn] == ["policies.md", "policies.csv", "policies.png"]
+    for name in ("policies.md", "policies.csv"):
         assert (tmp_path / "drawn" / name).read_text() == (measured / name).read_text()
