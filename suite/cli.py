@@ -33,6 +33,7 @@ import logging
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import torch
@@ -266,27 +267,30 @@ def _show(paths) -> None:
 
 
 def _cmd_profile(args) -> int:
-    from suite.figures.profile import profile_figure
+    from suite.experiments.reuse import measure
+    from suite.figures import PROFILE_FIGURES
 
-    out = args.out or f"results/profile/{args.dataset}"
-    paths = profile_figure(
+    out = Path(args.out or f"results/profile/{args.dataset}")
+    curves = measure(
         args.dataset, args.figure, out, fanouts=args.fanout, epochs=args.epochs, batch_size=args.batch_size,
         regime=args.regime, seed=args.seed, ogb_root=args.ogb_root, progress=not args.quiet,
     )
-    _show(paths)
+    md, csv, png = PROFILE_FIGURES[args.figure].render(curves, out)
+    _show([md, csv, curves, png])
     return 0
 
 
 def _cmd_policies(args) -> int:
-    from suite.figures.policies import policies_report
+    from suite.experiments.policies import measure
+    from suite.figures import policies
 
-    out = args.out or f"results/policies/{args.dataset}"
-    paths = policies_report(
+    out = Path(args.out or f"results/policies/{args.dataset}")
+    records = measure(
         args.dataset, out, epochs=args.epochs, presample_epochs=args.presample_epochs, fanouts=args.fanout,
         batch_size=args.batch_size, regime=args.regime, seed=args.seed, trace_dir=args.trace_dir,
         ogb_root=args.ogb_root, progress=not args.quiet,
     )
-    _show(paths)
+    _show([*policies.render(records, out), records])
     return 0
 
 
@@ -457,13 +461,15 @@ def _cmd_run(args) -> int:
 
 def _cmd_report(args) -> int:
     if args.figure in ("7", "9"):
-        from suite.figures.profile import replot_figure
+        from suite.figures import PROFILE_FIGURES
 
         if not args.dataset:
             raise ValueError("--figure 7 or 9 needs --dataset")
-        print(f"wrote {replot_figure(args.out or f'results/profile/{args.dataset}', int(args.figure), args.dataset)}")
+        out = Path(args.out or f"results/profile/{args.dataset}")
+        for path in PROFILE_FIGURES[int(args.figure)].render(out / f"fig{args.figure}-curves.csv", out):
+            print(f"wrote {path}")
         return 0
-    from suite.sweep.report import write_report
+    from suite.figures import write_report
 
     if not args.experiment:
         raise ValueError("give --experiment (a sweep's name) or --figure 7|9 with --dataset")

@@ -1,30 +1,56 @@
-"""The paper's figures and the suite's other tables, one module each.
+"""The paper's figures and the suite's other tables, one module each: drawing only.
 
+Every module here draws what an experiment recorded, through one protocol::
+
+    render(records: Path, out: Path) -> list[Path]
+
+``records`` is the path of the records the figure draws (one file, or the
+directory its experiment wrote them into); ``out`` is the directory its
+tables (``.md``, ``.csv``) and figures (``.png``) go into; it returns the
+paths it wrote.  A module reads its records only through the experiment's
+reader (``suite.sweep.records.read_records`` for a sweep,
+``suite.experiments.<name>.read_records`` for the others), and never
+measures, trains or launches a process: what is measured is
+``suite.sweep`` and ``suite.experiments``, and each command of the command
+line measures first and then renders.  Where a table names the command
+that made it, the command is read back from the records (or derived from
+their path), so a figure drawn again from committed records is the one
+committed.
+
+* ``fig8`` / ``fig10`` / ``fig11`` / ``demo``: a sweep's epoch times, PCIe
+  traffic and multi-GPU tier (``tierbench run``, then ``tierbench report``:
+  ``write_report`` picks the module by ``SWEEP_FIGURES``; shared tables in
+  ``sweep_tables``);
 * ``fig7`` / ``fig9``: measured data reuse by scorer and by sampling depth
-  (``tierbench profile``; shared measurement in ``reuse``, dispatch by number
-  in ``profile``);
-* ``fig8`` / ``fig10`` / ``fig11``: the sweeps' epoch times, PCIe traffic and
-  multi-GPU tier (``tierbench run``, then ``tierbench report``, which
-  dispatches through ``SWEEP_FIGURES``; shared tables in ``sweep_tables``);
-* ``demo``: the main job's panels, loader by loader, in the paper's regime;
-* ``scorers``, ``datasets``, ``training``, ``gpu``: score concentration and
-  speed, dataset statistics, training epochs, GPU microbenchmarks;
-* ``policies`` / ``plan``: every placement policy against the optimum, and
-  the projected plan for a GPU memory budget (``suite.policies``).
-
-Each sweep figure module defines the predefined sweeps it reports
-(``EXPERIMENTS``); ``EXPERIMENTS`` here is all of them, the sweeps
-``tierbench run --experiment NAME`` knows.  A sweep's ``fanouts=None`` takes
-each dataset's training fanouts (``suite.datasets.regime.default_fanouts``), and
-a sweep's batch is its regime's (``regime``, default ``paper``).
+  (``tierbench profile``; measured by ``suite.experiments.reuse``, by number
+  in ``PROFILE_FIGURES``; their tables' shared opening in ``profile``);
+* ``policies``: every placement policy against the optimum
+  (``tierbench policies``; replayed by ``suite.experiments.policies``);
+* ``datasets``, ``training``: dataset statistics and training epochs;
+* ``scorers``, ``build_cost``, ``plan``, ``disk``, ``sar``,
+  ``bucket_training``, ``bucket_orders``, ``gpu``: score concentration and
+  speed, what building a dataset costs, the projected plan for a GPU memory
+  budget, the disk tier, SAR, Marius's buckets and GPU microbenchmarks.
 """
 
 from __future__ import annotations
 
-from suite.figures import demo, fig8, fig10, fig11
+from pathlib import Path
 
-EXPERIMENTS = {**demo.EXPERIMENTS, **fig8.EXPERIMENTS, **fig10.EXPERIMENTS, **fig11.EXPERIMENTS}
-"""Every predefined sweep by name: demo, fig8, pipeline, fig10, fig11."""
+from suite.figures import demo, fig7, fig8, fig9, fig10, fig11
+from suite.sweep.records import records_path
 
-SWEEP_FIGURES = {"demo": demo.render, "fig8": fig8.render, "fig10": fig10.render, "fig11": fig11.render}
+SWEEP_FIGURES = {"demo": demo, "fig8": fig8, "fig10": fig10, "fig11": fig11}
 """The figures ``tierbench report`` draws from a sweep's records, by the name ``--figure`` spells with its number."""
+
+PROFILE_FIGURES = {7: fig7, 9: fig9}
+"""The figures of measured reuse (``tierbench profile``) by number."""
+
+
+def write_report(experiment: str, runs_dir="results/runs", out_dir=None, figure: str | None = None) -> list[Path]:
+    """Tables and figures for ``experiment``'s records in ``runs_dir`` (``tierbench report``), into ``out_dir``
+    (default ``results/<experiment>``); ``figure`` picks fig8, fig10 or fig11 (default by name: a predefined sweep
+    named after a figure gets that figure, the demo its own, any other Figure 8)."""
+    figure = figure or (experiment if experiment in SWEEP_FIGURES else "fig8")
+    out = Path(out_dir or f"results/{experiment}")
+    return SWEEP_FIGURES[figure].render(records_path(runs_dir, experiment), out)

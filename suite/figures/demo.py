@@ -32,11 +32,6 @@ from suite.io.provenance import caption
 from suite.measure.ceilings import newest_gpu_profile
 from suite.registry import LOADERS
 
-EXPERIMENTS = {
-    "demo": dict(datasets=["papers-xs"], loaders=["cpu-gather", "uva", "degree-cache", "tiered"],
-                 hot_fractions=[0.1, 0.25], fanouts=[None], epochs=1, warmup=0, regime="paper"),
-}
-"""The demo's sweep: the paper's baselines and data tiering at 10% and 25% hot on a papers-like graph."""
 
 MACHINES = Path("results/machines")
 """Where ``tierbench doctor`` writes machine profiles; the newest GPU profile with ceilings gives the projection."""
@@ -48,8 +43,14 @@ def _bar(row) -> str:
     return f"{row['loader']}{hot}"
 
 
-def render(records: pd.DataFrame, out_dir, command: str, machines=MACHINES) -> list[Path]:
-    """Write ``demo.md``, ``demo.csv`` and ``demo.png`` into ``out_dir`` from the demo's ``records``."""
+def render(records: Path, out: Path, machines=MACHINES) -> list[Path]:
+    """Write ``demo.md``, ``demo.csv`` and ``demo.png`` into ``out`` from the sweep records at ``records``; the
+    projection takes the newest GPU profile in ``machines``."""
+    return draw(tables.read_sweep(records), out, tables.report_command(records, out, None), machines)
+
+
+def draw(records: pd.DataFrame, out_dir, command: str, machines=MACHINES) -> list[Path]:
+    """Write the demo's files into ``out_dir`` from its ``records``, citing ``command`` as what made them."""
     plt, sns = pyplot()
     records = tables.with_footprint(records)
     settings = tables.settings_of(records)

@@ -26,14 +26,15 @@ from suite.io.provenance import caption
 PAPER = {0.05: "-33% time", 0.25: "-97% traffic, -42% time"}
 """The paper's changes from 0% hot, beside the hot fraction they are at."""
 
-EXPERIMENTS = {
-    "fig10": dict(datasets=["papers-s", "papers-m"], loaders=["tiered"],
-                  hot_fractions=[0.0, 0.05, 0.10, 0.15, 0.20, 0.25], fanouts=[None], epochs=2, warmup=1),
-}
 
 
-def render(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
-    """Write ``fig10.md``, ``fig10.csv`` and ``fig10.png`` into ``out_dir`` from the tiered loader's ``records``."""
+def render(records: Path, out: Path) -> list[Path]:
+    """Write ``fig10.md``, ``fig10.csv`` and ``fig10.png`` into ``out`` from the tiered loader's records at ``records``."""
+    return draw(tables.read_sweep(records), out, tables.report_command(records, out, 10))
+
+
+def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
+    """Write the figure's files into ``out_dir`` from ``records``, citing ``command`` as what made them."""
     plt, sns = pyplot()
     tiered = tables.with_footprint(tables.tiered_records(records, 10, "tierbench run --experiment fig10"))
     settings = tables.settings_of(tiered)

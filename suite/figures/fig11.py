@@ -27,12 +27,6 @@ from suite.io.provenance import caption
 PAPER = {"cpu": "sharp drop at 5% hot, marginal beyond", "distributed": "notably faster than CPU sampling"}
 """The paper's findings, beside the sampling they are of (on the row of the smallest hot fraction)."""
 
-EXPERIMENTS = {
-    "fig11": dict(datasets=["papers-s"], loaders=["tiered"], hot_fractions=[0.0, 0.05, 0.10, 0.20, 0.40],
-                  fanouts=[None], samplings=["cpu", "uva", "distributed"], epochs=2, warmup=1),
-}
-"""On a CPU device ``tierbench run`` leaves this sweep's ``uva`` sampling out (it reads pinned host memory from a
-GPU); asking for it by name there is an error."""
 
 
 def _multi_gpu_warning(records: pd.DataFrame) -> str:
@@ -50,8 +44,13 @@ def _multi_gpu_warning(records: pd.DataFrame) -> str:
     return ""
 
 
-def render(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
-    """Write ``fig11.md``, ``fig11.csv`` and ``fig11.png`` into ``out_dir`` from the tiered loader's ``records``."""
+def render(records: Path, out: Path) -> list[Path]:
+    """Write ``fig11.md``, ``fig11.csv`` and ``fig11.png`` into ``out`` from the tiered loader's records at ``records``."""
+    return draw(tables.read_sweep(records), out, tables.report_command(records, out, 11))
+
+
+def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
+    """Write the figure's files into ``out_dir`` from ``records``, citing ``command`` as what made them."""
     plt, sns = pyplot()
     tiered = tables.with_footprint(tables.tiered_records(records, 11, "tierbench run --experiment fig11 --gpus G"))
     settings = tables.settings_of(tiered)

@@ -1,12 +1,13 @@
 """Figure 7 of seeds/000 (§5.2): the share of measured feature fetches covered by the top-scored nodes, by scorer.
 
-Made by ``tierbench profile --dataset NAME --figure 7`` (``tox -e fig7``:
-papers-s and products-s); ``tierbench report --figure 7 --dataset NAME``
-draws the figure again from its curves.
+Measured by ``tierbench profile --dataset NAME --figure 7`` (``tox -e fig7``:
+papers-s and products-s; ``suite.experiments.reuse``), which draws it;
+``tierbench report --figure 7 --dataset NAME`` draws it again from its
+records.
 
 Every registered scorer (``suite.registry.SCORERS``, in its order) orders
 the nodes, at the dataset's training fanouts (``--fanout`` for others); the
-ideal curve orders them by the measured counts (``suite.figures.reuse``).
+ideal curve orders them by the measured counts.
 The table gives each curve's share at the top 10% and 25% of nodes.  Paper:
 on every dataset it tried, the top 10% of nodes take at least 35% of
 accesses and the top 25% at least 56%.
@@ -16,30 +17,36 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from suite.datasets.regime import default_fanouts
-from suite.figures.reuse import ReuseRun, coverage_table, scores_by_label, share_at
-from suite.io.plotting import pyplot
-from suite.registry import SCORERS
+from suite.experiments.reuse import read_records
+from suite.figures.profile import intro
+from suite.io.plotting import pyplot, write_table_and_figure
 
 PAPER = {10: "≥ 35%", 25: "≥ 56%"}
 """The paper's share of accesses at the top 10% and 25% of nodes (at least, on every dataset)."""
 
 
-def measure(run: ReuseRun) -> list[Path]:
-    """Count the fetches of ``run`` at its fanouts, score every node by every scorer, and write the figure."""
-    fanouts = run.fanouts or default_fanouts(run.name)
-    counts = run.counts(fanouts)
-    curves = coverage_table(counts, scores_by_label(run.dataset, SCORERS))
-    curves["fanouts"] = str(fanouts)
+def share_at(curves: pd.DataFrame, percent: float) -> pd.Series:
+    """Each curve's share of accesses at the top ``percent``% of nodes, by scorer label."""
+    rows = curves[np.isclose(curves["top nodes (%)"], percent)]
+    return rows.set_index("scorer")["share of accesses (%)"]
+
+
+def render(records: Path, out: Path) -> list[Path]:
+    """Write ``fig7.md``, ``fig7.csv`` and ``fig7.png`` into ``out`` from the curves at ``records``
+    (``fig7-curves.csv`` of ``suite.experiments.reuse``)."""
+    reuse = read_records(records)
+    curves, name = reuse.curves, reuse.facts["dataset"]
     table = pd.DataFrame({f"top {p}%": share_at(curves, p) for p in PAPER})
     for p, paper in PAPER.items():
         table[f"paper, top {p}%"] = paper
-    paper = (f"Fanouts {fanouts}. Paper (seeds/000 Fig. 7): at least 35% at top 10% and 56% at top 25% on every "
-             "dataset.")
-    return run.write("Figure 7: share of feature fetches covered by the top-scored nodes", {fanouts: counts}, paper,
-                     table, curves, plot)
+    paper = (f"Fanouts {curves['fanouts'].iloc[0]}. Paper (seeds/000 Fig. 7): at least 35% at top 10% and 56% at top "
+             "25% on every dataset.")
+    markdown = (f"# Figure 7: share of feature fetches covered by the top-scored nodes, {name}\n\n{intro(reuse)}"
+                f"{paper}\n\n" + table.to_markdown(floatfmt=".1f") + "\n")
+    return write_table_and_figure(out, "fig7", markdown, table, plot(curves, name), reuse.facts)
 
 
 def plot(curves: pd.DataFrame, name: str):

@@ -29,21 +29,15 @@ from suite.registry import LOADERS
 PAPER = {"uva": "2.5-4.6x over CPU gather", "tiered": "1.6-2.1x over zero-copy"}
 """The paper's speedups, beside the loader they are of."""
 
-EXPERIMENTS = {
-    "fig8": dict(datasets=["papers-s", "products-s"], loaders=["cpu-gather", "uva", "degree-cache", "gns", "tiered"],
-                 hot_fractions=[0.1], fanouts=[None], epochs=2, warmup=1),
-    "pipeline": dict(datasets=["papers-s"], loaders=["cpu-gather", "uva", "degree-cache", "tiered"],
-                     hot_fractions=[0.1], fanouts=[None], epochs=2, warmup=1),
-    "disk": dict(datasets=["papers-s"], loaders=["cpu-gather", "mmap", "disk-tiered"], hot_fractions=[0.1],
-                 host_fractions=[0.15], fanouts=[None], epochs=1, warmup=0),
-}
-"""The sweeps this figure reports: Figure 8 itself, the same loaders with and without ``--pipeline``, and the loaders
-that read from disk (seeds/003's tier below host memory) beside the whole table in host memory, one cold epoch each:
-the table's file is dropped from the page cache when a disk loader is built."""
 
 
-def render(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
-    """Write ``fig8.md``, ``fig8.csv`` and ``fig8.png`` into ``out_dir`` from ``records``, made by ``command``."""
+def render(records: Path, out: Path) -> list[Path]:
+    """Write ``fig8.md``, ``fig8.csv`` and ``fig8.png`` into ``out`` from the sweep records at ``records``."""
+    return draw(tables.read_sweep(records), out, tables.report_command(records, out, 8))
+
+
+def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
+    """Write the figure's files into ``out_dir`` from ``records``, citing ``command`` as what made them."""
     plt, sns = pyplot()
     records = tables.with_footprint(records)
     settings = tables.settings_of(records)

@@ -1,12 +1,13 @@
 """Figure 9 of seeds/000 (§5.4): the share of measured feature fetches covered by the top 10% of nodes vs sampling depth.
 
-Made by ``tierbench profile --dataset NAME --figure 9`` (``tox -e fig9``:
-papers-s and products-s); ``tierbench report --figure 9 --dataset NAME``
-draws the figure again from its curves.
+Measured by ``tierbench profile --dataset NAME --figure 9`` (``tox -e fig9``:
+papers-s and products-s; ``suite.experiments.reuse``), which draws it;
+``tierbench report --figure 9 --dataset NAME`` draws it again from its
+records.
 
 Fetches are counted at depths 2 to 5, fanouts (10,) x depth, and the nodes
 ordered by degree and by weighted reverse PageRank, and by the measured
-counts for the ideal (``suite.figures.reuse``).  Paper (ogbn-papers100M): at
+counts for the ideal.  Paper (ogbn-papers100M): at
 depth 5 the top 10% by weighted reverse PageRank still take 52% of accesses,
 by degree 28%.
 """
@@ -16,31 +17,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from suite.figures.reuse import IDEAL, ReuseRun, coverage_table, scores_by_label
-from suite.io.plotting import pyplot
+from suite.experiments.reuse import IDEAL, read_records
+from suite.figures.profile import intro
+from suite.io.plotting import pyplot, write_table_and_figure
 
-FANOUTS = [(10,) * depth for depth in range(2, 6)]
-"""The sampling depths compared: fanouts (10, 10) to (10, 10, 10, 10, 10)."""
-SCORERS = ("degree", "wrpr")
 PAPER = {"wrpr": "52%", "degree": "28%"}
 """The paper's share of accesses at the top 10% of nodes at depth 5, by scorer (ogbn-papers100M)."""
 
 
-def measure(run: ReuseRun) -> list[Path]:
-    """Count the fetches of ``run`` at every depth of ``FANOUTS`` (its own fanouts are not used) and write the
-    figure."""
-    frames, counted = [], {}
-    scores = scores_by_label(run.dataset, SCORERS)
-    for depth_fanouts in FANOUTS:
-        counts = run.counts(depth_fanouts)
-        counted[depth_fanouts] = counts
-        curve = coverage_table(counts, scores)
-        curve["fanouts"] = str(depth_fanouts)
-        curve["depth"] = len(depth_fanouts)
-        frames.append(curve)
-    curves = pd.concat(frames, ignore_index=True)
+def render(records: Path, out: Path) -> list[Path]:
+    """Write ``fig9.md``, ``fig9.csv`` and ``fig9.png`` into ``out`` from the curves at ``records``
+    (``fig9-curves.csv`` of ``suite.experiments.reuse``)."""
+    reuse = read_records(records)
+    curves, name = reuse.curves, reuse.facts["dataset"]
     at10 = curves[np.isclose(curves["top nodes (%)"], 10)]
     table = at10.pivot(index="depth", columns="scorer", values="share of accesses (%)")
     table.columns = [f"top 10%, {c}" for c in table.columns]
@@ -48,11 +38,12 @@ def measure(run: ReuseRun) -> list[Path]:
     table.loc[5, "paper, top 10% (wrpr / degree)"] = f"{PAPER['wrpr']} / {PAPER['degree']}"
     paper = ("Fanouts (10,) x depth. Paper (seeds/000 Fig. 9, ogbn-papers100M): at depth 5 the top 10% by weighted "
              "reverse PageRank take 52% of accesses, by degree 28%.")
-    return run.write("Figure 9: share of feature fetches covered by the top 10% of nodes vs sampling depth", counted,
-                     paper, table, curves, plot)
+    markdown = (f"# Figure 9: share of feature fetches covered by the top 10% of nodes vs sampling depth, {name}\n\n"
+                f"{intro(reuse)}{paper}\n\n" + table.to_markdown(floatfmt=".1f") + "\n")
+    return write_table_and_figure(out, "fig9", markdown, table, plot(curves, name), reuse.facts)
 
 
-def plot(curves: pd.DataFrame, name: str):
+def plot(curves, name: str):
     """One panel per scorer, one line per depth: share of accesses against the share of top-scored nodes."""
     _, sns = pyplot()
     grid = sns.relplot(

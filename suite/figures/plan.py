@@ -23,7 +23,8 @@ import pandas as pd
 
 from suite.datasets import load_dataset
 from suite.datasets import regime as regimes
-from suite.figures.policies import display, summarise, trace_options
+from suite.experiments.policies import trace_options
+from suite.figures.policies import display, summarise
 from suite.io.plotting import pyplot, write_table_and_figure
 from suite.io.provenance import caption, provenance
 from suite.policies import planner

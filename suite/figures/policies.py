@@ -1,16 +1,16 @@
 """``tierbench policies``: every placement policy's hit ratio and PCIe traffic against capacity, beside the optimum.
 
-For one dataset in a regime (``suite.datasets.regime``), the lab
-(``suite.policies.lab``) replays each policy against the same recorded
-epochs at capacities of 1-40% of the rows.  Written into ``--out``:
+Drawn from what ``suite.experiments.policies`` recorded (the lab,
+``suite.policies.lab``, replaying each policy against the same recorded
+epochs at capacities of 1-40% of the rows).  Written into ``--out``:
 
 * ``policies.md``: per policy and capacity, the hit ratio over all replayed
   epochs, the same as a fraction of Belady's bound and of the static
   optimum, the PCIe bytes of the misses per epoch (traffic model) and the
   rows a dynamic cache writes into GPU memory per epoch (its fill traffic;
   a static placement is filled once, before training: C rows);
-* ``policies.csv`` (those columns) and ``policies-epochs.csv`` (every epoch
-  of every replay, with the provenance);
+* ``policies.csv`` (those columns), beside the records
+  ``policies-epochs.csv`` (every epoch of every replay, with the provenance);
 * ``policies.png``: hit ratio, fraction of Belady's bound and PCIe GB per
   epoch against capacity, one line per policy.
 
@@ -27,21 +27,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from suite.datasets import load_dataset
 from suite.datasets import regime as regimes
-from suite.io import atomic
+from suite.experiments.policies import read_records
 from suite.io.plotting import pyplot, write_table_and_figure
-from suite.io.provenance import caption, provenance
-from suite.policies.lab import POLICIES, LabSettings, capacities_of, lab_traces, run_lab
+from suite.io.provenance import caption
+from suite.policies.lab import POLICIES
 
 GB = 1e9
-
-
-def trace_options(regime: str, batch: int, fanouts, name: str) -> str:
-    """The command-line options that chose a trace's batch and fanouts, as a command that made a table spells them."""
-    batch_option = {"fixed": f" --batch-size {batch}", "unscaled": " --regime unscaled"}.get(regime, "")
-    fanout_option = "" if tuple(fanouts) == regimes.default_fanouts(name) else f" --fanout {','.join(map(str, fanouts))}"
-    return batch_option + fanout_option
 
 
 def summarise(rows: pd.DataFrame) -> pd.DataFrame:
@@ -90,32 +82,22 @@ def plot(summary: pd.DataFrame, title: str):
     return fig
 
 
-def policies_report(name: str, out_dir, *, epochs: int = 3, presample_epochs: int = 1, fanouts=None,
-                    batch_size: int | None = None, regime: str = "paper", seed: int = 0, trace_dir=None, ogb_root=None,
-                    progress: bool = True) -> list[Path]:
-    """Run the lab on dataset ``name`` and write its table and figure into ``out_dir``."""
-    batch, regime = regimes.resolve(name, regime, batch_size)
-    fanouts = tuple(fanouts) if fanouts else regimes.default_fanouts(name)
-    dataset = load_dataset(name, ogb_root=ogb_root, progress=progress)
-    settings = LabSettings(name, fanouts, batch, regime, epochs, presample_epochs, seed)
-    traces = lab_traces(dataset, settings, trace_dir=trace_dir, progress=progress)
-    rows, facts = run_lab(dataset, settings, capacities_of(dataset.num_nodes), traces, progress=progress)
-    record = provenance(device="cpu")
+def render(records: Path, out: Path) -> list[Path]:
+    """Write ``policies.md``, ``policies.csv`` and ``policies.png`` into ``out`` from the lab's records at
+    ``records`` (``policies-epochs.csv`` of ``suite.experiments.policies``)."""
+    lab = read_records(records)
+    facts, rows = lab.facts, lab.epochs
+    name, fanouts, batch, regime = facts["dataset"], tuple(facts["fanouts"]), facts["batch_size"], facts["regime"]
+    epochs, presample_epochs, num_nodes = facts["epochs"], facts["presample_epochs"], facts["num_nodes"]
     summary = summarise(rows)
-    out_dir = Path(out_dir)
-    epochs_path = out_dir / "policies-epochs.csv"
-    provenance_columns = {k: record[k] for k in ("device", "git_revision", "time")}
-    atomic.write_csv(epochs_path, rows.assign(dataset=name, **provenance_columns), index=False)
-    speeds = ", ".join(f"{POLICIES[p].label} {v / 1e6:.0f}M" for p, v in facts["replay_reads_per_s"].items())
+    speeds = ", ".join(f"{POLICIES[p].label} {v / 1e6:.0f}M" for p, v in facts["replay_reads_per_s"])
     reads = facts["reads_per_epoch"]
     per_batch = np.mean(reads) / facts["batches_per_epoch"]
-    one_epoch = ", ".join(f"{POLICIES[p].label} {reads[0] / v:.2f} s" for p, v in facts["replay_reads_per_s"].items())
+    one_epoch = ", ".join(f"{POLICIES[p].label} {reads[0] / v:.2f} s" for p, v in facts["replay_reads_per_s"])
     table = display(summary, facts["row_bytes"])
-    command = (f"`tierbench policies --dataset {name} --epochs {epochs} --presample-epochs {presample_epochs}"
-               f"{trace_options(regime, batch, fanouts, name)} --out {out_dir}`")
     markdown = (
-        f"# Placement policies against the optimum, {name}\n\nMade by {command}; {caption(record)}.\n\n"
-        f"{name}: {dataset.num_nodes:,} rows of {facts['row_bytes']} B; fanouts {fanouts}, "
+        f"# Placement policies against the optimum, {name}\n\nMade by {facts['command']}; {caption(facts)}.\n\n"
+        f"{name}: {num_nodes:,} rows of {facts['row_bytes']} B; fanouts {fanouts}, "
         f"{regimes.describe(name, batch, regime)}; {epochs} replayed epoch(s) of {facts['batches_per_epoch']:,} "
         f"minibatches, {np.mean(reads):,.0f} row reads each (a minibatch reads each of its rows once); PreSC "
         f"pre-samples {presample_epochs} epoch(s) with another seed. Hit ratio: reads served from the cache, over "
@@ -124,7 +106,7 @@ def policies_report(name: str, out_dir, *, epochs: int = 3, presample_epochs: in
         f"{facts['row_bytes']} B a row). PCIe GB: what the misses read by zero-copy, from the traffic model; rows "
         f"admitted and fill GB: what a dynamic cache writes into GPU memory per epoch, its fill traffic (the misses "
         f"it admits have crossed PCIe already). A minibatch reads {per_batch:,.0f} rows on average "
-        f"({100 * per_batch / dataset.num_nodes:.2f}% of them): a dynamic cache smaller than that cannot hold one "
+        f"({100 * per_batch / num_nodes:.2f}% of them): a dynamic cache smaller than that cannot hold one "
         f"minibatch (GraphBolt refuses such a batch); here it admits the misses in ascending id order until every "
         f"cached row is in use, and the rest bypass it.\n\n"
         f"Trace: {facts['trace_bytes_per_epoch'] / 2**20:.1f} MiB per epoch on disk "
@@ -134,4 +116,4 @@ def policies_report(name: str, out_dir, *, epochs: int = 3, presample_epochs: in
         + table.to_markdown(index=False, floatfmt=".3f", intfmt=",") + "\n"
     )
     fig = plot(summary, f"Placement policies on {name} (fanouts {','.join(map(str, fanouts))}, batch {batch})")
-    return [*write_table_and_figure(out_dir, "policies", markdown, table, fig, record, index=False), epochs_path]
+    return write_table_and_figure(out, "policies", markdown, table, fig, facts, index=False)

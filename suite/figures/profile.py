@@ -1,38 +1,31 @@
-"""``tierbench profile``: measured reuse as Figure 7 or 9, by the figure's number.
+"""``tierbench profile``: measured reuse drawn as Figure 7 or 9, by the figure's number.
 
 ``tierbench profile --dataset NAME --figure 7|9`` measures it
-(``suite.figures.fig7``, ``fig9``; ``tox -e fig7``, ``tox -e fig9``), and
-``tierbench report --figure 7|9 --dataset NAME`` draws it again from its
-curves.
+(``suite.experiments.reuse``; ``tox -e fig7``, ``tox -e fig9``) and draws it
+(``suite.figures.fig7``, ``fig9``); ``tierbench report --figure 7|9
+--dataset NAME`` draws it again from its records.  What both figures' tables
+open with is ``intro``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from suite.figures import fig7, fig9
-from suite.figures.reuse import open_run, replot
-
-PROFILE_FIGURES = {7: fig7, 9: fig9}
-"""The figures of measured reuse by number: each module's ``measure(run)`` writes it, ``plot(curves, name)`` draws
-it."""
+from suite.datasets import regime as regimes
+from suite.experiments.reuse import ReuseRecords
+from suite.io.provenance import caption
 
 
-def _figure(figure: int):
-    if figure not in PROFILE_FIGURES:
-        raise ValueError(f"figure must be {' or '.join(map(str, PROFILE_FIGURES))}, got {figure}")
-    return PROFILE_FIGURES[figure]
-
-
-def profile_figure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int = 1, batch_size: int | None = None,
-                   regime: str = "paper", seed: int = 0, ogb_root=None, progress: bool = True) -> list[Path]:
-    """Measure reuse on ``name`` and write Figure 7 or 9's table, curves and plot into ``out_dir``."""
-    module = _figure(figure)
-    run = open_run(name, figure, out_dir, fanouts=fanouts, epochs=epochs, batch_size=batch_size, regime=regime, seed=seed,
-                   ogb_root=ogb_root, progress=progress)
-    return module.measure(run)
-
-
-def replot_figure(out_dir, figure: int, name: str) -> Path:
-    """Draw Figure 7 or 9 of dataset ``name`` again from the curves CSV in ``out_dir``."""
-    return replot(out_dir, figure, name, _figure(figure).plot)
+def intro(records: ReuseRecords) -> str:
+    """The table's opening: the command, the provenance, and what was sampled at each of the fanouts counted."""
+    facts = records.facts
+    fetched = ", ".join(
+        f"{100 * per_batch:.3g}% per minibatch and {100 * seen:.3g}% over the "
+        f"{'epoch' if facts['epochs'] == 1 else 'epochs'} at {fanouts}"
+        for fanouts, per_batch, seen in facts["footprint"]
+    )
+    return (
+        f"Made by {facts['command']}; {caption(facts)}.\n{facts['dataset']}: {facts['num_nodes']:,} nodes, "
+        f"{facts['train_seeds']:,} training seeds; "
+        f"{regimes.describe(facts['dataset'], facts['batch_size'], facts['regime'])}; "
+        f"{facts['batches']} minibatches over {facts['epochs']} epoch(s). Shares are of measured feature fetches (each "
+        f"node once per minibatch). Footprint: the minibatches fetched on average {fetched} of the nodes.\n\n"
+    )

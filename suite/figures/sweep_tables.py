@@ -1,7 +1,8 @@
 """What the tables and figures of ``tierbench report`` share: one row per setting, its spread, the gather bound.
 
-Figures 8, 10 and 11 (``suite.figures.fig8``, ``fig10``, ``fig11``) turn
-the records of ``tierbench run`` into a table and a figure each.  A *cell*
+Figures 8, 10 and 11 (``suite.figures.fig8``, ``fig10``, ``fig11``) and the
+demo turn the records of ``tierbench run`` (``read_sweep``) into a table and
+a figure each, naming the command that drew them (``report_command``).  A *cell*
 is one value of every setting (``SETTINGS``): its recorded epochs are
 averaged, never mixed with another cell's, and the spread of its epoch time
 (fastest-slowest epoch) is shown beside the mean and as error bars; a
@@ -38,11 +39,13 @@ the paper's hardware effect.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 
 from suite.datasets import regime as regimes
 from suite.measure.ceilings import profile_ceilings
+from suite.sweep.records import read_records
 
 SETTINGS = ["dataset", "device", "processes", "gpus", "pipeline", "sampling", "fanouts", "batch_size", "regime", "loader",
             "scorer", "hot_fraction", "host_fraction"]
@@ -85,6 +88,21 @@ _NAMES = {
     "fanouts": "fanouts {}".format,
     "scorer": "scorer {}".format,
 }
+
+
+def read_sweep(records: Path) -> pd.DataFrame:
+    """The records of a sweep at ``records`` (``suite.sweep.records``); ``ValueError`` where there are none."""
+    frame = read_records(records)
+    if frame.empty:
+        raise ValueError(f"no records in {records}: run `tierbench run --experiment {records.stem}` first")
+    return frame
+
+
+def report_command(records: Path, out: Path, figure: int | None) -> str:
+    """The ``tierbench report`` command that draws Figure ``figure`` (``None``: the demo) of the sweep whose records
+    are ``records`` into ``out``, as the tables cite it."""
+    chosen = f" --figure {figure}" if figure is not None else ""
+    return f"`tierbench report --experiment {records.stem}{chosen} --out {out}` from {records}"
 
 
 def record_of(records: pd.DataFrame) -> dict:

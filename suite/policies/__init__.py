@@ -8,5 +8,5 @@
 * ``lab``: every policy by name (``POLICIES``) and one run of all of them at every capacity;
 * ``planner``: data-loading time projected from a replay and a machine's ceilings.
 
-``tierbench policies`` and ``tierbench plan`` (``suite.figures.policies``, ``suite.figures.plan``) report them.
+``tierbench policies`` and ``tierbench plan`` (``suite.experiments.policies`` and ``suite.figures.policies``, ``suite.figures.plan``) report them.
 """

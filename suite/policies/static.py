@@ -6,7 +6,7 @@ PreSC (Yang et al., EuroSys 2022, §5) instead samples k epochs before
 training and places rows by how often those epochs read them.  The *static
 optimum* places them by how often the replayed epochs themselves read them:
 no static placement of C rows serves more of those epochs, which is the
-"ideal" curve of Figure 7 (``suite.figures.reuse``).  Orders break ties by
+"ideal" curve of Figure 7 (``suite.experiments.reuse``).  Orders break ties by
 the smaller id.
 
 A static placement's hits at every capacity come from one sort: with rows in

@@ -1,1 +1,1 @@
-"""Sweeps: their cells, running them into typed records, reporting the records as figures, the first GPU visit."""
+"""Sweeps: their cells, running them into typed records, the first GPU visit."""

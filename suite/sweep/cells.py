@@ -8,7 +8,7 @@ loader with a hot tier runs at every hot fraction, any other once at its
 fixed share (``in-memory`` 1, the rest 0); a loader that needs a reordered
 dataset gets the sweep's scorer, every other the dataset in its original
 order (``scorer`` "none"), as the paper's baselines do.  The predefined
-sweeps are the figures' (``suite.figures.EXPERIMENTS``); the whole sweep is
+sweeps are ``suite.experiments.sweeps.EXPERIMENTS``; the whole sweep is
 checked here before its first cell runs.
 """
 
@@ -23,7 +23,7 @@ from suite.datasets import entry_path, get_preset
 from suite.datasets import regime as regimes
 from suite.datasets.build import is_real_ogb
 from suite.datasets.regime import default_fanouts
-from suite.figures import EXPERIMENTS
+from suite.experiments.sweeps import EXPERIMENTS
 from suite.registry import DEFAULT_HOST_FRACTION, LOADERS, SCORERS, loader, reordered_loaders
 from suite.training.distributed import SAMPLING
 

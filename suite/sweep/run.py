@@ -44,7 +44,7 @@ from tqdm.auto import tqdm
 
 from suite.datasets import load_dataset
 from suite.datasets.reordered import load_reordered
-from suite.figures import EXPERIMENTS
+from suite.experiments.sweeps import EXPERIMENTS
 from suite.io.provenance import provenance
 from suite.registry import LOADERS, create_distributed_loader, create_loader
 from suite.sweep.cells import Cell, check_cells, check_count, sweep_cells

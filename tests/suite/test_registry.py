@@ -12,7 +12,7 @@ from suite import registry
 from suite.cli import main
 from suite.registry import LoaderSpec, ScorerSpec
 from suite.sweep.records import read_records
-from suite.sweep.report import write_report
+from suite.figures import write_report
 from suite.sweep.run import run_sweep
 from tiering.features.loader import FeatureLoader
 

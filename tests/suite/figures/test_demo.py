@@ -21,7 +21,7 @@ def records(tmp_path_factory):
 
 
 def test_each_hot_fraction_has_its_own_bar_and_the_table_a_pcie_column(records, tmp_path):
-    md, csv, png = demo.render(records, tmp_path / "out", "`test`", machines=tmp_path / "none")
+    md, csv, png = demo.draw(records, tmp_path / "out", "`test`", machines=tmp_path / "none")
     text = md.read_text()
     header = next(line for line in text.splitlines() if line.startswith("| loader"))
     assert "PCIe bytes / epoch (model)" in header and "footprint %" in header
@@ -41,7 +41,7 @@ def test_a_gpu_profile_adds_the_projection_labelled_with_its_device_and_date(rec
                "ceilings": {"h2d_memcpy_bytes_per_s": 50e9, "d2d_copy_bytes_per_s": 2.5e12}}
     (machines / "h100.json").write_text(json.dumps(profile))
     (machines / "cpu.json").write_text(json.dumps({"device": "cpu", "time": "2026-11-21", "ceilings": None}))
-    md, csv, _ = demo.render(records, tmp_path / "out", "`test`", machines=machines)
+    md, csv, _ = demo.draw(records, tmp_path / "out", "`test`", machines=machines)
     table = pd.read_csv(csv)
     hot = table["hit_ratio"] * table["rows_gathered"] * table["row_bytes"]
     projected = table["pcie_payload_bytes"] / 50e9 + hot / 2.5e12

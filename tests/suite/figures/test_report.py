@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from suite.figures.fig8 import render as figure8
-from suite.figures.fig10 import render as figure10
-from suite.figures.fig11 import render as figure11
-from suite.sweep.report import write_report
+from suite.figures.fig8 import draw as figure8
+from suite.figures.fig10 import draw as figure10
+from suite.figures.fig11 import draw as figure11
+from suite.figures import write_report
 from tests.suite.sweep.test_records import OLD_HEADER, OLD_LINE
 
 REPO = Path(__file__).resolve().parents[3]
@@ -196,7 +196,7 @@ def test_records_without_measured_ceilings_get_no_bound_columns_and_a_line_sayin
         cell("tiered", [1.5, 1.5], rows_gathered=1000, row_bytes=128, machine_profile=str(tmp_path / "gone.json")),
     )
     for figure in (figure8, figure10):
-        md, csv, _ = figure(sweep, tmp_path / figure.__name__, "test")
+        md, csv, _ = figure(sweep, tmp_path / figure.__module__, "test")
         columns = set(pd.read_csv(csv))
         assert not {"gather bound s", "gather / bound"} & columns
         assert figure is figure8 or "gather_s" not in columns  # Figure 10's table is as it was without a bound

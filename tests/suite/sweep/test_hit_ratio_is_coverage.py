@@ -17,7 +17,7 @@ import pytest
 from suite.datasets import load_dataset
 from suite.datasets.reordered import load_reordered
 from suite.datasets.stats import cumulative_share
-from suite.figures.reuse import access_counts, scores_by_label
+from suite.experiments.reuse import access_counts, scores_by_label
 from suite.registry import SCORERS
 from suite.sweep.records import read_records
 from suite.sweep.run import run_sweep

@@ -10,7 +10,7 @@ from suite.cli import main
 from suite.datasets.dataset import array_file
 from suite.sweep.cells import cells
 from suite.sweep.records import read_records
-from suite.sweep.report import write_report
+from suite.figures import write_report
 from suite.sweep.run import run_sweep
 
 FIELDS = [

@@ -6,7 +6,7 @@ import torch
 
 from baselines.in_memory import InMemoryLoader
 from suite.cli import main
-from suite.figures.reuse import access_counts, coverage
+from suite.experiments.reuse import access_counts, coverage
 from suite.training.model import GraphSAGE
 from suite.training.trainer import Trainer, majority_accuracy
 from tiering.sampling.neighbors import NeighborSampler, minibatches

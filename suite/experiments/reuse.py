@@ -1,6 +1,6 @@
 """Measured data reuse: how well each scorer predicts which features sampling fetches (seeds/000 §5.2, §5.4).
 
-What Figures 7 and 9 (``suite.figures.fig7``, ``fig9``) share.  The
+What Figures 7 and 9 measure (``suite.figures.fig7``, ``fig9`` draw it).  The
 sampler runs over the training seeds for one or more epochs, exactly as
 training would (same minibatches for the same seed), without training.  For
 every node we count the minibatches whose ``input_nodes`` contain it (each
@@ -21,14 +21,21 @@ as in the sweeps; ``--regime unscaled`` takes 1024 seeds as they are and
 ``--batch-size`` sets it by hand.  The share actually fetched per minibatch,
 and per epoch, is printed with every table.
 
-Each figure writes ``figK.md`` / ``.csv`` (its table), ``figK-curves.csv``
-(every curve, with the provenance of the measurement) and ``figK.png``;
-``replot`` draws the PNG again from the curves.
+Figure 7 counts at the dataset's training fanouts (``--fanout`` for others)
+and orders the nodes by every registered scorer (``suite.registry.SCORERS``,
+in its order); Figure 9 counts at depths 2 to 5, fanouts (10,) x depth, and
+orders them by degree and by weighted reverse PageRank.
+
+``measure`` writes the records of Figure K: ``figK-curves.csv`` (every
+curve, with the provenance of the measurement) and ``figK-curves.json``
+beside it (the command, the dataset, how it was sampled and the footprint
+at each of the fanouts counted); ``read_records`` reads them back.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -42,8 +49,7 @@ from suite.datasets.dataset import Dataset
 from suite.datasets.reordered import score_nodes
 from suite.datasets.stats import cumulative_share
 from suite.io import atomic
-from suite.io.plotting import save_figure, write_table_and_figure
-from suite.io.provenance import caption, provenance
+from suite.io.provenance import provenance
 from suite.registry import SCORERS, scorer_params
 from tiering.sampling.neighbors import NeighborSampler, minibatches
 
@@ -51,6 +57,10 @@ GRID = np.linspace(0.0, 1.0, 201)
 """The fractions of the nodes every curve is given at: 0 to 100% in steps of 0.5%."""
 IDEAL = "ideal (measured counts)"
 PROVENANCE_COLUMNS = ("device", "git_revision", "time")
+DEPTHS = [(10,) * depth for depth in range(2, 6)]
+"""Figure 9's sampling depths: fanouts (10, 10) to (10, 10, 10, 10, 10)."""
+DEPTH_SCORERS = ("degree", "wrpr")
+"""The scorers Figure 9 compares across depths."""
 
 
 def access_counts(graph, train_ids, fanouts, *, batch_size=1024, epochs=1, seed=0, progress=True) -> np.ndarray:
@@ -88,12 +98,6 @@ def coverage_table(counts: np.ndarray, scores: dict[str, np.ndarray]) -> pd.Data
     )
 
 
-def share_at(curves: pd.DataFrame, percent: float) -> pd.Series:
-    """Each curve's share of accesses at the top ``percent``% of nodes, by scorer label."""
-    rows = curves[np.isclose(curves["top nodes (%)"], percent)]
-    return rows.set_index("scorer")["share of accesses (%)"]
-
-
 @dataclasses.dataclass(frozen=True)
 class ReuseRun:
     """One measurement of Figure ``figure`` on dataset ``name``: how it samples, and where and how it writes.
@@ -128,34 +132,85 @@ class ReuseRun:
         return access_counts(self.dataset.graph, self.train, fanouts, batch_size=self.batch_size, epochs=self.epochs,
                              seed=self.seed, progress=self.progress)
 
-    def intro(self, counts_by_fanouts: dict) -> str:
-        """The table's opening: the command, the provenance, and what was sampled at each of the fanouts counted."""
+    def facts(self, counts_by_fanouts: dict) -> dict:
+        """What a table says of the measurement: the command, the dataset, how it was sampled, and the footprint
+        at each of the fanouts counted (per minibatch and over the epochs, as shares of the nodes)."""
         chosen = {"fixed": f" --batch-size {self.batch_size}", "unscaled": " --regime unscaled"}.get(self.regime, "")
         command = (f"`tierbench profile --dataset {self.name} --figure {self.figure} --epochs {self.epochs}{chosen} "
                    f"--out {self.out_dir}`")
-        fetched = ", ".join(
-            f"{100 * regimes.footprint_share(counts.sum(), self.batches, self.dataset.num_nodes):.3g}% per minibatch "
-            f"and {100 * (counts > 0).mean():.3g}% over the {'epoch' if self.epochs == 1 else 'epochs'} at {fo}"
-            for fo, counts in counts_by_fanouts.items()
-        )
-        return (
-            f"Made by {command}; {caption(self.record)}.\n{self.name}: {self.dataset.num_nodes:,} nodes, "
-            f"{len(self.train):,} training seeds; {regimes.describe(self.name, self.batch_size, self.regime)}; "
-            f"{self.batches} minibatches over {self.epochs} epoch(s). Shares are of measured feature fetches (each node "
-            f"once per minibatch). Footprint: the minibatches fetched on average {fetched} of the nodes.\n\n"
-        )
+        footprint = [[str(fanouts), float(regimes.footprint_share(counts.sum(), self.batches, self.dataset.num_nodes)),
+                      float((counts > 0).mean())] for fanouts, counts in counts_by_fanouts.items()]
+        return dict(command=command, dataset=self.name, figure=self.figure, num_nodes=self.dataset.num_nodes,
+                    train_seeds=len(self.train), batch_size=self.batch_size, regime=self.regime, epochs=self.epochs,
+                    batches=self.batches, footprint=footprint, **self.record)
 
-    def write(self, title: str, counted: dict, paper: str, table: pd.DataFrame, curves: pd.DataFrame,
-              plot) -> list[Path]:
-        """Write ``figK.md`` (``title``, ``intro(counted)``, the ``paper`` sentence and ``table``), ``figK.csv``,
-        ``figK-curves.csv`` and ``figK.png`` (drawn by ``plot(curves, name)``)."""
-        curves_path = self.out_dir / f"fig{self.figure}-curves.csv"
-        atomic.write_csv(curves_path, curves.assign(**{k: self.record[k] for k in PROVENANCE_COLUMNS}), index=False)
-        header = f"# {title}, {self.name}\n\n{self.intro(counted)}{paper}\n\n"
-        markdown = header + table.to_markdown(floatfmt=".1f") + "\n"
-        md, csv, png = write_table_and_figure(self.out_dir, f"fig{self.figure}", markdown, table,
-                                              plot(curves, self.name), self.record)
-        return [md, csv, curves_path, png]
+    def write(self, counted: dict, curves: pd.DataFrame) -> Path:
+        """Write ``figK-curves.csv`` (``curves`` with the provenance) and ``figK-curves.json`` (``facts(counted)``);
+        the path of the curves."""
+        path = self.out_dir / f"fig{self.figure}-curves.csv"
+        atomic.write_json(path.with_suffix(".json"), self.facts(counted))
+        atomic.write_csv(path, curves.assign(**{k: self.record[k] for k in PROVENANCE_COLUMNS}), index=False)
+        return path
+
+
+def measure_scorers(run: ReuseRun) -> Path:
+    """Figure 7: count the fetches of ``run`` at its fanouts (the dataset's training fanouts by default) and score
+    every node by every registered scorer."""
+    fanouts = run.fanouts or regimes.default_fanouts(run.name)
+    counts = run.counts(fanouts)
+    curves = coverage_table(counts, scores_by_label(run.dataset, SCORERS))
+    curves["fanouts"] = str(fanouts)
+    return run.write({fanouts: counts}, curves)
+
+
+def measure_depths(run: ReuseRun) -> Path:
+    """Figure 9: count the fetches of ``run`` at every depth of ``DEPTHS`` (its own fanouts are not used)."""
+    frames, counted = [], {}
+    scores = scores_by_label(run.dataset, DEPTH_SCORERS)
+    for fanouts in DEPTHS:
+        counts = run.counts(fanouts)
+        counted[fanouts] = counts
+        curve = coverage_table(counts, scores)
+        curve["fanouts"] = str(fanouts)
+        curve["depth"] = len(fanouts)
+        frames.append(curve)
+    return run.write(counted, pd.concat(frames, ignore_index=True))
+
+
+MEASURES = {7: measure_scorers, 9: measure_depths}
+"""What each figure of measured reuse counts, by its number."""
+
+
+def measure(name: str, figure: int, out_dir, *, fanouts=None, epochs: int = 1, batch_size: int | None = None,
+            regime: str = "paper", seed: int = 0, ogb_root=None, progress: bool = True) -> Path:
+    """Measure the reuse Figure ``figure`` (7 or 9) shows on dataset ``name`` and write its records into
+    ``out_dir``; the path of its curves."""
+    if figure not in MEASURES:
+        raise ValueError(f"figure must be {' or '.join(map(str, MEASURES))}, got {figure}")
+    return MEASURES[figure](open_run(name, figure, out_dir, fanouts=fanouts, epochs=epochs, batch_size=batch_size,
+                                     regime=regime, seed=seed, ogb_root=ogb_root, progress=progress))
+
+
+@dataclasses.dataclass(frozen=True)
+class ReuseRecords:
+    """The records of one figure of measured reuse: its ``curves`` (without provenance) and the ``facts`` of its
+    measurement (``ReuseRun.facts``, with the provenance)."""
+
+    curves: pd.DataFrame
+    facts: dict
+
+
+def read_records(path) -> ReuseRecords:
+    """The curves at ``path`` (``figK-curves.csv``) and the facts beside them (``figK-curves.json``); ``ValueError``
+    naming what is missing."""
+    path = Path(path)
+    facts_path = path.with_suffix(".json")
+    for needed in (path, facts_path):
+        if not needed.exists():
+            raise ValueError(f"{needed} does not exist: measure it with `tierbench profile` first")
+    curves = pd.read_csv(path, dtype={k: str for k in PROVENANCE_COLUMNS})
+    facts = json.loads(facts_path.read_text())
+    return ReuseRecords(curves.drop(columns=list(PROVENANCE_COLUMNS)), facts)
 
 
 def open_run(name: str, figure: int, out_dir, *, fanouts=None, epochs: int = 1, batch_size: int | None = None,
@@ -166,15 +221,3 @@ def open_run(name: str, figure: int, out_dir, *, fanouts=None, epochs: int = 1, 
     return ReuseRun(name, figure, dataset, Path(out_dir), tuple(fanouts) if fanouts else None, batch, regime, epochs,
                     seed, progress, provenance(device="cpu"))
 
-
-def replot(out_dir, figure: int, name: str, plot) -> Path:
-    """Draw Figure ``figure`` again with ``plot(curves, name)`` from its curves CSV, with the provenance of the
-    measurement."""
-    path = Path(out_dir) / f"fig{figure}-curves.csv"
-    if not path.exists():
-        raise ValueError(f"{path} does not exist: run `tierbench profile --dataset {name} --figure {figure}` first")
-    curves = pd.read_csv(path)
-    record = {k: str(curves[k].iloc[0]) for k in PROVENANCE_COLUMNS}
-    target = Path(out_dir) / f"fig{figure}.png"
-    save_figure(plot(curves.drop(columns=list(PROVENANCE_COLUMNS)), name), target, record)
-    return target

@@ -1,0 +1,80 @@
+"""``tierbench policies``, measured: every placement policy replayed against the same recorded epochs.
+
+For one dataset in a regime (``suite.datasets.regime``), the lab
+(``suite.policies.lab``) records the accesses of ``epochs`` epochs and
+replays each policy against them at capacities of 1-40% of the rows.
+``measure`` writes ``policies-epochs.csv`` (every epoch of every replay, with
+the provenance) and ``policies-epochs.json`` beside it (the command, the
+dataset's size, the trace and the replay speeds); ``read_records`` reads
+them back for ``suite.figures.policies``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from suite.datasets import load_dataset
+from suite.datasets import regime as regimes
+from suite.io import atomic
+from suite.io.provenance import provenance
+from suite.policies.lab import LabSettings, capacities_of, lab_traces, run_lab
+
+PROVENANCE_COLUMNS = ("device", "git_revision", "time")
+TRACE_FACTS = ("row_bytes", "reads_per_epoch", "batches_per_epoch", "trace_file", "trace_bytes_per_epoch")
+"""What the lab reports of a trace that a table shows (beside the replay speeds, policy by policy)."""
+
+
+def trace_options(regime: str, batch: int, fanouts, name: str) -> str:
+    """The command-line options that chose a trace's batch and fanouts, as a command that made a table spells them."""
+    batch_option = {"fixed": f" --batch-size {batch}", "unscaled": " --regime unscaled"}.get(regime, "")
+    fanout_option = "" if tuple(fanouts) == regimes.default_fanouts(name) else f" --fanout {','.join(map(str, fanouts))}"
+    return batch_option + fanout_option
+
+
+def measure(name: str, out_dir, *, epochs: int = 3, presample_epochs: int = 1, fanouts=None,
+            batch_size: int | None = None, regime: str = "paper", seed: int = 0, trace_dir=None, ogb_root=None,
+            progress: bool = True) -> Path:
+    """Run the lab on dataset ``name`` and write its records into ``out_dir``; the path of its epochs."""
+    batch, regime = regimes.resolve(name, regime, batch_size)
+    fanouts = tuple(fanouts) if fanouts else regimes.default_fanouts(name)
+    dataset = load_dataset(name, ogb_root=ogb_root, progress=progress)
+    settings = LabSettings(name, fanouts, batch, regime, epochs, presample_epochs, seed)
+    traces = lab_traces(dataset, settings, trace_dir=trace_dir, progress=progress)
+    rows, facts = run_lab(dataset, settings, capacities_of(dataset.num_nodes), traces, progress=progress)
+    record = provenance(device="cpu")
+    out_dir = Path(out_dir)
+    path = out_dir / "policies-epochs.csv"
+    command = (f"`tierbench policies --dataset {name} --epochs {epochs} --presample-epochs {presample_epochs}"
+               f"{trace_options(regime, batch, fanouts, name)} --out {out_dir}`")
+    atomic.write_json(path.with_suffix(".json"), dict(
+        command=command, dataset=name, num_nodes=dataset.num_nodes, fanouts=list(fanouts), batch_size=batch,
+        regime=regime, epochs=epochs, presample_epochs=presample_epochs, **record,
+        **{key: facts[key] for key in TRACE_FACTS},
+        replay_reads_per_s=list(facts["replay_reads_per_s"].items())))  # [policy, reads/s] in the lab's order
+    atomic.write_csv(path, rows.assign(dataset=name, **{k: record[k] for k in PROVENANCE_COLUMNS}), index=False)
+    return path
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyRecords:
+    """The records of one run of the lab: every epoch of every replay (``epochs``, without provenance) and the
+    ``facts`` of the run (``measure``'s sidecar, with the provenance)."""
+
+    epochs: pd.DataFrame
+    facts: dict
+
+
+def read_records(path) -> PolicyRecords:
+    """The epochs at ``path`` (``policies-epochs.csv``) and the facts beside them (``policies-epochs.json``);
+    ``ValueError`` naming what is missing."""
+    path = Path(path)
+    facts_path = path.with_suffix(".json")
+    for needed in (path, facts_path):
+        if not needed.exists():
+            raise ValueError(f"{needed} does not exist: measure it with `tierbench policies` first")
+    epochs = pd.read_csv(path, dtype={k: str for k in PROVENANCE_COLUMNS})
+    return PolicyRecords(epochs.drop(columns=[*PROVENANCE_COLUMNS, "dataset"]), json.loads(facts_path.read_text()))
