@@ -41,6 +41,7 @@ from suite.datasets import regime as regimes
 from suite.datasets.dataset import Dataset
 from suite.datasets.reordered import score_nodes
 from suite.datasets.stats import cumulative_share
+from suite.errors import BadValue
 from suite.io import atomic
 from suite.io.plotting import save_figure, write_table_and_figure
 from suite.io.provenance import caption, provenance
@@ -172,7 +173,7 @@ def replot(out_dir, figure: int, name: str, plot) -> Path:
     measurement."""
     path = Path(out_dir) / f"fig{figure}-curves.csv"
     if not path.exists():
-        raise ValueError(f"{path} does not exist: run `tierbench profile --dataset {name} --figure {figure}` first")
+        raise BadValue(f"{path} does not exist: run `tierbench profile --dataset {name} --figure {figure}` first")
     curves = pd.read_csv(path)
     record = {k: str(curves[k].iloc[0]) for k in PROVENANCE_COLUMNS}
     target = Path(out_dir) / f"fig{figure}.png"

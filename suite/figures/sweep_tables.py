@@ -42,6 +42,7 @@ import math
 import pandas as pd
 
 from suite.datasets import regime as regimes
+from suite.errors import BadValue
 from suite.measure.ceilings import profile_ceilings
 
 SETTINGS = ["dataset", "device", "processes", "gpus", "pipeline", "sampling", "fanouts", "batch_size", "regime", "loader",
@@ -290,5 +291,5 @@ def tiered_records(records: pd.DataFrame, figure: int, command: str) -> pd.DataF
     are none."""
     tiered = records[records["loader"] == "tiered"]
     if tiered.empty:
-        raise ValueError(f"Figure {figure} needs records of the tiered loader ({command})")
+        raise BadValue(f"Figure {figure} needs records of the tiered loader ({command})")
     return tiered

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from suite.errors import BadValue
 from suite.figures import SWEEP_FIGURES
 from suite.sweep.records import read_records, records_path
 
@@ -20,7 +21,7 @@ def write_report(experiment: str, runs_dir="results/runs", out_dir=None, figure:
     path = records_path(runs_dir, experiment)
     records = read_records(path)
     if records.empty:
-        raise ValueError(f"no records in {path}: run `tierbench run --experiment {experiment}` first")
+        raise BadValue(f"no records in {path}: run `tierbench run --experiment {experiment}` first")
     figure = figure or (experiment if experiment in SWEEP_FIGURES else "fig8")
     out_dir = out_dir or f"results/{experiment}"
     chosen = f" --figure {figure[3:]}" if figure.startswith("fig") else ""

@@ -6,7 +6,9 @@ import pytest
 import torch
 
 from suite import cli
+from suite.cli import datasets as datasets_commands
 from suite.cli import main
+from suite.cli.options import DEFAULT_HOT_FRACTION
 from suite.measure.devices import resolve_device
 from suite.registry import LOADERS, check_gpu_memory, create_loader, hot_tier_loaders
 from tiering.features.combined import HotTierTooLarge
@@ -139,7 +141,7 @@ def test_no_warning_without_hot_fraction_and_the_default_for_a_hot_tier(tiny, ca
     status, out, err = run(["train", "--dataset", "tiny", "--loader", "degree-cache", "--epochs", "1",
                             "--fanout", "3,3", "-q"], capsys)
     assert status == 0 and err == ""
-    assert f"loader degree-cache (hot fraction {cli.DEFAULT_HOT_FRACTION})" in out
+    assert f"loader degree-cache (hot fraction {DEFAULT_HOT_FRACTION})" in out
 
 
 # ----------------------------------------------------------------- --scorer default
@@ -224,7 +226,7 @@ def test_memory_errors_and_gpu_out_of_memory_are_one_line(capsys, monkeypatch):
     def fail(error):
         def command(args):
             raise error
-        monkeypatch.setattr(cli, "_cmd_list", command)
+        monkeypatch.setattr(datasets_commands, "_cmd_list", command)
         return run(["datasets", "list"], capsys)
 
     status, _, err = fail(MemoryError())
