@@ -58,6 +58,7 @@ from baselines.page_cache import MmapLoader
 from baselines.uva import UVALoader
 from suite.datasets.dataset import array_file
 from suite.datasets.host_copy import read_into_memory
+from suite.errors import BadValue, UnknownName
 from tiering.features.combined import CombinedTensor, check_fits
 from tiering.disk.table import DiskTable
 from tiering.disk.tiered import DiskTieredLoader
@@ -116,8 +117,8 @@ budget of a quarter of the table, the rest on disk."""
 def _table_file(dataset) -> Path:
     """The ``.npy`` file of ``dataset``'s feature table in its cache entry."""
     if dataset.path is None:
-        raise ValueError(f"the disk loaders read the feature table's file, and {dataset.name} has none "
-                         "(load it from the dataset cache)")
+        raise BadValue(f"the disk loaders read the feature table's file, and {dataset.name} has none "
+                       "(load it from the dataset cache)")
     return array_file(dataset.path, "features")
 
 
@@ -169,7 +170,7 @@ __all__ = ["DEFAULT_HOST_FRACTION", "LOADERS", "SCORERS", "LoaderSpec", "ScorerS
 def loader(name: str) -> LoaderSpec:
     """The loader called ``name``; ``KeyError`` naming the choices for any other."""
     if name not in LOADERS:
-        raise KeyError(f"unknown loader {name!r}; choose one of {', '.join(LOADERS)}")
+        raise UnknownName(f"unknown loader {name!r}; choose one of {', '.join(LOADERS)}")
     return LOADERS[name]
 
 
@@ -195,7 +196,7 @@ def reordered_loaders() -> list[str]:
 
 def _check_reordered(spec: LoaderSpec, dataset) -> None:
     if spec.reordered and dataset.scorer is None:
-        raise ValueError(
+        raise BadValue(
             f"the {spec.name} loader needs a dataset reordered hottest-first: load it with a scorer "
             "(tierbench train --scorer wrpr, or suite.datasets.reordered.load_reordered)"
         )

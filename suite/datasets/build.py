@@ -51,6 +51,7 @@ from suite.datasets.node_data import (
 from suite.datasets.presets import Preset, get_preset
 from suite.datasets.rmat import id_permutation, rmat_communities, rmat_edges
 from suite.datasets.stats import graph_stats
+from suite.errors import BadValue
 from suite.io.progress import Steps
 from tiering.graph.csr import CSRGraph
 
@@ -68,7 +69,7 @@ def entry_path(name: str, ogb_root=None) -> Path:
     """The cache entry directory of a dataset (it may not exist yet)."""
     if is_real_ogb(name):
         if ogb_root is None:
-            raise ValueError(f"{name} is a real OGB dataset: give the directory that holds it (--ogb-root)")
+            raise BadValue(f"{name} is a real OGB dataset: give the directory that holds it (--ogb-root)")
         meta = ogb_format.real_meta_dict(name, ogb_root)
         key = hashlib.sha256(str(Path(meta["dir_path"]).resolve()).encode()).hexdigest()[:12]
     else:
@@ -168,7 +169,7 @@ def labels_from_ogb(labels) -> np.ndarray:
     """ogb's (N, 1) label column (int, or float with NaN) as int64 with -1 for no label."""
     column = np.asarray(labels).reshape(len(labels), -1)
     if column.shape[1] != 1:
-        raise ValueError(f"tierbench handles single-task node classification; labels have shape {column.shape}")
+        raise BadValue(f"tierbench handles single-task node classification; labels have shape {column.shape}")
     column = column[:, 0]
     if column.dtype.kind == "f":
         out = np.full(len(column), NO_LABEL, dtype=np.int64)
@@ -183,7 +184,7 @@ def convert_ogb(graph_dict, labels, split, name: str):
     try:
         graph = CSRGraph.from_ogb(graph_dict["edge_index"], int(graph_dict["num_nodes"]))
     except TypeError as err:  # ids that are not integers
-        raise ValueError(f"the edge list of {name}: {err}") from None
+        raise BadValue(f"the edge list of {name}: {err}") from None
     features = np.asarray(graph_dict["node_feat"], dtype=np.float32)
     splits = {k: np.asarray(split[k], dtype=np.int64) for k in ("train", "valid", "test")}
     return graph, features, labels_from_ogb(labels), splits

@@ -39,6 +39,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from suite.datasets.errors import DatasetFileError
+from suite.errors import BadValue
 from suite.io import atomic
 
 log = logging.getLogger(__name__)
@@ -71,8 +72,8 @@ def cache_root() -> Path:
     try:
         import platformdirs  # only here: with $TIERBENCH_DATA set, an offline install does without it
     except ImportError:
-        raise ValueError("platformdirs is not installed: install it, or set TIERBENCH_DATA to the dataset cache "
-                         "directory") from None
+        raise BadValue("platformdirs is not installed: install it, or set TIERBENCH_DATA to the dataset cache "
+                       "directory") from None
     return Path(platformdirs.user_cache_dir("tierbench"))
 
 
@@ -252,10 +253,10 @@ def entry_lock(entry: Path, wait: bool = True):
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ValueError(f"cannot create the dataset cache {root} ({err.strerror}): set TIERBENCH_DATA to a "
-                         f"writable directory") from None
+        raise BadValue(f"cannot create the dataset cache {root} ({err.strerror}): set TIERBENCH_DATA to a "
+                       f"writable directory") from None
     if not os.access(root, os.W_OK | os.X_OK):
-        raise ValueError(f"the dataset cache {root} cannot be written: set TIERBENCH_DATA to a writable directory")
+        raise BadValue(f"the dataset cache {root} cannot be written: set TIERBENCH_DATA to a writable directory")
     lock = filelock.FileLock(str(root / f".{entry.name}.lock"))
     try:
         lock.acquire(timeout=0)

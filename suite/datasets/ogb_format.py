@@ -57,6 +57,7 @@ import torch
 from suite.datasets import validate
 from suite.datasets.errors import DatasetFileError
 from suite.datasets.safe_load import safe_torch_load
+from suite.errors import BadValue, UnknownName
 from suite.io.atomic import atomic_path
 
 log = logging.getLogger(__name__)
@@ -191,7 +192,7 @@ def real_meta_dict(name: str, root) -> dict:
     package_dir = Path(sys.modules["ogb.nodeproppred"].__file__).parent
     master = pd.read_csv(package_dir / "master.csv", index_col=0, keep_default_na=False)
     if name not in master:
-        raise KeyError(f"{name!r} is not an OGB node-property dataset; known: {', '.join(master.keys())}")
+        raise UnknownName(f"{name!r} is not an OGB node-property dataset; known: {', '.join(master.keys())}")
     meta = dict(master[name])
     meta["dir_path"] = str(Path(root) / "_".join(name.split("-")))
     return meta
@@ -200,7 +201,7 @@ def real_meta_dict(name: str, root) -> dict:
 def check_readable_without_download(meta: dict, regenerate_hint: str) -> None:
     """Raise unless ogb can open ``meta['dir_path']`` without prompting or downloading."""
     if meta["is hetero"] == "True":
-        raise ValueError(f"{meta['dir_path']} holds a heterogeneous graph; tierbench reads homogeneous node datasets")
+        raise BadValue(f"{meta['dir_path']} holds a heterogeneous graph; tierbench reads homogeneous node datasets")
     root = Path(meta["dir_path"])
     if not root.is_dir():
         raise DatasetFileError(f"no dataset directory {root}. {regenerate_hint}")

@@ -33,6 +33,8 @@ import dataclasses
 import hashlib
 import json
 
+from suite.errors import UnknownName
+
 GENERATORS = ("dcsbm", "rmat")
 
 @dataclasses.dataclass(frozen=True)
@@ -166,7 +168,7 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise KeyError(
+        raise UnknownName(
             f"unknown dataset {name!r}; synthetic presets are {', '.join(PRESETS)}, "
             f"and real OGB datasets are named ogbn-*"
         ) from None

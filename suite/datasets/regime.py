@@ -48,6 +48,7 @@ import numba
 import numpy as np
 
 from suite.datasets.presets import PRESETS, Preset
+from suite.errors import BadValue
 from tiering.rng import normal, uniform
 
 REGIMES = ("paper", "unscaled")
@@ -253,7 +254,7 @@ def resolve(name: str, regime: str = "paper", batch_size: int | None = None) -> 
     none of ``IMITATED``: the paper's batch as it is.
     """
     if regime not in REGIMES:
-        raise ValueError(f"unknown regime {regime!r}; choose from {', '.join(REGIMES)}")
+        raise BadValue(f"unknown regime {regime!r}; choose from {', '.join(REGIMES)}")
     if batch_size is not None:
         return batch_size, "fixed"
     imitated = imitated_graph(name)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from suite.datasets import load_dataset
 from suite.datasets import regime as regimes
+from suite.errors import BadValue
 from suite.io import atomic
 from suite.io.provenance import provenance
 from suite.policies.lab import LabSettings, capacities_of, lab_traces, run_lab
@@ -75,6 +76,6 @@ def read_records(path) -> PolicyRecords:
     facts_path = path.with_suffix(".json")
     for needed in (path, facts_path):
         if not needed.exists():
-            raise ValueError(f"{needed} does not exist: measure it with `tierbench policies` first")
+            raise BadValue(f"{needed} does not exist: measure it with `tierbench policies` first")
     epochs = pd.read_csv(path, dtype={k: str for k in PROVENANCE_COLUMNS})
     return PolicyRecords(epochs.drop(columns=[*PROVENANCE_COLUMNS, "dataset"]), json.loads(facts_path.read_text()))

@@ -48,6 +48,7 @@ from suite.datasets import regime as regimes
 from suite.datasets.dataset import Dataset
 from suite.datasets.reordered import score_nodes
 from suite.datasets.stats import cumulative_share
+from suite.errors import BadValue
 from suite.io import atomic
 from suite.io.provenance import provenance
 from suite.registry import SCORERS, scorer_params
@@ -207,7 +208,7 @@ def read_records(path) -> ReuseRecords:
     facts_path = path.with_suffix(".json")
     for needed in (path, facts_path):
         if not needed.exists():
-            raise ValueError(f"{needed} does not exist: measure it with `tierbench profile` first")
+            raise BadValue(f"{needed} does not exist: measure it with `tierbench profile` first")
     curves = pd.read_csv(path, dtype={k: str for k in PROVENANCE_COLUMNS})
     facts = json.loads(facts_path.read_text())
     return ReuseRecords(curves.drop(columns=list(PROVENANCE_COLUMNS)), facts)

@@ -35,6 +35,7 @@ import torch
 
 from suite.datasets import load_dataset
 from suite.datasets.dataset import array_file
+from suite.errors import BadValue
 from suite.io.plotting import pyplot, write_table_and_figure
 from suite.io.progress import Steps
 from suite.io.provenance import caption, provenance
@@ -94,7 +95,10 @@ def bucket_training_report(name: str, out_dir, *, partitions: int = DEFAULTS["pa
                            batch_edges: int = 10_000, negatives: int = 1000, seed: int = DEFAULTS["seed"],
                            progress: bool = True) -> list[Path]:
     """Train ``name`` over edge buckets in every ordering and prefetch setting; write the table and figure."""
-    swap_lower_bound(partitions, capacity)  # refuses a buffer that is not 2 <= c < p
+    try:
+        swap_lower_bound(partitions, capacity)
+    except ValueError as err:  # a buffer that is not 2 <= c < p: the user's --partitions and --capacity
+        raise BadValue(str(err)) from None
     dataset = load_dataset(name, progress=progress)
     path = array_file(dataset.path, "features")
     boundaries = np.linspace(0, dataset.num_nodes, partitions + 1).round().astype(np.int64)

@@ -52,6 +52,7 @@ from suite.datasets.cache import entry_bytes, read_manifest
 from suite.datasets.presets import PRESETS, get_preset
 from suite.datasets.regime import IMITATED
 from suite.datasets.reordered import reordered_entry_path
+from suite.errors import BadValue
 from suite.io.plotting import pyplot, write_table_and_figure
 from suite.io.provenance import caption, provenance
 from suite.registry import scorer_params
@@ -90,7 +91,7 @@ def run_child(command: list[str], threads: int | None = None) -> ChildCost:
         if child.returncode:
             log.seek(0)
             last = (log.read().decode(errors="replace").strip().splitlines() or ["no output"])[-1]
-            raise ValueError(f"`{' '.join(command)}` failed (exit status {child.returncode}): {last}")
+            raise BadValue(f"`{' '.join(command)}` failed (exit status {child.returncode}): {last}")
     return ChildCost(seconds, usage.ru_maxrss * 1024, load)  # ru_maxrss is in KiB on Linux
 
 
@@ -219,7 +220,7 @@ def write_build_cost(names: list[str], out_dir, one_thread: str | None = None, p
     from tqdm.auto import tqdm
 
     if one_thread is not None and one_thread not in names:
-        raise ValueError(f"--one-thread {one_thread} must be one of the datasets measured ({', '.join(names)})")
+        raise BadValue(f"--one-thread {one_thread} must be one of the datasets measured ({', '.join(names)})")
     for name in names:
         get_preset(name)
     record = provenance(device="cpu")

@@ -41,6 +41,7 @@ import torch
 from tqdm.auto import tqdm
 
 from suite.datasets.host_copy import PAGE_BYTES, page_aligned_empty
+from suite.errors import BadValue
 from suite.io import atomic
 from suite.io.plotting import pyplot, save_figure, write_table_and_figure
 from suite.io.provenance import caption, provenance
@@ -368,12 +369,12 @@ def run_gpu_benchmarks(out_dir, device="cuda", *, table_bytes: int = TABLE_BYTES
     """Measure everything the module docstring lists on ``device`` into ``out_dir``; returns the paths written and
     a summary to print (the fastest variant per case, and the one the default should be)."""
     if not torch.cuda.is_available():
-        raise ValueError("gpubench needs a CUDA GPU and none is visible here; no GPU numbers were made")
+        raise BadValue("gpubench needs a CUDA GPU and none is visible here; no GPU numbers were made")
     device = torch.device(device)
     if device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
     if table_bytes < max(HOT_TABLE_BYTES, COLD_GATHER_BYTES, MODEL_CHECK_BYTES):
-        raise ValueError(f"--table-gib must be at least {max(HOT_TABLE_BYTES, MODEL_CHECK_BYTES) / 2**30:g}")
+        raise BadValue(f"--table-gib must be at least {max(HOT_TABLE_BYTES, MODEL_CHECK_BYTES) / 2**30:g}")
     record = provenance(device)
     ceilings = measure_ceilings(device)
     buffer = page_aligned_empty((table_bytes + PAGE_BYTES,), torch.uint8)  # a page more: the offset-64 table keeps its full size

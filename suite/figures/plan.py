@@ -23,6 +23,7 @@ import pandas as pd
 
 from suite.datasets import load_dataset
 from suite.datasets import regime as regimes
+from suite.errors import BadValue
 from suite.experiments.policies import trace_options
 from suite.figures.policies import display, summarise
 from suite.io.plotting import pyplot, write_table_and_figure
@@ -39,8 +40,8 @@ def _budget_rows(dataset, fanouts, max_rows: int, row_bytes: int, gpu_memory: in
     needed = planner.model_bytes(dataset.feature_dim, dataset.num_classes, len(fanouts), 256, max_rows, row_bytes)
     rows = min(dataset.num_nodes, (gpu_memory - needed) // row_bytes)
     if rows < 1:
-        raise ValueError(f"{gpu_memory / GB:.1f} GB of GPU memory leaves no room for a cache: training {dataset.name} "
-                         f"needs about {needed / GB:.2f} GB of it (model, minibatch, CUDA context)")
+        raise BadValue(f"{gpu_memory / GB:.1f} GB of GPU memory leaves no room for a cache: training {dataset.name} "
+                       f"needs about {needed / GB:.2f} GB of it (model, minibatch, CUDA context)")
     return needed, int(rows)
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 import pandas as pd
 
 from suite.datasets import regime as regimes
+from suite.errors import BadValue
 from suite.measure.ceilings import profile_ceilings
 from suite.sweep.records import read_records
 
@@ -94,7 +95,7 @@ def read_sweep(records: Path) -> pd.DataFrame:
     """The records of a sweep at ``records`` (``suite.sweep.records``); ``ValueError`` where there are none."""
     frame = read_records(records)
     if frame.empty:
-        raise ValueError(f"no records in {records}: run `tierbench run --experiment {records.stem}` first")
+        raise BadValue(f"no records in {records}: run `tierbench run --experiment {records.stem}` first")
     return frame
 
 
@@ -308,5 +309,5 @@ def tiered_records(records: pd.DataFrame, figure: int, command: str) -> pd.DataF
     are none."""
     tiered = records[records["loader"] == "tiered"]
     if tiered.empty:
-        raise ValueError(f"Figure {figure} needs records of the tiered loader ({command})")
+        raise BadValue(f"Figure {figure} needs records of the tiered loader ({command})")
     return tiered

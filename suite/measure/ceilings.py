@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from suite.errors import BadValue
 from suite.measure.timing import best_cuda_seconds
 
 BUFFER_BYTES = 512 << 20  # larger than any L2 (50-60 MB on H100/H200), long enough to time
@@ -129,8 +130,8 @@ def profile_ceilings(path) -> dict[str, float]:
     try:
         profile = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
-        raise ValueError(f"{path} is not a machine profile of tierbench doctor ({err}); run `tierbench doctor` "
-                         "again to rewrite it") from None
+        raise BadValue(f"{path} is not a machine profile of tierbench doctor ({err}); run `tierbench doctor` "
+                       "again to rewrite it") from None
     ceilings = profile.get("ceilings") if isinstance(profile, dict) else None
     if not isinstance(ceilings, dict):
         return {}

@@ -13,6 +13,8 @@ import os
 
 import torch
 
+from suite.errors import BadValue
+
 
 def _no_cuda_reason() -> str:
     if torch.version.cuda is None:
@@ -28,15 +30,15 @@ def resolve_device(name: str) -> torch.device:
     try:
         device = torch.device(name)
     except RuntimeError:
-        raise ValueError(f"--device {name!r} is not a device: give cpu, cuda or cuda:N") from None
+        raise BadValue(f"--device {name!r} is not a device: give cpu, cuda or cuda:N") from None
     if device.type == "cpu":
         return device
     if device.type != "cuda":
-        raise ValueError(f"--device {name}: tierbench runs on cpu or cuda (cuda:N), not {device.type}")
+        raise BadValue(f"--device {name}: tierbench runs on cpu or cuda (cuda:N), not {device.type}")
     if not torch.cuda.is_available():
-        raise ValueError(f"--device {name} needs a CUDA GPU and none is usable: {_no_cuda_reason()}")
+        raise BadValue(f"--device {name} needs a CUDA GPU and none is usable: {_no_cuda_reason()}")
     count = torch.cuda.device_count()
     if device.index is not None and device.index >= count:
-        raise ValueError(f"--device {name}: this machine has {count} visible GPU{'s' if count != 1 else ''} "
-                         f"(cuda:0 to cuda:{count - 1})")
+        raise BadValue(f"--device {name}: this machine has {count} visible GPU{'s' if count != 1 else ''} "
+                       f"(cuda:0 to cuda:{count - 1})")
     return device

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from suite.errors import BadValue
 from suite.io import atomic
 from suite.io.provenance import (
     MACHINES_DIR,
@@ -232,11 +233,11 @@ def run_doctor(out_dir=MACHINES_DIR, *, host_tier_bytes: int | None = None, meas
     if cuda:
         device = torch.device(device if device is not None else "cuda")
         if device.type != "cuda":
-            raise ValueError(f"tierbench doctor examines a CUDA device, got {device}")
+            raise BadValue(f"tierbench doctor examines a CUDA device, got {device}")
     planned = host_tier_bytes is not None
     host_tier_bytes = host_tier_bytes if planned else DEFAULT_HOST_TIER_BYTES
     if host_tier_bytes < 0:
-        raise ValueError(f"the host tier cannot have {host_tier_bytes} bytes")
+        raise BadValue(f"the host tier cannot have {host_tier_bytes} bytes")
     register = {"bytes": host_tier_bytes, "planned": planned}
     if not cuda:
         register["skipped"] = NO_GPU

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from suite.errors import BadValue
 from suite.measure.ceilings import newest_gpu_profile, profile_ceilings
 from suite.policies.static import replay_static
 from suite.training.model import GraphSAGE
@@ -55,7 +56,7 @@ def parse_bytes(text: str) -> int:
     """``40GB`` (10**9), ``40GiB`` (2**30), ``512MB``, or a plain number of bytes."""
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?I?B?)\s*", str(text).upper())
     if not match or match.group(2) not in _UNITS:
-        raise ValueError(f"a memory size is a number and a unit such as 40GB or 24GiB, got {text!r}")
+        raise BadValue(f"a memory size is a number and a unit such as 40GB or 24GiB, got {text!r}")
     return int(float(match.group(1)) * _UNITS[match.group(2)])
 
 
@@ -77,11 +78,11 @@ def machine(path=None, machines=MACHINES) -> Machine:
             return Machine("a GPU on PCIe 4.0 x16 (nominal)", dict(NOMINAL), NOMINAL_SOURCE, False)
         path = found[0]
     elif not Path(path).is_file():
-        raise ValueError(f"{path} does not exist: `tierbench doctor` on the GPU machine writes a profile")
+        raise BadValue(f"{path} does not exist: `tierbench doctor` on the GPU machine writes a profile")
     ceilings = profile_ceilings(path)
     if not {ZERO_COPY, D2D} <= set(ceilings):
-        raise ValueError(f"{path} holds no measured zero-copy and D2D ceilings (made on a CPU, or with "
-                         "--no-measure?): run `tierbench doctor` on the GPU machine")
+        raise BadValue(f"{path} holds no measured zero-copy and D2D ceilings (made on a CPU, or with "
+                       "--no-measure?): run `tierbench doctor` on the GPU machine")
     profile = json.loads(Path(path).read_text(encoding="utf-8"))
     return Machine(profile["device"], ceilings, f"measured by `tierbench doctor` on {profile['time']} ({path})", True)
 

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from suite.errors import BadValue
 from suite.io.atomic import atomic_path
 from tiering.sampling.neighbors import NeighborSampler, minibatches
 
@@ -112,7 +113,7 @@ def record_trace(graph, train_ids: torch.Tensor, fanouts, batch_size: int, *, se
 def save_trace(path, trace: AccessTrace) -> Path:
     """Write ``trace`` to ``path`` (a ``.npz``) through a temporary file; returns the path."""
     if trace.num_nodes > 2**32:
-        raise ValueError(f"a trace holds node ids below 2**32, this graph has {trace.num_nodes:,} nodes")
+        raise BadValue(f"a trace holds node ids below 2**32, this graph has {trace.num_nodes:,} nodes")
     deltas = np.diff(trace.ids, prepend=0)
     starts = trace.batch_offsets[:-1][np.diff(trace.batch_offsets) > 0]
     deltas[starts] = trace.ids[starts]
@@ -126,14 +127,14 @@ def save_trace(path, trace: AccessTrace) -> Path:
 
 
 def _refuse(path, why: str):
-    raise ValueError(f"{path} is not a tierbench access trace: {why}")
+    raise BadValue(f"{path} is not a tierbench access trace: {why}")
 
 
 def load_trace(path) -> AccessTrace:
     """Read and check a trace written by ``save_trace``."""
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"{path} does not exist (record one with `tierbench policies`)")
+        raise BadValue(f"{path} does not exist (record one with `tierbench policies`)")
     unreadable = (OSError, EOFError, ValueError, zipfile.BadZipFile)  # ValueError: a pickled array, refused
     try:
         archive = np.load(path, allow_pickle=False)

@@ -23,6 +23,7 @@ from suite.datasets import entry_path, get_preset
 from suite.datasets import regime as regimes
 from suite.datasets.build import is_real_ogb
 from suite.datasets.regime import default_fanouts
+from suite.errors import BadValue
 from suite.experiments.sweeps import EXPERIMENTS
 from suite.registry import DEFAULT_HOST_FRACTION, LOADERS, SCORERS, loader, reordered_loaders
 from suite.training.distributed import SAMPLING
@@ -82,18 +83,18 @@ def sweep_cells(experiment: str, *, datasets=None, loaders=None, hot_fractions=N
             "host_fractions", [DEFAULT_HOST_FRACTION]),
     }
     if not settings["datasets"] or not settings["loaders"]:
-        raise ValueError(f"experiment {experiment!r} is not predefined ({', '.join(EXPERIMENTS)}): give datasets and loaders")
+        raise BadValue(f"experiment {experiment!r} is not predefined ({', '.join(EXPERIMENTS)}): give datasets and loaders")
     for name in dict.fromkeys(settings["loaders"]):
         if name not in LOADERS:
-            raise ValueError(f"unknown loader {name!r}; choose from {', '.join(LOADERS)}")
+            raise BadValue(f"unknown loader {name!r}; choose from {', '.join(LOADERS)}")
     if settings["regime"] not in regimes.REGIMES:
-        raise ValueError(f"unknown regime {settings['regime']!r}; choose from {', '.join(regimes.REGIMES)} (--regime)")
+        raise BadValue(f"unknown regime {settings['regime']!r}; choose from {', '.join(regimes.REGIMES)} (--regime)")
     return cells(**settings, scorer=scorer, batch_size=batch_size)
 
 
 def check_count(value, least: int, option: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ValueError(f"{option} must be an integer of at least {least}, got {value!r}")
+        raise BadValue(f"{option} must be an integer of at least {least}, got {value!r}")
     return value
 
 
@@ -109,8 +110,8 @@ def _check_shares(fractions, kind: str) -> None:
     """Refuse any of ``fractions`` (``kind`` "hot" or "host") that is not a share of the rows, in [0, 1]."""
     for fraction in fractions:
         if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 <= fraction <= 1:
-            raise ValueError(f"{kind} fractions are shares of the rows, in [0, 1]; got {fraction!r} "
-                             f"(--{kind}-fractions)")
+            raise BadValue(f"{kind} fractions are shares of the rows, in [0, 1]; got {fraction!r} "
+                           f"(--{kind}-fractions)")
 
 
 def check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distributed: bool) -> None:
@@ -118,19 +119,19 @@ def check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distr
     for name in dict.fromkeys(cell.dataset for cell in todo):
         _check_dataset(name, ogb_root)
     if any(LOADERS[cell.loader].reordered for cell in todo) and scorer not in SCORERS:
-        raise ValueError(f"the {'/'.join(reordered_loaders())} loader needs a dataset reordered by a scorer, got "
-                         f"scorer {scorer!r}; choose from {', '.join(SCORERS)} (--scorer)")
+        raise BadValue(f"the {'/'.join(reordered_loaders())} loader needs a dataset reordered by a scorer, got "
+                       f"scorer {scorer!r}; choose from {', '.join(SCORERS)} (--scorer)")
     _check_shares(hot_fractions, "hot")
     _check_shares(dict.fromkeys(cell.host_fraction for cell in todo if cell.host_fraction is not None), "host")
     for fanout in {cell.fanouts for cell in todo}:
         if not fanout or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in fanout):
-            raise ValueError(f"fanouts are one or more neighbour counts of at least 1, got {fanout!r} (--fanout)")
+            raise BadValue(f"fanouts are one or more neighbour counts of at least 1, got {fanout!r} (--fanout)")
     for sampling in dict.fromkeys(cell.sampling for cell in todo):
         if sampling not in SAMPLING:
-            raise ValueError(f"unknown sampling {sampling!r}; choose from {', '.join(SAMPLING)} (--sampling)")
+            raise BadValue(f"unknown sampling {sampling!r}; choose from {', '.join(SAMPLING)} (--sampling)")
         if sampling != "cpu" and not distributed:
-            raise ValueError(f"{sampling} sampling is for multi-process runs: add --gpus G (or give --sampling cpu)")
+            raise BadValue(f"{sampling} sampling is for multi-process runs: add --gpus G (or give --sampling cpu)")
         if sampling == "uva" and torch.device(device).type != "cuda":
-            raise ValueError("uva sampling reads the CSR from pinned host memory on a GPU: it needs --device cuda")
+            raise BadValue("uva sampling reads the CSR from pinned host memory on a GPU: it needs --device cuda")
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import filelock
 
+from suite.errors import BadValue
 from suite.io import atomic
 from suite.io.provenance import device_name, slug
 
@@ -137,7 +138,7 @@ def read_state(folder: Path) -> dict:
     try:
         return json.loads(path.read_text())
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path} is not valid JSON ({err}); delete it to start the suite over") from None
+        raise BadValue(f"{path} is not valid JSON ({err}); delete it to start the suite over") from None
 
 
 def write_state(folder: Path, state: dict) -> None:
@@ -238,8 +239,8 @@ def _tail(path: Path, lines: int = 15) -> str:
 def _check_names(names: set[str], steps: list[Step], option: str) -> None:
     unknown = sorted(names - {s.name for s in steps})
     if unknown:
-        raise ValueError(f"{option}: no step named {', '.join(unknown)}; "
-                         f"the steps are {', '.join(s.name for s in steps)}")
+        raise BadValue(f"{option}: no step named {', '.join(unknown)}; "
+                       f"the steps are {', '.join(s.name for s in steps)}")
 
 
 def run_suite(out_root="results/gpu", *, dry_run: bool = False, rerun=(), skip=(), max_minutes: float | None = None,
@@ -265,8 +266,8 @@ def run_suite(out_root="results/gpu", *, dry_run: bool = False, rerun=(), skip=(
     try:
         lock.acquire(timeout=0)
     except filelock.Timeout:
-        raise ValueError(f"another tierbench gpu-suite is running in {folder} (it holds {lock.lock_file}); "
-                         "wait for it to finish") from None
+        raise BadValue(f"another tierbench gpu-suite is running in {folder} (it holds {lock.lock_file}); "
+                       "wait for it to finish") from None
     try:
         with _sigterm_as_exit():
             return _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo)

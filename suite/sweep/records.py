@@ -42,6 +42,7 @@ import filelock
 import numpy as np
 import pandas as pd
 
+from suite.errors import BadValue
 from suite.io import atomic
 
 
@@ -117,7 +118,7 @@ _EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 def records_path(runs_dir, experiment: str) -> Path:
     """The CSV of ``experiment`` in ``runs_dir``; an experiment name is a plain file stem, never a path."""
     if not _EXPERIMENT_NAME.fullmatch(experiment):
-        raise ValueError(
+        raise BadValue(
             f"experiment name {experiment!r} is not a plain name: use letters, digits, '.', '_' and '-', "
             "starting with a letter or a digit (e.g. fig8, mine-2); its records go to <runs>/<name>.csv"
         )
@@ -132,10 +133,10 @@ def check_writable(path) -> None:
         with tempfile.TemporaryFile(dir=path.parent):
             pass
     except OSError as err:
-        raise ValueError(f"cannot write records into {path.parent}: {err.strerror or err}; "
-                         "give a writable directory (--runs DIR)") from None
+        raise BadValue(f"cannot write records into {path.parent}: {err.strerror or err}; "
+                       "give a writable directory (--runs DIR)") from None
     if path.exists() and (not path.is_file() or not os.access(path, os.W_OK)):
-        raise ValueError(f"cannot write records to {path}: it is not a writable file; give another --runs directory")
+        raise BadValue(f"cannot write records to {path}: it is not a writable file; give another --runs directory")
 
 
 def _lock(path: Path) -> filelock.FileLock:
@@ -169,21 +170,21 @@ def _read_table(path: Path) -> _Table:
     try:
         for fields in reader:
             if reader.line_num != previous + 1:
-                raise ValueError(f"{path}, line {previous + 1}: a quoted value runs past the end of the line; "
-                                 "every record is one line")
+                raise BadValue(f"{path}, line {previous + 1}: a quoted value runs past the end of the line; "
+                               "every record is one line")
             previous = reader.line_num
             if not fields:
                 continue  # a blank line
             if not header:
                 header = fields
                 if len(set(header)) != len(header):
-                    raise ValueError(f"{path}, line {previous}: the header names a column twice")
+                    raise BadValue(f"{path}, line {previous}: the header names a column twice")
             elif len(fields) != len(header):
-                raise ValueError(f"{path}, line {previous}: {len(fields)} fields where the header has {len(header)}")
+                raise BadValue(f"{path}, line {previous}: {len(fields)} fields where the header has {len(header)}")
             else:
                 rows.append((previous, fields))
     except csv.Error as err:
-        raise ValueError(f"{path}, line {previous + 1}: not a CSV record ({err})") from None
+        raise BadValue(f"{path}, line {previous + 1}: not a CSV record ({err})") from None
     return _Table(lines, header, rows, text.endswith("\n") or not text)
 
 
@@ -229,13 +230,13 @@ def _typed(path: Path, table: _Table) -> pd.DataFrame:
             try:
                 values.append(_parse(fields[k], spec))
             except ValueError as err:
-                raise ValueError(f"{path}, line {line}, column {name}: {err}; fix or delete the line") from None
+                raise BadValue(f"{path}, line {line}, column {name}: {err}; fix or delete the line") from None
         columns[name] = pd.Series(values, dtype=_dtype(spec))
     for name, spec in SCHEMA.items():
         if name in columns:
             continue
         if spec.default is None and not spec.nullable:
-            raise ValueError(f"{path}: the header has no column {name}; it is not a records file of tierbench run")
+            raise BadValue(f"{path}: the header has no column {name}; it is not a records file of tierbench run")
         fill = spec.default if spec.default is not None else (pd.NA if spec.kind == "int" else None)
         columns[name] = pd.Series([fill] * len(table.rows), dtype=_dtype(spec))
     return pd.DataFrame(columns)

@@ -44,6 +44,7 @@ from tqdm.auto import tqdm
 
 from suite.datasets import load_dataset
 from suite.datasets.reordered import load_reordered
+from suite.errors import BadValue
 from suite.experiments.sweeps import EXPERIMENTS
 from suite.io.provenance import provenance
 from suite.registry import LOADERS, create_distributed_loader, create_loader
@@ -98,7 +99,7 @@ def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, see
                                            progress=progress and dist.get_rank() == 0, **options)
         make_trainer = functools.partial(DistributedTrainer, sampling=cell.sampling)
     elif cell.sampling != "cpu":
-        raise ValueError(f"{cell.sampling} sampling is for multi-process runs (tierbench run --gpus G)")
+        raise BadValue(f"{cell.sampling} sampling is for multi-process runs (tierbench run --gpus G)")
     else:
         loader = create_loader(cell.loader, dataset, cell.hot_fraction, device, progress=progress, **options)
         make_trainer = Trainer

@@ -46,6 +46,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from suite.errors import BadValue
 from suite.training.trainer import EpochResult, Trainer
 from tiering.sampling.distributed import (
     PARTITIONS,
@@ -109,11 +110,11 @@ class DistributedTrainer(Trainer):
     def __init__(self, dataset, loader, fanouts, *, sampling: str = "cpu", partition: str = "interleaved", group=None,
                  **options):
         if sampling not in SAMPLING:
-            raise ValueError(f"sampling must be one of {SAMPLING}, got {sampling!r}")
+            raise BadValue(f"sampling must be one of {SAMPLING}, got {sampling!r}")
         if partition not in PARTITIONS:
-            raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
+            raise BadValue(f"partition must be one of {PARTITIONS}, got {partition!r}")
         if loader.make_sampler(dataset.graph, fanouts) is not None:
-            raise ValueError("a loader with its own sampler (gns) is not supported in distributed training")
+            raise BadValue("a loader with its own sampler (gns) is not supported in distributed training")
         super().__init__(dataset, loader, fanouts, **options)
         self.group = group
         self.sampler_group = None  # the distributed sampler's own group, released by close()
@@ -124,7 +125,7 @@ class DistributedTrainer(Trainer):
         self.graph_bytes_resident = 0
         if sampling == "uva":
             if not cuda:
-                raise ValueError("uva sampling reads the CSR from pinned host memory on a GPU: it needs a CUDA device")
+                raise BadValue("uva sampling reads the CSR from pinned host memory on a GPU: it needs a CUDA device")
             self.sampler = NeighborSampler(mapped_graph(dataset.graph, self.device), self.sampler.fanouts, backend="torch")
         elif sampling == "distributed":
             part = GraphPartition.of(dataset.graph, self.rank, self.world, partition).to(self.device)

@@ -6,7 +6,9 @@ import pytest
 import torch
 
 from suite import cli
+from suite.cli import datasets as datasets_commands
 from suite.cli import main
+from suite.cli.options import DEFAULT_HOT_FRACTION
 from suite.measure.devices import resolve_device
 from suite.registry import LOADERS, check_gpu_memory, create_loader, hot_tier_loaders
 from tiering.features.combined import HotTierTooLarge
@@ -139,7 +141,7 @@ def test_no_warning_without_hot_fraction_and_the_default_for_a_hot_tier(tiny, ca
     status, out, err = run(["train", "--dataset", "tiny", "--loader", "degree-cache", "--epochs", "1",
                             "--fanout", "3,3", "-q"], capsys)
     assert status == 0 and err == ""
-    assert f"loader degree-cache (hot fraction {cli.DEFAULT_HOT_FRACTION})" in out
+    assert f"loader degree-cache (hot fraction {DEFAULT_HOT_FRACTION})" in out
 
 
 # ----------------------------------------------------------------- --scorer default
@@ -224,7 +226,7 @@ def test_memory_errors_and_gpu_out_of_memory_are_one_line(capsys, monkeypatch):
     def fail(error):
         def command(args):
             raise error
-        monkeypatch.setattr(cli, "_cmd_list", command)
+        monkeypatch.setattr(datasets_commands, "_cmd_list", command)
         return run(["datasets", "list"], capsys)
 
     status, _, err = fail(MemoryError())
@@ -250,3 +252,35 @@ def test_parser_errors_are_one_line_everywhere():
     subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     for name, sub in subcommands.choices.items():
         assert isinstance(sub, cli._Parser), name
+
+
+# ----------------------------------------------------------------- bugs
+@pytest.mark.parametrize("error", [ValueError("an internal value"), KeyError("an internal key")])
+def test_an_internal_error_in_a_command_shows_its_traceback(error, capsys, monkeypatch):
+    def broken(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(datasets_commands, "entry_path", broken)  # a callee of `datasets list`, failing as a bug does
+    with pytest.raises(type(error)) as raised:
+        main(["datasets", "list"])
+    assert raised.value is error
+    assert "tierbench: error:" not in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------- checked numbers
+@pytest.mark.parametrize("argv, option, says", [
+    (["run", "--experiment", "demo", "--gpus", "0"], "--gpus", "must be at least 1"),
+    (["run", "--experiment", "demo", "--epochs", "two"], "--epochs", "expected an integer"),
+    (["run", "--experiment", "demo", "--seed", "-1"], "--seed", "must be at least 0"),
+    (["run", "--experiment", "demo", "--hot-fractions", "0.1,x"], "--hot-fractions", "comma-separated numbers"),
+    (["disk", "--dataset", "tiny", "--hot-fraction", "1.5"], "--hot-fraction", "[0, 1]"),
+    (["doctor", "--host-tier-bytes", "1e9"], "--host-tier-bytes", "expected an integer"),
+    (["gpu-suite", "--max-minutes", "0"], "--max-minutes", "must be above 0"),
+    (["prepare", "--dataset", "tiny", "--scorer", "wrpr", "--damping", "1"], "--damping", "[0, 1)"),
+    (["prepare", "--dataset", "tiny", "--scorer", "wrpr", "--max-iter", "0"], "--max-iter", "must be at least 1"),
+    (["train", "--dataset", "tiny", "--seed", "-3"], "--seed", "must be at least 0"),
+    (["bucket-train", "--dataset", "tiny", "--seed", "nan"], "--seed", "expected an integer"),
+])
+def test_a_formerly_unchecked_number_is_refused_in_one_line(argv, option, says, capsys):
+    status, _, err = run(argv, capsys)
+    assert_one_error_line(status, err, f"argument {option}", says, f"tierbench {argv[0]} --help")

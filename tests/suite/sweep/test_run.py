@@ -233,12 +233,12 @@ def test_an_interrupted_run_says_what_it_kept_and_how_to_resume(tiny, tmp_path, 
 def test_an_interrupted_multi_process_run_says_so_in_the_launching_process(tiny, tmp_path, capsys, monkeypatch):
     import types
 
-    import suite.cli
+    import suite.cli.sweeps
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(suite.cli, "subprocess", types.SimpleNamespace(run=interrupted))  # torchrun, interrupted
+    monkeypatch.setattr(suite.cli.sweeps, "subprocess", types.SimpleNamespace(run=interrupted))  # torchrun, interrupted
     argv = ["run", "--experiment", "e", *RUN, "--loaders", "in-memory", "--gpus", "2", "--runs", str(tmp_path)]
     assert main(argv) == 130
     assert capsys.readouterr().err == (f"tierbench: interrupted: 0 of 1 cells recorded in {tmp_path / 'e.csv'}; run "

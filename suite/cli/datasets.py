@@ -1,0 +1,168 @@
+"""``tierbench datasets list|generate|info|cost``, ``tierbench prepare`` and ``tierbench scorers``: the dataset cache,
+its reordered entries, and how the scorers that reorder them compare."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from suite.cli import options
+from suite.cli.output import show
+from suite.datasets import PRESETS, entry_path, prepare_dataset
+from suite.datasets.build import regenerate_hint
+from suite.datasets.cache import describe_root, entry_bytes, is_complete, read_manifest
+from suite.errors import BadValue
+from suite.registry import SCORERS, scorer_params
+
+
+def _human_bytes(n: float) -> str:
+    units = ("B", "KB", "MB", "GB", "TB")
+    k = 0
+    while n >= 1000 and k < len(units) - 1:
+        n /= 1000
+        k += 1
+    return f"{n:.1f} {units[k]}"
+
+
+def _cmd_list(args) -> int:
+    rows = []
+    for p in PRESETS.values():
+        entry = entry_path(p.name)
+        cached = is_complete(entry)
+        rows.append(
+            {
+                "name": p.name,
+                "imitates": p.imitates,
+                "generator": p.generator,
+                "nodes": p.num_nodes,
+                "avg degree (drawn)": p.avg_degree,
+                "symmetric": p.symmetric,
+                "D": p.feature_dim,
+                "C": p.num_classes,
+                "labelled": f"{p.num_labeled / p.num_nodes:.1%}",
+                "size": _human_bytes(entry_bytes(entry)) if cached else f"~{_human_bytes(p.estimated_bytes())} (est.)",
+                "cached": cached,
+            }
+        )
+    print(f"dataset cache: {describe_root()}\n")
+    print(pd.DataFrame(rows).to_string(index=False))
+    print("\nsize: what a cached entry takes on disk, or an estimate (features + CSR) for one not built yet.")
+    print("Real OGB datasets: tierbench datasets generate ogbn-NAME --ogb-root DIR (never downloads).")
+    return 0
+
+
+def _cmd_generate(args) -> int:
+    print(f"dataset cache: {describe_root()}")
+    for name in args.names:
+        entry = prepare_dataset(name, ogb_root=args.ogb_root, force=args.force, progress=not args.quiet)
+        print(f"{name}: {entry} ({_human_bytes(entry_bytes(entry))})")
+    return 0
+
+
+def _cmd_info(args) -> int:
+    from suite.figures.datasets import summarize, write_summary
+
+    manifests = {}
+    for name in args.names:
+        entry = entry_path(name, args.ogb_root)
+        if not is_complete(entry):
+            root = f" --ogb-root {args.ogb_root}" if args.ogb_root else ""
+            raise BadValue(f"{name} is not in the dataset cache {describe_root()}: build it with "
+                             f"`tierbench datasets generate {name}{root}`")
+        manifests[name] = read_manifest(entry, regenerate_hint(name, args.ogb_root))
+        manifests[name]["path"] = str(entry)
+    table = summarize(manifests)
+    print(table.to_string())
+    if args.out:
+        for path in write_summary(manifests, args.out, ogb_root=args.ogb_root):
+            print(f"wrote {path}")
+    return 0
+
+
+def _cmd_cost(args) -> int:
+    from suite.figures.build_cost import write_build_cost
+
+    print(f"dataset cache: {describe_root()}")
+    paths = write_build_cost(args.names, args.out, one_thread=args.one_thread, progress=not args.quiet)
+    show(paths)
+    return 0
+
+
+def _cmd_prepare(args) -> int:
+    from suite.datasets.reordered import prepare_reordered
+
+    overrides = {"damping": args.damping, "iterations": args.iterations, "tol": args.tol, "max_iter": args.max_iter}
+    applicable = {k: v for k, v in overrides.items() if k in scorer_params(args.scorer)}
+    ignored = sorted(k for k, v in overrides.items() if v is not None and k not in applicable)
+    if ignored:
+        raise BadValue(f"scorer {args.scorer} takes no {', '.join('--' + k.replace('_', '-') for k in ignored)}")
+    entry = prepare_reordered(
+        args.dataset, args.scorer, applicable, ogb_root=args.ogb_root, force=args.force, progress=not args.quiet
+    )
+    manifest = read_manifest(entry, "")
+    source = manifest["source"]
+    print(
+        f"{args.dataset} reordered by {args.scorer} {source['params']}: {entry}\n"
+        f"  scoring {source['score_seconds']:.2f} s, reordering {source['reorder_seconds']:.2f} s; "
+        f"top 10% of nodes hold {manifest['score_mass_top10']:.1%} of the score, top 25% {manifest['score_mass_top25']:.1%}"
+    )
+    return 0
+
+
+def _cmd_scorers(args) -> int:
+    from suite.figures.scorers import write_scorer_report
+
+    for path in write_scorer_report(args.dataset, args.out, ogb_root=args.ogb_root, progress=not args.quiet):
+        print(f"wrote {path}")
+    return 0
+
+
+def _scorer_param_help(name: str, what: str) -> str:
+    """Which scorers take parameter ``name`` and its default in each (from the scorers' defaults)."""
+    takers = {scorer: spec.defaults[name] for scorer, spec in SCORERS.items() if name in spec.defaults}
+    if len(set(takers.values())) == 1:
+        defaults = f"{next(iter(takers.values())):g}"
+    else:
+        defaults = ", ".join(f"{value:g} for {scorer}" for scorer, value in takers.items())
+    return f"{', '.join(takers)}: {what} (default {defaults})"
+
+
+def add_parsers(sub) -> None:
+    """``datasets`` (``list``, ``generate``, ``info``, ``cost``), ``prepare`` and ``scorers``."""
+    datasets = sub.add_parser("datasets", help="list, generate and inspect datasets")
+    dsub = datasets.add_subparsers(dest="action", required=True)
+    dsub.add_parser("list", help="the synthetic presets").set_defaults(func=_cmd_list)
+
+    names = options.parent_parser()
+    names.add_argument("names", nargs="+", metavar="NAME", help="a preset name, or ogbn-* with --ogb-root")
+
+    gen = dsub.add_parser("generate", help="build cache entries", parents=[names, options.ogb_root(), options.quiet()])
+    gen.add_argument("--force", action="store_true", help="rebuild even when a complete entry exists")
+    gen.set_defaults(func=_cmd_generate)
+
+    info = dsub.add_parser("info", help="statistics of cached datasets", parents=[names, options.ogb_root()])
+    info.add_argument("--out", help="write summary.md, summary.csv and degree-ccdf.png into this directory")
+    info.set_defaults(func=_cmd_info)
+
+    cost = dsub.add_parser("cost", help="build and prepare presets in child processes: time, peak memory, size, "
+                           "and a projection", parents=[options.quiet()])
+    cost.add_argument("names", nargs="+", metavar="NAME", help="a preset name (each is rebuilt, as with --force)")
+    cost.add_argument("--out", default="results/datasets", help="directory for build-cost.md, .csv and .png")
+    cost.add_argument("--one-thread", metavar="NAME", help="also measure NAME with one numba thread, for the "
+                      "projection to 16 cores")
+    cost.set_defaults(func=_cmd_cost)
+
+    prepare = sub.add_parser("prepare", help="score a dataset's nodes, reorder it hottest-first, and cache the result",
+                             parents=[options.dataset(), options.ogb_root(), options.quiet()])
+    prepare.add_argument("--scorer", required=True, choices=list(SCORERS), help="how nodes are scored (seeds/000 §3.1): "
+                         + ", ".join(f"{name}, {spec.label}" for name, spec in SCORERS.items()))
+    prepare.add_argument("--damping", type=options.probability, help=_scorer_param_help("damping", "damping factor"))
+    prepare.add_argument("--iterations", type=options.count, help=_scorer_param_help("iterations", "number of updates"))
+    prepare.add_argument("--tol", type=options.positive_float, help=_scorer_param_help("tol", "L1 change to stop at"))
+    prepare.add_argument("--max-iter", type=options.positive_int, help=_scorer_param_help("max_iter", "most updates"))
+    prepare.add_argument("--force", action="store_true", help="rebuild even when the reordered entry exists")
+    prepare.set_defaults(func=_cmd_prepare)
+
+    scorers = sub.add_parser("scorers", help="compare the scorers on a dataset: concentration and speed tables",
+                             parents=[options.dataset(), options.ogb_root(), options.quiet()])
+    scorers.add_argument("--out", required=True, help="directory for the tables and the figure")
+    scorers.set_defaults(func=_cmd_scorers)

@@ -1,0 +1,83 @@
+"""``tierbench doctor``, ``tierbench gpubench`` and ``tierbench gpu-suite``: this machine, its GPU's gather
+bandwidth, and a first GPU visit in one resumable command."""
+
+from __future__ import annotations
+
+import torch
+
+from suite.cli import options
+from suite.cli.options import DEFAULT_HOT_FRACTION
+from suite.errors import BadValue
+
+
+def _cmd_doctor(args) -> int:
+    from suite.measure.doctor import format_profile, host_tier_bytes_of, run_doctor
+
+    host_tier_bytes = args.host_tier_bytes
+    if args.dataset:
+        hot_fraction = DEFAULT_HOT_FRACTION if args.hot_fraction is None else args.hot_fraction
+        host_tier_bytes = host_tier_bytes_of(args.dataset, hot_fraction)
+        print(f"host tier: the cold rows of {args.dataset} at {hot_fraction:.0%} hot, {host_tier_bytes:,} bytes")
+    elif args.hot_fraction is not None:
+        raise BadValue("--hot-fraction sizes the host tier of a --dataset: give the dataset too")
+    profile, path = run_doctor(args.out, host_tier_bytes=host_tier_bytes, measure=not args.no_measure,
+                               device=args.device)
+    print(format_profile(profile))
+    print(f"wrote {path}")
+    return 0
+
+
+def _cmd_gpubench(args) -> int:
+    if torch.device(args.device).type != "cuda":
+        raise BadValue(f"gpubench measures a CUDA GPU, not {args.device}: give --device cuda or cuda:N")
+    from suite.figures.gpu import run_gpu_benchmarks
+    from suite.sweep.gpu_suite import device_folder, visible_gpu
+
+    out = args.out or device_folder("results/gpu", visible_gpu()) / "microbench"
+    paths, summary = run_gpu_benchmarks(out, args.device, table_bytes=int(args.table_gib * 2**30), repeat=args.repeat,
+                                        progress=not args.quiet)
+    print(summary)
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+def _cmd_gpu_suite(args) -> int:
+    from suite.sweep.gpu_suite import run_suite
+
+    return run_suite(args.out, dry_run=args.dry_run, rerun=args.rerun, skip=args.skip, max_minutes=args.max_minutes)
+
+
+def add_parsers(sub) -> None:
+    """``doctor``, ``gpubench`` and ``gpu-suite``."""
+    doctor = sub.add_parser("doctor", help="check this machine before a sweep and write its profile (JSON)")
+    doctor.add_argument("--out", default="results/machines", help="directory of the machine profiles")
+    tier = doctor.add_mutually_exclusive_group()
+    tier.add_argument("--host-tier-bytes", type=options.integer,
+                      help="try cudaHostRegister at this size (default 1 GiB)")
+    tier.add_argument("--dataset", help="try cudaHostRegister at the size of this preset's cold rows")
+    doctor.add_argument("--hot-fraction", type=options.fraction, help="with --dataset: share of rows in GPU memory "
+                        f"(default {DEFAULT_HOT_FRACTION})")
+    doctor.add_argument("--no-measure", action="store_true", help="skip measuring the bandwidth ceilings")
+    doctor.add_argument("--device", help="the GPU the ceilings are measured on (default: the current one)")
+    doctor.set_defaults(func=_cmd_doctor)
+
+    gpubench = sub.add_parser("gpubench", help="gather microbenchmarks on a GPU (cold, hot, alignment, model check)",
+                              parents=[options.quiet()])
+    gpubench.add_argument("--out", help="output directory (default results/gpu/<device>/microbench)")
+    gpubench.add_argument("--device", default="cuda", help="the GPU measured: cuda or cuda:N")
+    gpubench.add_argument("--table-gib", type=options.positive_float, default=4.0, help="size of the host buffer the "
+                          "tables view, in GiB")
+    gpubench.add_argument("--repeat", type=options.positive_int, default=5, help="timed runs per measurement (the "
+                          "best is kept)")
+    gpubench.set_defaults(func=_cmd_gpubench)
+
+    suite = sub.add_parser("gpu-suite", help="doctor, GPU tests, gpubench, Figures 8 and 10, reports: one resumable "
+                           "command")
+    suite.add_argument("--out", default="results/gpu", help="results go into OUT/<device>/ (default results/gpu)")
+    suite.add_argument("--dry-run", action="store_true", help="print each step, its command and whether it would run")
+    suite.add_argument("--rerun", nargs="+", default=[], metavar="STEP", help="run these steps again even if done")
+    suite.add_argument("--skip", nargs="+", default=[], metavar="STEP", help="leave these steps out of this run")
+    suite.add_argument("--max-minutes", type=options.positive_float,
+                       help="start no step whose estimate would end past this budget")
+    suite.set_defaults(func=_cmd_gpu_suite)

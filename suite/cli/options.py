@@ -1,0 +1,126 @@
+"""The options several ``tierbench`` subcommands share, and the types that check every numeric option.
+
+A value an option's type refuses ends the command in one line, ``tierbench: error: argument --epochs: must be at
+least 1, got '0'``, before any work.  The shared options are declared once, in parent parsers that a subcommand
+names with ``parents=``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from suite.datasets import PRESETS
+from suite.datasets.regime import REGIMES
+
+DEFAULT_SCORER = "wrpr"  # weighted reverse PageRank, the scorer seeds/000 §3.1 trains with
+DEFAULT_HOT_FRACTION = 0.1
+
+DATASET_HELP = f"a preset ({', '.join(PRESETS)}), or ogbn-* with --ogb-root"
+REGIME_HELP = ("the batch's regime (suite/datasets/regime.py): paper, a batch whose footprint (the share of the "
+               "graph one minibatch touches) matches the paper's batch on the graph the dataset imitates; unscaled, "
+               "the paper's 1024 seeds as they are; --batch-size overrides both")
+OGB_ROOT_HELP = "directory holding real OGB datasets (as ogb lays them out; nothing is downloaded)"
+
+
+# ----------------------------------------------------------------- types
+def _number(text: str, kind):
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _checked(kind, within, requirement: str):
+    """An option's type: a ``kind`` number for which ``within(value)`` holds, else "<requirement>, got ..."."""
+
+    def parse(text: str):
+        value = _number(text, kind)
+        if not within(value):
+            raise argparse.ArgumentTypeError(f"{requirement}, got {text!r}")
+        return value
+
+    return parse
+
+
+def integer(text: str) -> int:
+    """Any integer: for the options whose range the command checks later, with a message of its own."""
+    return _number(text, int)
+
+
+positive_int = _checked(int, lambda v: v >= 1, "must be at least 1")  # epochs, sizes, repeats, processes
+count = _checked(int, lambda v: v >= 0, "must be at least 0")  # partitions read ahead, iterations
+seed = _checked(int, lambda v: v >= 0, "must be at least 0")  # seeds of minibatches, models, partitions
+positive_float = _checked(float, lambda v: v > 0, "must be above 0")  # learning rate, sizes in GiB, tolerances
+fraction = _checked(float, lambda v: 0 <= v <= 1, "must be in [0, 1]")  # a share of rows: hot fractions
+edge_share = _checked(float, lambda v: 0 < v <= 1, "must be above 0 and at most 1")  # a share of the edges
+probability = _checked(float, lambda v: 0 <= v < 1, "is a probability in [0, 1)")  # dropout, damping
+
+
+def fanouts(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"fanouts are comma-separated integers such as 12,12,12, got {text!r}") from None
+
+
+def numbers(text: str) -> list[float]:
+    """Comma-separated numbers (their range is the command's to check)."""
+    try:
+        return [_number(part, float) for part in text.split(",")]
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers such as 0,0.05,0.1, got {text!r}") from None
+
+
+def names(text: str) -> list[str]:
+    return [part for part in text.split(",") if part]
+
+
+# ----------------------------------------------------------------- parents
+def parent_parser() -> argparse.ArgumentParser:
+    """A parser of options that subcommands take in with ``parents=``."""
+    return argparse.ArgumentParser(add_help=False)
+
+
+def quiet() -> argparse.ArgumentParser:
+    """``-q``: no progress bars."""
+    parent = parent_parser()
+    parent.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    return parent
+
+
+def dataset() -> argparse.ArgumentParser:
+    """``--dataset NAME``, required."""
+    parent = parent_parser()
+    parent.add_argument("--dataset", required=True, help=DATASET_HELP)
+    return parent
+
+
+def ogb_root() -> argparse.ArgumentParser:
+    """``--ogb-root DIR``, where real OGB datasets are read from."""
+    parent = parent_parser()
+    parent.add_argument("--ogb-root", help=OGB_ROOT_HELP)
+    return parent
+
+
+def minibatches(fanout_help: str, seed_help: str) -> argparse.ArgumentParser:
+    """How minibatches are drawn: ``--fanout``, ``--batch-size``, ``--regime`` and ``--seed``."""
+    parent = parent_parser()
+    parent.add_argument("--fanout", type=fanouts, help=fanout_help)
+    parent.add_argument("--batch-size", type=positive_int, help="seed nodes per minibatch (default: --regime's)")
+    parent.add_argument("--regime", choices=REGIMES, default="paper", help=REGIME_HELP)
+    parent.add_argument("--seed", type=seed, default=0, help=seed_help)
+    return parent
+
+
+def traces(epochs: int, epochs_help: str) -> list[argparse.ArgumentParser]:
+    """The options of a command that records an access trace of sampled minibatches and replays it."""
+    parent = parent_parser()
+    parent.add_argument("--epochs", type=positive_int, default=epochs, help=epochs_help)
+    parent.add_argument("--trace-dir", help="where traces are kept (default: traces/ in the dataset cache)")
+    return [dataset(), parent,
+            minibatches("fanouts (default: the dataset's training fanouts)", "seed of the traced minibatches"),
+            ogb_root(), quiet()]

@@ -1,0 +1,138 @@
+"""``tierbench run`` and ``tierbench report``: a sweep of training epochs over datasets, loaders and hot fractions
+(on one process, or one per GPU under torchrun), and the tables and figures of its records (Figures 8, 10, 11)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from suite.cli import options
+from suite.cli.options import DEFAULT_SCORER
+from suite.datasets.regime import REGIMES
+from suite.errors import BadValue
+from suite.registry import DEFAULT_HOST_FRACTION, LOADERS, SCORERS, disk_loaders, hot_tier_loaders
+
+
+def _interrupted(sweep, rerun: bool) -> str:
+    """The line that ends an interrupted sweep: what its CSV kept, and how to go on."""
+    again = "run it again without --rerun" if rerun else "run the same command again"
+    return (f"tierbench: interrupted: {len(sweep.recorded())} of {len(sweep.cells)} cells recorded in {sweep.path}; "
+            f"{again} to resume (finished cells are skipped)")
+
+
+def _cmd_run(args) -> int:
+    from suite.sweep.run import plan_sweep, prepare_datasets, run_sweep
+    from suite.training import distributed
+    from tiering.features.multi_gpu import check_shm_dir
+
+    if args.gpus is not None:
+        try:
+            check_shm_dir(args.shm_dir)  # before any process is launched or dataset prepared
+        except ValueError as err:  # tiering's refusal of the directory --shm-dir names
+            raise BadValue(str(err)) from None
+    settings = dict(datasets=args.datasets, loaders=args.loaders, hot_fractions=args.hot_fractions,
+                    host_fractions=args.host_fractions,
+                    fanouts=[args.fanout] if args.fanout else None, samplings=args.sampling, epochs=args.epochs,
+                    warmup=args.warmup, batch_size=args.batch_size, regime=args.regime, scorer=args.scorer,
+                    pipeline=args.pipeline,
+                    ogb_root=args.ogb_root)
+    if args.gpus is not None and not distributed.launched_by_torchrun():
+        sweep = plan_sweep(args.experiment, args.runs, **settings, device=args.device, processes=args.gpus)
+        try:
+            # datasets are generated and reordered here, once, before the processes open them
+            prepare_datasets(sweep.cells, args.ogb_root, not args.quiet)
+            command = distributed.torchrun_command(args.gpus, args.argv)
+            print(f"launching {args.gpus} processes: {' '.join(command[1:])}", flush=True)
+            return subprocess.run(command, check=False).returncode
+        except KeyboardInterrupt:
+            print(_interrupted(sweep, args.rerun), file=sys.stderr)
+            return 130
+    device = args.device
+    if args.gpus is not None:
+        device = distributed.init_process_group(args.device)
+    reporter = distributed.rank() == 0
+    try:
+        sweep = plan_sweep(args.experiment, args.runs, **settings, device=device)  # every check, before any cell
+        try:
+            path, summary = run_sweep(args.experiment, args.runs, **settings, device=device, seed=args.seed,
+                                      rerun=args.rerun, progress=not args.quiet, shm_dir=args.shm_dir)
+        except KeyboardInterrupt:
+            if reporter and args.gpus is None:  # under --gpus, the process that launched the group says it
+                print(_interrupted(sweep, args.rerun), file=sys.stderr)
+            return 130
+    finally:
+        if args.gpus is not None:
+            distributed.destroy_process_group()
+    if reporter:
+        print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print(f"records: {path}")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    if args.figure in ("7", "9"):
+        from suite.figures import PROFILE_FIGURES
+
+        if not args.dataset:
+            raise BadValue("--figure 7 or 9 needs --dataset")
+        out = Path(args.out or f"results/profile/{args.dataset}")
+        for path in PROFILE_FIGURES[int(args.figure)].render(out / f"fig{args.figure}-curves.csv", out):
+            print(f"wrote {path}")
+        return 0
+    from suite.figures import write_report
+
+    if not args.experiment:
+        raise BadValue("give --experiment (a sweep's name) or --figure 7|9 with --dataset")
+    figure = f"fig{args.figure}" if args.figure else None
+    for path in write_report(args.experiment, args.runs, args.out, figure):
+        print(f"wrote {path}")
+    return 0
+
+
+def add_parsers(sub) -> None:
+    """``run`` and ``report``."""
+    run = sub.add_parser("run", help="a sweep of training epochs: datasets x loaders x hot fractions x fanouts",
+                         parents=[options.ogb_root(), options.quiet()])
+    run.add_argument("--experiment", required=True, help="a predefined sweep (demo, fig8, fig10, fig11, pipeline, disk), or a "
+                     "new name of letters, digits, '.', '_' and '-' (then give --datasets and --loaders); its records "
+                     "are <runs>/<experiment>.csv")
+    run.add_argument("--datasets", type=options.names, help=f"comma-separated; each {options.DATASET_HELP}")
+    run.add_argument("--loaders", type=options.names, help=f"comma-separated, from {', '.join(LOADERS)}")
+    run.add_argument("--hot-fractions", type=options.numbers, help="comma-separated shares of the rows in [0, 1] for "
+                     f"the loaders with a hot tier ({', '.join(hot_tier_loaders())}), e.g. 0,0.05,0.1 (default: the "
+                     "experiment's, else 0.1)")
+    run.add_argument("--host-fractions", type=options.numbers, help="comma-separated host-memory budgets, as shares of "
+                     f"the rows, for the loaders that read from disk ({', '.join(disk_loaders())}): disk-tiered's host "
+                     "tier, mmap's page cache (emulated) (default: the experiment's, else "
+                     f"{DEFAULT_HOST_FRACTION:g})")
+    run.add_argument("--fanout", type=options.fanouts, help="fanouts for every cell (default: each dataset's)")
+    # the sweep checks the ranges of --epochs, --warmup and --batch-size, with the option's name in its message
+    run.add_argument("--epochs", type=options.integer, help="recorded epochs per cell, at least 1 (default: the "
+                     "experiment's, else 1)")
+    run.add_argument("--warmup", type=options.integer, help="unrecorded epochs per cell before them, 0 or more "
+                     "(default: the experiment's, else 1)")
+    run.add_argument("--batch-size", type=options.integer, help="seed nodes per minibatch in every cell (default: "
+                     "--regime's)")
+    run.add_argument("--regime", choices=REGIMES, help=options.REGIME_HELP + " (default: the experiment's, else paper)")
+    run.add_argument("--device", default="cpu")
+    run.add_argument("--scorer", default=DEFAULT_SCORER, choices=list(SCORERS), help="ordering used by the tiered loader")
+    run.add_argument("--seed", type=options.seed, default=0)
+    run.add_argument("--rerun", action="store_true", help="measure cells again even when recorded")
+    run.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training (recorded per row)")
+    run.add_argument("--runs", default="results/runs", help="directory of the records CSVs")
+    run.add_argument("--gpus", type=options.positive_int, help="run on G processes, one per GPU, launched with torchrun "
+                     "(with --device cpu: G gloo processes standing in for GPUs)")
+    run.add_argument("--sampling", type=options.names, help="with --gpus: comma-separated samplers, cpu, uva (needs a "
+                     "GPU), distributed (collective sampling over a CSR split across processes)")
+    run.add_argument("--shm-dir", default="/dev/shm", help="with --gpus: directory on a tmpfs for the host tier's "
+                     "shared-memory segment (Docker's /dev/shm holds 64 MiB unless run with --shm-size)")
+    run.set_defaults(func=_cmd_run)
+
+    report = sub.add_parser("report", help="tables and figures from records (Figures 8 and 10) or profiles (7 and 9)")
+    report.add_argument("--experiment", help="the sweep whose records to report")
+    report.add_argument("--figure", choices=["7", "8", "9", "10", "11"])
+    report.add_argument("--dataset", help="with --figure 7 or 9")
+    report.add_argument("--runs", default="results/runs")
+    report.add_argument("--out", help="output directory (default results/<experiment>, or the profile's)")
+    report.set_defaults(func=_cmd_report)

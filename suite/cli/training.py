@@ -1,0 +1,125 @@
+"""``tierbench train`` and ``tierbench profile``: GraphSAGE training timed per stage, and the feature reuse of its
+sampled minibatches (paper Figures 7 and 9)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+from suite.cli import options
+from suite.cli.options import DEFAULT_HOT_FRACTION, DEFAULT_SCORER
+from suite.cli.output import show
+from suite.registry import LOADERS, SCORERS, hot_tier_loaders, loader, reordered_loaders
+
+
+def _warn(message: str) -> None:
+    print(f"tierbench: warning: {message}", file=sys.stderr)
+
+
+def _loader_hot_fraction(name: str, hot_fraction: float | None) -> float:
+    """The share of rows loader ``name`` keeps in GPU memory: ``hot_fraction`` for a loader with a hot tier, else all or
+    none of them (``--hot-fraction`` given to such a loader is ignored, with a warning)."""
+    spec = loader(name)
+    if spec.hot_tier:
+        return DEFAULT_HOT_FRACTION if hot_fraction is None else hot_fraction
+    if hot_fraction is not None:
+        _warn(f"--hot-fraction {hot_fraction} is ignored: loader {name} has no hot tier (it keeps {spec.gpu_share:.0%} "
+              f"of the rows in GPU memory); the loaders with one are {', '.join(hot_tier_loaders())}")
+    return spec.gpu_share
+
+
+def _cmd_train(args) -> int:
+    from suite.datasets import regime as regimes
+    from suite.datasets.regime import default_fanouts
+    from suite.figures.training import write_training_report
+    from suite.sweep.cells import Cell
+    from suite.sweep.run import open_dataset, train_cell
+    from suite.training.trainer import majority_accuracy
+
+    hot_fraction = _loader_hot_fraction(args.loader, args.hot_fraction)
+    device = torch.device(args.device)  # checked by main
+    if args.scorer is None and loader(args.loader).reordered:
+        args.scorer = DEFAULT_SCORER
+        print(f"loader {args.loader} needs a dataset reordered hottest-first: using --scorer {DEFAULT_SCORER} "
+              f"(weighted reverse PageRank; --scorer chooses another)")
+    fanouts = tuple(args.fanout or default_fanouts(args.dataset))
+    batch_size, regime = regimes.resolve(args.dataset, args.regime, args.batch_size)
+    cell = Cell(args.dataset, args.loader, hot_fraction, fanouts, args.scorer or "none", batch_size=batch_size,
+                regime=regime)
+    dataset = open_dataset(cell, args.ogb_root, progress=not args.quiet)
+    majority = majority_accuracy(dataset)
+    print(
+        f"{dataset}\nloader {args.loader} (hot fraction {hot_fraction}), fanouts {fanouts}, "
+        f"{regimes.describe(args.dataset, batch_size, regime)}, device {device}; majority-class valid accuracy "
+        f"{majority:.3f}"
+    )
+
+    def report(r) -> None:
+        print(
+            f"epoch {r.epoch}: loss {r.loss:.3f}  valid acc {r.valid_accuracy:.3f}  "
+            f"sample {r.sample_s:.2f}s gather {r.gather_s:.2f}s train {r.train_s:.2f}s  epoch {r.epoch_s:.2f}s  "
+            f"hit ratio {r.hit_ratio:.3f}  PCIe model {r.pcie_payload_bytes / 1e6:.1f} MB"
+        )
+
+    results = train_cell(cell, dataset, epochs=args.epochs, device=device, seed=args.seed, pipeline=args.pipeline,
+                         progress=not args.quiet, on_epoch=report,
+                         model=dict(hidden=args.hidden, dropout=args.dropout, lr=args.lr))
+    if args.out:
+        settings = {"dataset": args.dataset, "scorer": args.scorer or "none", "fanouts": ",".join(map(str, fanouts)),
+                    "batch_size": batch_size, "regime": regime, "loader": args.loader, "hot_fraction": hot_fraction,
+                    "majority_valid_accuracy": majority}
+        for path in write_training_report(results, settings, args.out, device):
+            print(f"wrote {path}")
+    return 0
+
+
+def _cmd_profile(args) -> int:
+    from suite.experiments.reuse import measure
+    from suite.figures import PROFILE_FIGURES
+
+    out = Path(args.out or f"results/profile/{args.dataset}")
+    curves = measure(
+        args.dataset, args.figure, out, fanouts=args.fanout, epochs=args.epochs, batch_size=args.batch_size,
+        regime=args.regime, seed=args.seed, ogb_root=args.ogb_root, progress=not args.quiet,
+    )
+    md, csv, png = PROFILE_FIGURES[args.figure].render(curves, out)
+    show([md, csv, curves, png])
+    return 0
+
+
+def add_parsers(sub) -> None:
+    """``train`` and ``profile``."""
+    train = sub.add_parser("train", help="train GraphSAGE and time sampling, gathering and training",
+                           parents=[options.dataset(),
+                                    options.minibatches("neighbours per layer from the seeds out, e.g. 12,12,12 "
+                                                        "(default: the dataset's)",
+                                                        "seed of the model and the minibatches"),
+                                    options.ogb_root(), options.quiet()])
+    train.add_argument("--epochs", type=options.positive_int, default=3, help="training epochs")
+    train.add_argument("--scorer", choices=list(SCORERS), help="train on the dataset reordered by this scorer "
+                       f"(default: {DEFAULT_SCORER} for {', '.join(reordered_loaders())}, which needs a reordered "
+                       "dataset; the original order for the other loaders)")
+    train.add_argument("--loader", default="in-memory", choices=list(LOADERS), help="how features reach the model "
+                       "(README: Feature loaders)")
+    train.add_argument("--hot-fraction", type=options.fraction, help="share of rows kept in GPU memory, for the "
+                       f"loaders with a hot tier ({', '.join(hot_tier_loaders())}; default {DEFAULT_HOT_FRACTION})")
+    train.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training")
+    train.add_argument("--hidden", type=options.positive_int, default=256, help="GraphSAGE hidden width")
+    train.add_argument("--dropout", type=options.probability, default=0.5, help="dropout probability, in [0, 1)")
+    train.add_argument("--lr", type=options.positive_float, default=3e-3, help="Adam learning rate")
+    train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    train.add_argument("--out", help="write train-<dataset>.md and .csv into this directory")
+    train.set_defaults(func=_cmd_train)
+
+    profile = sub.add_parser("profile", help="measure feature reuse under sampling (paper Figures 7 and 9)",
+                             parents=[options.dataset(),
+                                      options.minibatches("figure 7 only: fanouts (default: the dataset's training "
+                                                          "fanouts)", "seed of the minibatches"),
+                                      options.ogb_root(), options.quiet()])
+    profile.add_argument("--figure", type=int, required=True, choices=[7, 9], help="7: reuse by scorer; 9: reuse by "
+                         "sampling depth")
+    profile.add_argument("--epochs", type=options.positive_int, default=1, help="epochs of sampling to count over")
+    profile.add_argument("--out", help="output directory (default results/profile/<dataset>)")
+    profile.set_defaults(func=_cmd_profile)
