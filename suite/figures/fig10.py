@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from suite.figures import sweep_tables as tables
 from suite.io.plotting import pyplot, write_table_and_figure
@@ -73,16 +74,31 @@ def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
         "PCIe payload (GB, model)": plotted["pcie_payload_bytes"] / 1e9,
         "PCIe RX (GB, NVML)": plotted["pcie_rx_bytes_measured"] / 1e9,
     })
-    style = dict(hue="setting" if lines else None, hue_order=hue_order, errorbar=tables.epoch_range, err_style="bars")
+    marks, errorbar = tables.spread_marks(tiered, settings)
+    style = dict(hue="setting" if lines else None, hue_order=hue_order, errorbar=errorbar, err_style="bars",
+                 legend=False)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     sns.lineplot(data=plotted, x="hot fraction (%)", y="PCIe payload (GB, model)", marker="o", ax=axes[0], **style)
-    if plotted["PCIe RX (GB, NVML)"].notna().any():
-        sns.lineplot(data=plotted, x="hot fraction (%)", y="PCIe RX (GB, NVML)", marker="x", linestyle="--", ax=axes[0],
-                     legend=False, **style)
+    measured = plotted["PCIe RX (GB, NVML)"].notna().any()
+    if measured:
+        sns.lineplot(data=plotted, x="hot fraction (%)", y="PCIe RX (GB, NVML)", marker="X", linestyle="--",
+                     ax=axes[0], **style)
+    axes[0].set(ylabel="PCIe bytes per epoch (GB)")
     sns.lineplot(data=plotted, x="hot fraction (%)", y="epoch_s", marker="o", ax=axes[1], **style)
     axes[1].set(ylabel="epoch time (s)")
-    fig.suptitle(f"Figure 10: PCIe traffic and epoch time vs hot fraction (tiered loader)\n{tables.MARKS}")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    # the legends below the panels, never over the data: one entry per setting (colour), one per source (line)
+    colours = dict(zip(hue_order or [], sns.color_palette(n_colors=len(hue_order or []))))
+    handles = [Line2D([], [], color=colour, marker="o", label=label) for label, colour in colours.items()]
+    sources = [Line2D([], [], color="0.3", marker="o", label="modelled payload (traffic model)")]
+    if measured:
+        sources.append(Line2D([], [], color="0.3", marker="X", linestyle="--", label="measured RX (NVML, whole GPU)"))
+    if handles:
+        fig.legend(handles=handles, title="setting", loc="lower center", bbox_to_anchor=(0.5, 0.1),
+                   ncols=min(len(handles), 3), frameon=False, fontsize=8, title_fontsize=8)
+    fig.legend(handles=sources, loc="lower center", bbox_to_anchor=(0.5, 0.035), ncols=len(sources), frameon=False,
+               fontsize=8)
+    fig.suptitle(f"Figure 10: PCIe traffic and epoch time vs hot fraction (tiered loader)\n{marks}")
+    fig.tight_layout(rect=(0, 0.12 + (0.06 + 0.05 * -(-len(handles) // 3)) * bool(handles), 1, 1))
     markdown = (
         f"# Figure 10: PCIe traffic and epoch time vs hot fraction\n\nMade by {command}; {caption(record)}.\n\n"
         f"{tables.cpu_warning(tiered)}{tables.common_settings(tiered, settings)}{tables.regime_text(tiered)}"

@@ -72,12 +72,13 @@ def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
         "multi-GPU hot tier (% of rows)": 100 * plotted["hot_fraction"],
         "GPU memory in use, all GPUs (GB)": plotted["gpu_bytes_resident"] / 1e9,
     })
+    marks, errorbar = tables.spread_marks(tiered, settings)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     for ax, x in zip(axes, ["multi-GPU hot tier (% of rows)", "GPU memory in use, all GPUs (GB)"]):
         sns.lineplot(data=plotted, x=x, y="epoch_s", hue="sampling", style="setting" if styles else None,
-                     style_order=style_order, marker="o", errorbar=tables.epoch_range, err_style="bars", ax=ax)
+                     style_order=style_order, marker="o", errorbar=errorbar, err_style="bars", ax=ax)
         ax.set(ylabel="epoch time (s)")
-    fig.suptitle(f"Figure 11: epoch time vs multi-GPU hot tier, CPU vs distributed sampling (tiered loader)\n{tables.MARKS}")
+    fig.suptitle(f"Figure 11: epoch time vs multi-GPU hot tier, CPU vs distributed sampling (tiered loader)\n{marks}")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     markdown = (
         f"# Figure 11: epoch time vs size of the multi-GPU hot tier\n\nMade by {command}; {caption(record)}.\n\n"

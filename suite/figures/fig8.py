@@ -31,13 +31,18 @@ PAPER = {"uva": "2.5-4.6x over CPU gather", "tiered": "1.6-2.1x over zero-copy"}
 
 
 
+TITLE = "epoch time by feature loader"
+
+
 def render(records: Path, out: Path) -> list[Path]:
     """Write ``fig8.md``, ``fig8.csv`` and ``fig8.png`` into ``out`` from the sweep records at ``records``."""
-    return draw(tables.read_sweep(records), out, tables.report_command(records, out, 8))
+    return draw(tables.read_sweep(records), out, tables.report_command(records, out, 8), Path(records).stem)
 
 
-def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
-    """Write the figure's files into ``out_dir`` from ``records``, citing ``command`` as what made them."""
+def draw(records: pd.DataFrame, out_dir, command: str, experiment: str = "fig8") -> list[Path]:
+    """Write the figure's files into ``out_dir`` from ``records``, citing ``command`` as what made them; the title
+    names Figure 8 for the sweep ``fig8`` and the sweep's own name for any other."""
+    title = f"Figure 8: {TITLE}" if experiment == "fig8" else f"Sweep {experiment}: {TITLE} (Figure 8's table)"
     plt, sns = pyplot()
     records = tables.with_footprint(records)
     settings = tables.settings_of(records)
@@ -81,16 +86,20 @@ def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
 
     hue = tables.varying(records, settings, within=["dataset", "loader"])
     plotted, hue_order = tables.labelled(records, hue, "setting")
+    labels = tables.loader_labels(records)
+    plotted = plotted.assign(loader=plotted["loader"].map(labels))
+    marks, errorbar = tables.spread_marks(records, settings)
     datasets = records["dataset"].nunique()
     grid = sns.catplot(data=plotted, x="loader", y="epoch_s", col="dataset", col_wrap=3 if datasets > 3 else None,
-                       hue="setting" if hue else None, hue_order=hue_order, kind="bar", order=order,
-                       errorbar=tables.epoch_range, capsize=0.2, height=4.2, aspect=1.7, sharey=False)
+                       hue="setting" if hue else None, hue_order=hue_order, kind="bar",
+                       order=[labels[name] for name in order if name in labels], errorbar=errorbar, capsize=0.2,
+                       height=4.2, aspect=1.7, sharey=False)
     grid.set_axis_labels("", "epoch time (s)")
     grid.set_xticklabels(rotation=20)
-    grid.figure.suptitle(f"Figure 8: epoch time by feature loader\n{tables.MARKS}")
+    grid.figure.suptitle(f"{title}\n{marks}")
     grid.figure.subplots_adjust(top=0.8, bottom=0.2)
     markdown = (
-        f"# Figure 8: epoch time by feature loader\n\nMade by {command}; {caption(record)}.\n\n{tables.cpu_warning(records)}"
+        f"# {title}\n\nMade by {command}; {caption(record)}.\n\n{tables.cpu_warning(records)}"
         f"{tables.common_settings(records, settings)}{tables.regime_text(records)}{tables.spread_text(table)}"
         "PCIe bytes per epoch are the model's (DESIGN.md, Metrics). Speedup = mean epoch time of the reference loader in the same setting / this row's."
         + "".join(f" {note}" for note in notes) + "\n\n" + bound_text + tables.markdown_table(display)

@@ -11,8 +11,9 @@ epochs at capacities of 1-40% of the rows).  Written into ``--out``:
   a static placement is filled once, before training: C rows);
 * ``policies.csv`` (those columns), beside the records
   ``policies-epochs.csv`` (every epoch of every replay, with the provenance);
-* ``policies.png``: hit ratio, fraction of Belady's bound and PCIe GB per
-  epoch against capacity, one line per policy.
+* ``policies.png``: hit ratio, fraction of Belady's bound, the static
+  placements' fraction of the static optimum and PCIe GB per epoch against
+  capacity, one line and marker per policy.
 
 Reading it: a policy's gap to ``Belady MIN`` is what any smarter cache could
 still gain at that capacity; its gap to ``static optimum`` what a better
@@ -64,21 +65,29 @@ def display(summary: pd.DataFrame, row_bytes: int) -> pd.DataFrame:
 
 
 def plot(summary: pd.DataFrame, title: str):
+    """Four panels against capacity, one line and one marker per policy: hit ratio, hits over Belady's bound, the
+    static placements' hits over the static optimum (on an axis of their own, where the scorers a few per cent
+    apart can be told apart) and the PCIe bytes of the misses."""
     plt, sns = pyplot()
     shown = summary.assign(label=summary["policy"].map(lambda p: POLICIES[p].label),
                            kind=summary["policy"].map(lambda p: POLICIES[p].kind),
                            pcie_gb=summary["miss_bytes"] / GB)
     order = [POLICIES[p].label for p in POLICIES if p in set(summary["policy"])]
-    panels = [("hit_ratio", "hit ratio"), ("of Belady", "hits / Belady's bound"),
-              ("pcie_gb", "PCIe GB / epoch (model)")]
-    fig, axes = plt.subplots(1, len(panels), figsize=(15, 4.4))
-    for i, (ax, (column, label)) in enumerate(zip(axes, panels)):
-        sns.lineplot(data=shown, x="capacity_percent", y=column, hue="label", hue_order=order, style="kind",
-                     markers=True, dashes=False, ax=ax, legend=i == len(panels) - 1)
+    static = shown[(shown["kind"] == "static") | (shown["policy"] == "optimum")]  # the scorers and their bound
+    panels = [(shown, "hit_ratio", "hit ratio"), (shown, "of Belady", "hits / Belady's bound"),
+              (static, "of static optimum", "static placements: hits / static optimum"),
+              (shown, "pcie_gb", "PCIe GB / epoch (model)")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(20, 4.6))
+    palette = dict(zip(order, sns.color_palette(n_colors=len(order))))
+    for ax, (data, column, label) in zip(axes, panels):
+        sns.lineplot(data=data, x="capacity_percent", y=column, hue="label", hue_order=order, style="label",
+                     style_order=order, palette=palette, markers=True, dashes=False, ax=ax, legend=ax is axes[0])
         ax.set(xlabel="capacity (% of rows)", ylabel=label)
-    axes[-1].legend(fontsize=7, loc="upper right")
+    handles, labels = axes[0].get_legend_handles_labels()
+    axes[0].get_legend().remove()
+    fig.legend(handles, labels, title="policy", loc="center right", frameon=False)
     fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
+    fig.tight_layout(rect=(0, 0.04, 0.9, 0.95))
     return fig
 
 

@@ -55,6 +55,7 @@ SPREAD_COLUMNS = ["epoch_s", "epoch_s min", "epoch_s max", "epochs"]
 FOOTPRINT = ["footprint %", "touched %"]
 """Measured per record: the share of the nodes one minibatch gathers, and the share an epoch gathers."""
 MARKS = "mean of the recorded epochs; error bars: fastest-slowest epoch"
+ONE_EPOCH_MARKS = "one recorded epoch per mark: no spread to show"
 BOUND = "gather bound s"
 RATIO = "gather / bound"
 BOUND_GOAL = 1.2
@@ -198,6 +199,27 @@ def epoch_range(values):
     return values.min(), values.max()
 
 
+def spread_marks(records: pd.DataFrame, settings: list[str]) -> tuple[str, object]:
+    """What a figure's marks are, for its title, and its ``errorbar``: the epoch range where some cell recorded
+    more than one epoch, none where every cell recorded one (a bar of one epoch has no spread)."""
+    if records.groupby(settings, dropna=False, sort=False).size().max() > 1:
+        return MARKS, epoch_range
+    return ONE_EPOCH_MARKS, None
+
+
+def loader_labels(records: pd.DataFrame) -> dict[str, str]:
+    """Each loader's name on an axis, with its hot tier and its host budget where it has one of each in
+    ``records`` (several are a setting of their own, told apart by ``labelled``)."""
+    labels = {}
+    for name, rows in records.groupby("loader", sort=False):
+        hot = rows["hot_fraction"].unique()
+        budgets = rows["host_fraction"].dropna().unique() if "host_fraction" in rows else []
+        tiers = ([f"hot {hot[0]:.0%}"] if len(hot) == 1 and hot[0] > 0 else []) + \
+            ([f"host {budgets[0]:.0%}"] if len(budgets) == 1 else [])
+        labels[name] = "\n".join([name, ", ".join(tiers)]) if tiers else name
+    return labels
+
+
 def per_cell(records: pd.DataFrame, settings: list[str], columns: list[str]) -> pd.DataFrame:
     """One row per cell (one value of every setting): ``columns`` averaged over its recorded epochs, and the spread
     of its epoch time: its fastest (``epoch_s min``) and slowest (``epoch_s max``) of ``epochs`` recorded epochs."""
@@ -222,6 +244,10 @@ def within_spread(table: pd.DataFrame, reference: pd.DataFrame) -> pd.Series:
 def spread_text(table: pd.DataFrame) -> str:
     """What the numbers and their spread are, for a table's text."""
     fewest, most = int(table["epochs"].min()), int(table["epochs"].max())
+    if most < 2:
+        return ("One row per setting: its numbers are those of its one recorded epoch, which has no spread, so the "
+                "figure has no error bars and a difference between two rows cannot be told from noise: record more "
+                "epochs (`--epochs`).\n\n")
     epochs = f"{fewest}" if fewest == most else f"{fewest}-{most}"
     text = (
         f"One row per setting: its numbers are the mean over its {epochs} recorded epochs; the epoch time's spread, in "

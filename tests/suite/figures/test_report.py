@@ -81,8 +81,22 @@ def test_a_speedup_within_the_spread_of_epochs_is_flagged_as_noise(tmp_path):
 
 
 def test_one_recorded_epoch_is_said_to_have_no_spread(tmp_path):
-    md, _, _ = figure8(records(cell("uva", [2.0]), cell("tiered", [1.0], hot=0.1)), tmp_path, "test")
+    md, _, _ = figure8(records(cell("uva", [2.0, 2.2]), cell("tiered", [1.0], hot=0.1)), tmp_path, "test")
     assert "A cell with one recorded epoch has no spread" in md.read_text()
+
+
+def test_a_sweep_of_single_epochs_promises_no_error_bars(tmp_path, monkeypatch):
+    import seaborn
+
+    calls = []
+    real = seaborn.catplot
+    monkeypatch.setattr(seaborn, "catplot", lambda **kwargs: calls.append(kwargs) or real(**kwargs))
+    md, _, _ = figure8(records(cell("uva", [2.0]), cell("tiered", [1.0], hot=0.1)), tmp_path, "test")
+    text = md.read_text()
+    assert "its one recorded epoch, which has no spread, so the figure has no error bars" in text
+    assert "as the figure's error bars" not in text
+    (kwargs,) = calls
+    assert kwargs["errorbar"] is None
 
 
 def test_a_setting_that_varies_within_a_loader_gets_its_own_bar(tmp_path, monkeypatch):
@@ -247,3 +261,18 @@ def test_the_demo_writes_into_an_ignored_folder_and_results_demo_into_results():
     ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "--no-index", "out/runs/demo.csv",
                               "out/demo/demo.md", ".venv"], capture_output=True, text=True).stdout.split()
     assert ignored == ["out/runs/demo.csv", "out/demo/demo.md", ".venv"]
+
+
+def test_a_sweep_other_than_figure_8_is_titled_by_its_name_and_shows_each_loaders_tiers(tmp_path, monkeypatch):
+    import seaborn
+
+    calls = []
+    real = seaborn.catplot
+    monkeypatch.setattr(seaborn, "catplot", lambda **kwargs: calls.append(kwargs) or real(**kwargs))
+    sweep = records(cell("cpu-gather", [3.0, 3.1], host_fraction=float("nan")),
+                    cell("mmap", [9.0, 9.5], host_fraction=0.15),
+                    cell("disk-tiered", [5.0, 5.2], hot=0.1, host_fraction=0.15))
+    md, _, _ = figure8(sweep, tmp_path, "test", experiment="disk")
+    assert md.read_text().startswith("# Sweep disk: epoch time by feature loader (Figure 8's table)")
+    (kwargs,) = calls
+    assert kwargs["order"] == ["cpu-gather", "mmap\nhost 15%", "disk-tiered\nhot 10%, host 15%"]
