@@ -306,11 +306,12 @@ def _cmd_plan(args) -> int:
 
 
 def _cmd_disk(args) -> int:
-    from suite.figures.disk import disk_report
+    from suite.experiments.disk import measure
+    from suite.figures.disk import render
 
-    paths = disk_report(args.dataset, args.out or f"results/disk/{args.dataset}", hot_fraction=args.hot_fraction,
-                        in_flight=args.in_flight, batches=args.batches, progress=not args.quiet)
-    _show(paths)
+    out = args.out or f"results/disk/{args.dataset}"
+    _show(render(measure(args.dataset, out, hot_fraction=args.hot_fraction, in_flight=args.in_flight,
+                         batches=args.batches, progress=not args.quiet), out))
     return 0
 
 
