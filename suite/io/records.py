@@ -48,10 +48,10 @@ def write_records(table_path, table: pd.DataFrame, provenance: dict, facts: dict
 
 
 def read_table(path, **options) -> pd.DataFrame:
-    """A CSV written by ``write_records``, its floats exactly as written and its provenance columns as strings."""
+    """A CSV written by ``write_records``, with its provenance columns as strings."""
     header = pd.read_csv(path, nrows=0).columns
     dtype = {**{c: t for c, t in PROVENANCE_COLUMNS.items() if c in header}, **options.pop("dtype", {})}
-    return pd.read_csv(path, dtype=dtype, float_precision="round_trip", **options)
+    return pd.read_csv(path, dtype=dtype, **options)
 
 
 def read_records(table_path, facts: tuple[str, ...], **options) -> Records:
