@@ -324,13 +324,13 @@ def _cmd_bucket_orders(args) -> int:
 
 
 def _cmd_bucket_train(args) -> int:
-    from suite.figures.bucket_training import bucket_training_report
+    from suite.experiments.bucket_training import measure
+    from suite.figures.bucket_training import render
 
-    paths = bucket_training_report(
-        args.dataset, args.out or f"results/marius/{args.dataset}", partitions=args.partitions,
-        capacity=args.capacity, edge_fractions=args.edge_fraction, prefetches=args.prefetch, repeats=args.repeats,
-        seed=args.seed, progress=not args.quiet)
-    _show(paths)
+    out = args.out or f"results/marius/{args.dataset}"
+    _show(render(measure(args.dataset, out, partitions=args.partitions, capacity=args.capacity,
+                         edge_fractions=args.edge_fraction, prefetches=args.prefetch, repeats=args.repeats,
+                         seed=args.seed, progress=not args.quiet), out))
     return 0
 
 
