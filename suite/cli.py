@@ -153,9 +153,10 @@ def _cmd_prepare(args) -> int:
 
 
 def _cmd_scorers(args) -> int:
-    from suite.figures.scorers import write_scorer_report
+    from suite.experiments.scorers import measure
+    from suite.figures.scorers import render
 
-    for path in write_scorer_report(args.dataset, args.out, ogb_root=args.ogb_root, progress=not args.quiet):
+    for path in render(measure(args.dataset, args.out, ogb_root=args.ogb_root, progress=not args.quiet), args.out):
         print(f"wrote {path}")
     return 0
 

@@ -14,12 +14,19 @@ REDRAWN = [
     ("plan/papers-s", "plan", "plan/papers-s"),
     ("plan/products-s", "plan", "plan/products-s"),
     ("disk/papers-s", "disk", "disk/papers-s"),
+    ("scorers/papers-s", "scorers", "scorers/papers-s"),
+    ("scorers/products-s", "scorers", "scorers/products-s"),
 ]
 """The committed records each figure module draws, and where its committed outputs are."""
 
 OUTPUTS = {"bucket_orders": ("bucket-orders.md", "bucket-orders.csv", "bucket-orders.png"),
-           "plan": ("plan.md", "plan.csv", "plan.png"), "disk": ("disk.md", "disk.csv", "disk.png")}
+           "plan": ("plan.md", "plan.csv", "plan.png"), "disk": ("disk.md", "disk.csv", "disk.png"),
+           "scorers": ("concentration.md", "concentration.csv", "concentration.png", "speed.md", "speed.csv")}
 """The files a figure module writes: those of them committed must come out again."""
+
+NOT_REDRAWN = {"scorers/papers-s/concentration.png", "scorers/products-s/concentration.png"}
+"""Committed figures whose records were never written (the scorers' concentration curves, kept since by
+``suite.experiments.scorers``): they are drawn again at the next measurement."""
 
 
 def markdown_tables(text: str) -> list[str]:
@@ -39,7 +46,8 @@ def test_a_committed_figure_is_redrawn_from_its_committed_records(records, modul
     written = figure.render(RESULTS / records, tmp_path)
     assert all(path.parent == tmp_path and path.exists() for path in written)
     names = {path.name for path in written}
-    expected = [name for name in OUTPUTS[module] if (RESULTS / committed / name).exists()]
+    expected = [name for name in OUTPUTS[module] if (RESULTS / committed / name).exists()
+                and f"{committed}/{name}" not in NOT_REDRAWN]
     assert expected and set(expected) <= names
     for name in expected:
         produced, kept = tmp_path / name, RESULTS / committed / name
