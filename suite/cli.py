@@ -123,11 +123,11 @@ def _cmd_info(args) -> int:
 
 
 def _cmd_cost(args) -> int:
-    from suite.figures.build_cost import write_build_cost
+    from suite.experiments.build_cost import measure
+    from suite.figures.build_cost import render
 
     print(f"dataset cache: {describe_root()}")
-    paths = write_build_cost(args.names, args.out, one_thread=args.one_thread, progress=not args.quiet)
-    _show(paths)
+    _show(render(measure(args.names, args.out, one_thread=args.one_thread, progress=not args.quiet), args.out))
     return 0
 
 

@@ -16,11 +16,13 @@ REDRAWN = [
     ("disk/papers-s", "disk", "disk/papers-s"),
     ("scorers/papers-s", "scorers", "scorers/papers-s"),
     ("scorers/products-s", "scorers", "scorers/products-s"),
+    ("datasets", "build_cost", "datasets"),
 ]
 """The committed records each figure module draws, and where its committed outputs are."""
 
 OUTPUTS = {"bucket_orders": ("bucket-orders.md", "bucket-orders.csv", "bucket-orders.png"),
            "plan": ("plan.md", "plan.csv", "plan.png"), "disk": ("disk.md", "disk.csv", "disk.png"),
+           "build_cost": ("build-cost.md", "build-cost.csv", "build-cost.png"),
            "scorers": ("concentration.md", "concentration.csv", "concentration.png", "speed.md", "speed.csv")}
 """The files a figure module writes: those of them committed must come out again."""
 
