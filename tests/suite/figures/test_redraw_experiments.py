@@ -19,12 +19,14 @@ REDRAWN = [
     ("datasets", "build_cost", "datasets"),
     ("sar/papers-s", "sar", "sar/papers-s"),
     ("sar/products-s", "sar", "sar/products-s"),
+    ("gpu/cuda-nvidia-h100-80gb-hbm3/microbench", "gpu", "gpu/cuda-nvidia-h100-80gb-hbm3/microbench"),
 ]
 """The committed records each figure module draws, and where its committed outputs are."""
 
 OUTPUTS = {"bucket_orders": ("bucket-orders.md", "bucket-orders.csv", "bucket-orders.png"),
            "plan": ("plan.md", "plan.csv", "plan.png"), "disk": ("disk.md", "disk.csv", "disk.png"),
            "build_cost": ("build-cost.md", "build-cost.csv", "build-cost.png"),
+           "gpu": ("microbench.md", "microbench.csv", "ratios.png", "alignment.png", "pcie-check.csv"),
            "sar": ("sar.md", "sar.csv", "sar.png"),
            "scorers": ("concentration.md", "concentration.csv", "concentration.png", "speed.md", "speed.csv")}
 """The files a figure module writes: those of them committed must come out again."""
