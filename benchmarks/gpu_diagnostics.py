@@ -65,7 +65,7 @@ def host_table(pages: str) -> tuple[torch.Tensor, object]:
 
 def gather_rate(buffer: torch.Tensor, row_bytes: int, window: int, device, max_blocks=None) -> float:
     """GB/s of the cold gather kernel over random rows of the table in ``buffer[:window]`` (checked first)."""
-    from suite.figures.gpu import _ids, table_view
+    from suite.experiments.gpu import _ids, table_view
     from suite.measure.timing import best_cuda_seconds
     from tiering.features.combined import CombinedTensor
 
@@ -85,7 +85,7 @@ def gather_rate(buffer: torch.Tensor, row_bytes: int, window: int, device, max_b
 
 
 def reach(device) -> None:
-    from suite.figures.gpu import _fill
+    from suite.experiments.gpu import _fill
     from tiering.features.zero_copy import register_host_memory, unregister_host_memory
 
     emit(transparent_hugepage=Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().strip())
@@ -225,7 +225,7 @@ def sampler_profile(device) -> None:
 
 def ncu_target(device) -> None:
     """One gather of 512 B and one of 4 KiB rows over the whole 4 GiB table, for ``ncu`` to profile."""
-    from suite.figures.gpu import _fill, _ids, table_view
+    from suite.experiments.gpu import _fill, _ids, table_view
     from tiering.features.combined import CombinedTensor
     from tiering.features.zero_copy import register_host_memory
 

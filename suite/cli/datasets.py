@@ -79,11 +79,11 @@ def _cmd_info(args) -> int:
 
 
 def _cmd_cost(args) -> int:
-    from suite.figures.build_cost import write_build_cost
+    from suite.experiments.build_cost import measure
+    from suite.figures.build_cost import render
 
     print(f"dataset cache: {describe_root()}")
-    paths = write_build_cost(args.names, args.out, one_thread=args.one_thread, progress=not args.quiet)
-    show(paths)
+    show(render(measure(args.names, args.out, one_thread=args.one_thread, progress=not args.quiet), args.out))
     return 0
 
 
@@ -109,9 +109,10 @@ def _cmd_prepare(args) -> int:
 
 
 def _cmd_scorers(args) -> int:
-    from suite.figures.scorers import write_scorer_report
+    from suite.experiments.scorers import measure
+    from suite.figures.scorers import render
 
-    for path in write_scorer_report(args.dataset, args.out, ogb_root=args.ogb_root, progress=not args.quiet):
+    for path in render(measure(args.dataset, args.out, ogb_root=args.ogb_root, progress=not args.quiet), args.out):
         print(f"wrote {path}")
     return 0
 

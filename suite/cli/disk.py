@@ -9,30 +9,31 @@ from suite.cli.output import show
 
 
 def _cmd_disk(args) -> int:
-    from suite.figures.disk import disk_report
+    from suite.experiments.disk import measure
+    from suite.figures.disk import render
 
-    paths = disk_report(args.dataset, args.out or f"results/disk/{args.dataset}", hot_fraction=args.hot_fraction,
-                        in_flight=args.in_flight, batches=args.batches, progress=not args.quiet)
-    show(paths)
+    out = args.out or f"results/disk/{args.dataset}"
+    show(render(measure(args.dataset, out, hot_fraction=args.hot_fraction, in_flight=args.in_flight,
+                        batches=args.batches, progress=not args.quiet), out))
     return 0
 
 
 def _cmd_bucket_orders(args) -> int:
-    from suite.figures.bucket_orders import bucket_orders_report
+    from suite.experiments.bucket_orders import measure
+    from suite.figures.bucket_orders import render
 
-    paths = bucket_orders_report(args.out)
-    show(paths)
+    show(render(measure(args.out), args.out))
     return 0
 
 
 def _cmd_bucket_train(args) -> int:
-    from suite.figures.bucket_training import bucket_training_report
+    from suite.experiments.bucket_training import measure
+    from suite.figures.bucket_training import render
 
-    paths = bucket_training_report(
-        args.dataset, args.out or f"results/marius/{args.dataset}", partitions=args.partitions,
-        capacity=args.capacity, edge_fractions=args.edge_fraction, prefetches=args.prefetch, repeats=args.repeats,
-        seed=args.seed, progress=not args.quiet)
-    show(paths)
+    out = args.out or f"results/marius/{args.dataset}"
+    show(render(measure(args.dataset, out, partitions=args.partitions, capacity=args.capacity,
+                        edge_fractions=args.edge_fraction, prefetches=args.prefetch, repeats=args.repeats,
+                        seed=args.seed, progress=not args.quiet), out))
     return 0
 
 

@@ -30,13 +30,15 @@ def _cmd_doctor(args) -> int:
 def _cmd_gpubench(args) -> int:
     if torch.device(args.device).type != "cuda":
         raise BadValue(f"gpubench measures a CUDA GPU, not {args.device}: give --device cuda or cuda:N")
-    from suite.figures.gpu import run_gpu_benchmarks
+    from suite.experiments.gpu import measure, read_records, summary
+    from suite.figures.gpu import render
     from suite.sweep.gpu_suite import device_folder, visible_gpu
 
     out = args.out or device_folder("results/gpu", visible_gpu()) / "microbench"
-    paths, summary = run_gpu_benchmarks(out, args.device, table_bytes=int(args.table_gib * 2**30), repeat=args.repeat,
-                                        progress=not args.quiet)
-    print(summary)
+    measured = measure(out, args.device, table_bytes=int(args.table_gib * 2**30), repeat=args.repeat,
+                       progress=not args.quiet)
+    paths = render(measured, out)
+    print(summary(read_records(measured)[0].table))
     for path in paths:
         print(f"wrote {path}")
     return 0

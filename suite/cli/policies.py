@@ -24,16 +24,17 @@ def _cmd_policies(args) -> int:
 
 
 def _cmd_plan(args) -> int:
-    from suite.figures.plan import plan_report
+    from suite.experiments.plan import measure, read_records
+    from suite.figures.plan import render
 
     out = args.out or f"out/plan/{args.dataset}"
-    paths, recommendation = plan_report(
+    planned = measure(
         args.dataset, args.gpu_memory, out, machine_path=args.machine, epochs=args.epochs, fanouts=args.fanout,
         batch_size=args.batch_size, regime=args.regime, seed=args.seed, trace_dir=args.trace_dir,
         ogb_root=args.ogb_root, progress=not args.quiet,
     )
-    show(paths)
-    print(recommendation)
+    show(render(planned, out))
+    print(read_records(planned)[0].facts["recommendation"])
     return 0
 
 

@@ -10,7 +10,8 @@ from suite.cli.output import show
 
 
 def _cmd_sar(args) -> int:
-    from suite.figures import sar
+    from suite.experiments import sar
+    from suite.figures.sar import render
     from suite.training import distributed
 
     options = dict(epochs=args.epochs, hidden=args.hidden, layers=args.layers, lr=args.lr, seed=args.seed)
@@ -25,9 +26,8 @@ def _cmd_sar(args) -> int:
         return ["sar", "--dataset", args.dataset, "--workers", str(workers), "--aggregation", aggregation,
                 *" ".join(spelled).split(), "--runs", str(runs_dir), "--timeout", str(args.timeout), "-q"]
 
-    paths = sar.sar_report(args.dataset, out, workers=args.workers, runs_dir=runs, minibatch=not args.no_minibatch,
-                           rerun=args.rerun, progress=not args.quiet, argv_of=argv_of, **options)
-    show(paths)
+    show(render(sar.measure(args.dataset, out, workers=args.workers, runs_dir=runs, minibatch=not args.no_minibatch,
+                            rerun=args.rerun, progress=not args.quiet, argv_of=argv_of, **options), out))
     return 0
 
 

@@ -15,6 +15,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from suite.datasets import load_dataset
@@ -22,11 +23,39 @@ from suite.datasets import regime as regimes
 from suite.errors import BadValue
 from suite.io import atomic
 from suite.io.provenance import provenance
-from suite.policies.lab import LabSettings, capacities_of, lab_traces, run_lab
+from suite.policies.lab import POLICIES, LabSettings, capacities_of, lab_traces, run_lab
 
+GB = 1e9
 PROVENANCE_COLUMNS = ("device", "git_revision", "time")
 TRACE_FACTS = ("row_bytes", "reads_per_epoch", "batches_per_epoch", "trace_file", "trace_bytes_per_epoch")
 """What the lab reports of a trace that a table shows (beside the replay speeds, policy by policy)."""
+
+
+def summarise(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (policy, capacity): hit ratio over every epoch, fractions of the two references, and the mean
+    per-epoch PCIe bytes and rows admitted."""
+    total = rows.groupby(["policy", "capacity_rows", "capacity_percent"], sort=False).agg(
+        reads=("reads", "sum"), hits=("hits", "sum"), miss_bytes=("miss_bytes", "mean"),
+        fill_rows=("fill_rows", "mean")).reset_index()
+    total["hit_ratio"] = total["hits"] / total["reads"]
+    for reference, column in (("belady", "of Belady"), ("optimum", "of static optimum")):
+        best = total[total["policy"] == reference].set_index("capacity_rows")["hits"]
+        total[column] = total["hits"] / total["capacity_rows"].map(best)
+    total["policy"] = pd.Categorical(total["policy"], list(POLICIES), ordered=True)
+    return total.sort_values(["policy", "capacity_rows"]).reset_index(drop=True)
+
+
+def display(summary: pd.DataFrame, row_bytes: int) -> pd.DataFrame:
+    """``summarise``'s rows as a table shows them: policy labels, GB, whole rows."""
+    table = summary.assign(policy=summary["policy"].map(lambda p: POLICIES[p].label),
+                           kind=summary["policy"].map(lambda p: POLICIES[p].kind),
+                           pcie=summary["miss_bytes"] / GB, fill=summary["fill_rows"] * row_bytes / GB,
+                           fill_rows=summary["fill_rows"].round().astype(np.int64))
+    table = table.rename(columns={
+        "capacity_percent": "capacity (%)", "capacity_rows": "capacity (rows)", "hit_ratio": "hit ratio",
+        "pcie": "PCIe GB / epoch", "fill_rows": "rows admitted / epoch", "fill": "fill GB / epoch"})
+    return table[["policy", "kind", "capacity (%)", "capacity (rows)", "hit ratio", "of Belady", "of static optimum",
+                  "PCIe GB / epoch", "rows admitted / epoch", "fill GB / epoch"]]
 
 
 def trace_options(regime: str, batch: int, fanouts, name: str) -> str:

@@ -1,201 +1,41 @@
-"""``tierbench disk``: the disk-backed loaders on the minibatches of a traced epoch, against the disk's own ceilings
-(seeds/003).
-
-Feature tables larger than host memory leave part of the table on the SSD.
-This measures, on this machine, what the loaders that read it cost: the
-gathers of the first ``BATCHES`` training minibatches of an epoch (the
-policy lab's trace, ``suite.policies.trace``, in the paper's regime; on the
-dataset reordered by weighted R-PR, whose row order ``disk-tiered`` needs)
-through
-
-* ``in-memory``: the whole table in memory, the reference;
-* ``mmap``, cold (the file dropped from the page cache first,
-  ``posix_fadvise(DONTNEED)``) and warm (the same minibatches again): the page
-  cache decides; and with the page cache held to the same memory as each
-  ``disk-tiered`` setting (emulated: after each minibatch the pages past the
-  first rows are dropped);
-* ``disk-tiered`` at a hot fraction in the top tier and host budgets of a
-  few shares of the table, the rest read from disk on demand by
-  ``O_DIRECT`` (where the filesystem allows), ``in_flight`` reads at a time;
-  each also with gaps between wanted blocks read through when they are
-  shorter than what the disk moves sequentially in one random read's time
-  (``worth_reading``, from the ceilings of the same run).
-  A host budget below the table's size is *emulated*: the loader is told to
-  keep only that share, on a machine that could hold it all.
-
-Beside them, in the same run, the disk's ceilings: a cold sequential read of
-the whole file in 64 MiB ``O_DIRECT`` reads (``dd``'s way), and random
-single-block reads at the same ``in_flight``.  Disk bytes are measured at
-the file (``disk-tiered``: with the traffic model's count beside them;
-``mmap``: the kernel's per-process accounting).  Written into ``--out``:
-``disk.md``, ``.csv``, ``.png``, one bar per loader and setting.
+"""``tierbench disk``'s report, drawn from the records of ``suite.experiments.disk``: ``disk.md``, ``.csv``, ``.png``,
+one bar per loader and setting (seeds/003).
 """
 
 from __future__ import annotations
 
-import gc
-import time
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-import torch
-from tqdm.auto import tqdm
+from suite.experiments.disk import STEM, read_records
+from suite.io import atomic
+from suite.io.plotting import pyplot, save_figure
+from suite.io.provenance import caption
+from suite.io.records import copy_table
+from tiering.disk.table import BLOCK
 
-from baselines.in_memory import InMemoryLoader
-from baselines.page_cache import MmapLoader
-from suite.datasets import load_dataset
-from suite.datasets import regime as regimes
-from suite.datasets.dataset import array_file
-from suite.datasets.reordered import load_reordered
-from suite.io.plotting import pyplot, write_table_and_figure
-from suite.io.provenance import caption, provenance
-from suite.measure.disk_ceilings import (
-    random_ceiling,
-    sequential_ceiling,
-    worth_reading,
-)
-from suite.measure.memory_limit import (
-    MemoryLimitUnavailable,
-    memory_cgroup_root,
-    memory_limit,
-)
-from suite.policies.lab import LabSettings, cached_trace
-from tiering.disk.table import BLOCK, DiskTable
-from tiering.disk.tiered import DiskTieredLoader
-from tiering.features.placement import hot_rows
-
-BATCHES = 50
-"""Minibatches measured per loader and setting: the first of the traced epoch.  On a disk that serves about 10,000
-random blocks a second, a whole papers-s epoch read block by block would take over 15 minutes per setting."""
-HOST_FRACTIONS = (0.0, 0.15, 0.4)
-ENFORCED_BATCHES = 5
-"""Minibatches measured with the page cache under a memory cgroup, and emulated beside them on the same ones."""
-CGROUP_SLACK = 16 << 20
-"""Room in an enforced budget for what the gathers allocate (their output, a few MB per minibatch), beyond the
-page cache."""
 GB = 1e9
 
 
-def _epoch(loader, batches, label: str, progress: bool) -> dict:
-    loader.reset_stats()
-    start = time.perf_counter()
-    for ids in tqdm(batches, desc=label, unit="batch", disable=not progress, leave=False):
-        loader.gather(ids)
-    seconds = time.perf_counter() - start
-    stats = loader.stats()
-    return {"minibatches": len(batches), "seconds": seconds, "rows": stats.accesses, "hit_ratio": stats.hit_ratio,
-            "disk_bytes": stats.disk_bytes_read, "modelled_disk_bytes": getattr(loader, "modelled_disk_bytes", None)}
-
-
-def _emulated_mmap(path, rows_kept: int, batches, label: str, progress: bool) -> dict:
-    """``_epoch`` of ``mmap`` from a cold file with the page cache emulated to hold only the first ``rows_kept``."""
-    budgeted = MmapLoader(path, budget_rows=rows_kept)
-    budgeted.drop_cache()
-    try:
-        return _epoch(budgeted, batches, label, progress)
-    finally:
-        budgeted.close()
-
-
-def _limited_epoch(path, budget_bytes: int, batches, label: str, progress: bool) -> dict:
-    """``_epoch`` of ``mmap`` from a cold file, in a memory cgroup that holds its page cache to ``budget_bytes``
-    (plus ``CGROUP_SLACK`` for the gathers' own allocations); with the most the cgroup was charged."""
-    mapped = MmapLoader(path)
-    mapped.drop_cache()
-    try:
-        with memory_limit(budget_bytes + CGROUP_SLACK, "tierbench-disk") as group:
-            measured = _epoch(mapped, batches, label, progress)
-            measured["cgroup_limit_bytes"] = group.limit_bytes
-            measured["cgroup_peak_bytes"] = group.peak_bytes()
-    finally:
-        mapped.close()
-    return measured
-
-
-def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions=HOST_FRACTIONS, in_flight: int = 32,
-                batches: int = BATCHES, seed: int = 0, progress: bool = True) -> list[Path]:
-    """Measure the disk loaders on ``name`` and write the table and figure into ``out_dir``."""
-    batch, regime = regimes.resolve(name, "paper", None)
-    fanouts = regimes.default_fanouts(name)
-    dataset = load_dataset(name, progress=progress)
-    reordered = load_reordered(name, "wrpr", progress=progress)
-    old_to_new, num_nodes = reordered.old_to_new.numpy().copy(), reordered.num_nodes
-    path = array_file(reordered.path, "features")
-    del reordered  # its memory map of the file would keep the file's pages in the page cache
-    gc.collect()
-    settings = LabSettings(name, fanouts, batch, regime, 1, 1, seed)
-    trace, _ = cached_trace(dataset, settings, seed, 1, progress=progress)
-    renamed = old_to_new[trace.ids]
-    measured = min(batches, trace.num_batches)
-    batches = [torch.from_numpy(renamed[trace.batch_offsets[b]:trace.batch_offsets[b + 1]]) for b in range(measured)]
-    reads = int(trace.batch_offsets[measured])
-    table_bytes = path.stat().st_size
-    sequential, mode = sequential_ceiling(path)
-    random_rate = random_ceiling(path, in_flight)
-    probe = DiskTable(path)
-    row_bytes = probe.row_bytes
-    probe.close()
-    try:
-        memory_cgroup_root()
-        enforced = None
-    except MemoryLimitUnavailable as err:
-        enforced = str(err)
-    rows = []
-    mapped = MmapLoader(path)
-    mapped.drop_cache()
-    rows.append({"loader": "mmap", "setting": "cold page cache", **_epoch(mapped, batches, "mmap cold", progress)})
-    rows.append({"loader": "mmap", "setting": "warm page cache", **_epoch(mapped, batches, "mmap warm", progress)})
-    mapped.close()
-    hot = hot_rows(num_nodes, hot_fraction)
-    gap = worth_reading(sequential, random_rate)
-    for share in host_fractions:
-        host = min(hot_rows(num_nodes, share), num_nodes - hot)
-        emulated = {"loader": "mmap", "setting": f"page cache held to the first {100 * hot_fraction:g}% + "
-                    f"{100 * share:g}% of rows (emulated)"}
-        rows.append({**emulated, **_emulated_mmap(path, hot + host, batches, f"mmap {share:g}", progress)})
-        if enforced is None:  # the kernel's reclaim under a limit is slow enough to measure only a few minibatches
-            first = batches[:ENFORCED_BATCHES]
-            rows.append({**emulated, **_emulated_mmap(path, hot + host, first, f"mmap {share:g}", progress)})
-            rows.append({"loader": "mmap", "setting": f"page cache limited to {100 * (hot_fraction + share):g}% of the "
-                         f"table by a memory cgroup (enforced)",
-                         **_limited_epoch(path, (hot + host) * row_bytes, first, f"mmap {share:g} cgroup", progress)})
-        for max_gap in (0, gap):
-            table = DiskTable(path)
-            table.drop_cache()
-            loader = DiskTieredLoader(table, hot, host, in_flight=in_flight, max_gap_bytes=max_gap)
-            setting = (f"{100 * hot_fraction:g}% top tier, {100 * share:g}% host (emulated), rest on disk"
-                       + (f", gaps up to {max_gap // 1024} KiB read" if max_gap else ""))
-            rows.append({"loader": "disk-tiered", "setting": setting,
-                         **_epoch(loader, batches, f"disk-tiered {share:g} gap {max_gap}", progress)})
-            loader.close()
-    memory = InMemoryLoader(torch.from_numpy(np.load(path, allow_pickle=False)))
-    rows.insert(0, {"loader": "in-memory", "setting": "whole table in memory",
-                    **_epoch(memory, batches, "in-memory", progress)})
-    table = pd.DataFrame(rows)
-    table["disk GB"] = table["disk_bytes"] / GB
-    table["disk GB/s"] = table["disk_bytes"] / table["seconds"] / GB
-    table["of sequential ceiling"] = table["disk GB/s"] / (sequential / GB)
-    table["of random-read ceiling"] = table["disk GB/s"] / (random_rate * BLOCK / GB)
-    table["modelled_disk_bytes"] = table["modelled_disk_bytes"].astype("Int64")
-    for column in ("cgroup_limit_bytes", "cgroup_peak_bytes"):
-        table[column] = (table[column] if column in table else pd.Series(dtype=float)).astype("Int64")
+def render(records: Path, out: Path) -> list[Path]:
+    """``disk.md``, ``.csv`` and ``.png`` in ``out`` from the records at ``records``."""
+    measured = read_records(records)
+    table, facts, record = measured.table, measured.facts, measured.provenance
+    name = facts["name"]
     enforcement = (
-        f"a memory cgroup limited to the budget plus {CGROUP_SLACK >> 20} MiB for the gathers' own allocations holds "
+        f"a memory cgroup limited to the budget plus {facts['cgroup_slack_bytes'] >> 20} MiB for the gathers' own allocations holds "
         f"`mmap`'s page cache for real in the rows marked enforced (the kernel chooses which pages to keep; the "
-        f"limit and the most the cgroup was charged beside), on the first {ENFORCED_BATCHES} minibatches, with the "
-        f"emulated budget on the same ones above each" if enforced is None
-        else f"no budget could be enforced on this machine ({enforced})")
-    record = provenance(device="cpu")
+        f"limit and the most the cgroup was charged beside), on the first {facts['enforced_batches']} minibatches, with the "
+        f"emulated budget on the same ones above each" if facts['unenforced_because'] is None
+        else f"no budget could be enforced on this machine ({facts['unenforced_because']})")
     markdown = (
-        f"# Disk-backed loaders, {name}\n\nMade by `tierbench disk --dataset {name} --out {out_dir}`; "
-        f"{caption(record)}.\n\n{name} reordered by weighted R-PR: {num_nodes:,} rows, a "
-        f"{table_bytes / GB:.2f} GB feature file; one epoch of the paper's regime "
-        f"({regimes.describe(name, batch, regime)}), its first {measured:,} of {trace.num_batches:,} minibatches "
-        f"({reads:,} row reads), gathers only, no training: the times are for those minibatches, not the whole "
-        f"epoch. Disk I/O mode: {mode}. Ceilings measured in the same run: a cold sequential read of the file at "
-        f"{sequential / GB:.2f} GB/s, random single-block reads at {random_rate:,.0f} blocks/s "
-        f"({random_rate * BLOCK / GB:.2f} GB/s) with {in_flight} in flight, so a gap of up to {gap // 1024} KiB is "
+        f"# Disk-backed loaders, {name}\n\nMade by `{facts['command']}`; "
+        f"{caption(record)}.\n\n{name} reordered by weighted R-PR: {facts['num_nodes']:,} rows, a "
+        f"{facts['table_bytes'] / GB:.2f} GB feature file; one epoch of the paper's regime "
+        f"({facts['trace']}), its first {facts['measured']:,} of {facts['num_batches']:,} minibatches "
+        f"({facts['reads']:,} row reads), gathers only, no training: the times are for those minibatches, not the whole "
+        f"epoch. Disk I/O mode: {facts['io_mode']}. Ceilings measured in the same run: a cold sequential read of the file at "
+        f"{facts['sequential_bytes_per_s'] / GB:.2f} GB/s, random single-block reads at {facts['random_reads_per_s']:,.0f} blocks/s "
+        f"({facts['random_reads_per_s'] * BLOCK / GB:.2f} GB/s) with {facts['in_flight']} in flight, so a gap of up to {facts['gap_bytes'] // 1024} KiB is "
         f"cheaper to read through than to skip. Host budgets below 100% are emulated where marked (the machine "
         f"could hold the whole table: the loader is told to keep only that share); {enforcement}. "
         f"Disk bytes: measured at the file (`disk-tiered`, its traffic "
@@ -216,4 +56,8 @@ def disk_report(name: str, out_dir, *, hot_fraction: float = 0.1, host_fractions
     axes[1].set(xlabel="MB read from disk per minibatch", ylabel="", xscale="symlog")
     fig.suptitle(f"Disk-backed loaders on {name}: one bar per loader and setting (this CPU and disk)")
     fig.tight_layout(rect=(0, 0.05, 1, 0.94))
-    return write_table_and_figure(out_dir, "disk", markdown, table, fig, record, index=False)
+    out = Path(out)
+    paths = [out / f"{STEM}.md", copy_table(measured, out), out / f"{STEM}.png"]
+    atomic.write_text(paths[0], markdown)
+    save_figure(fig, paths[2], record)
+    return paths

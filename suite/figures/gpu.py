@@ -1,301 +1,28 @@
-"""GPU microbenchmarks of the gather kernel, each speed a ratio against a peer measured in the same run (seeds/004 §3).
-
-``tierbench gpubench --out DIR`` (needs a CUDA GPU; ``tox -e gpubench``, and a step of ``tierbench gpu-suite``)
-writes ``microbench.md`` / ``.csv``, ``ratios.png``, ``alignment.png`` and ``pcie-check.csv``:
-
-* **cold rows**: the gather kernel alone (``CombinedTensor.launch_kernel`` into a preallocated output) over random
-  rows of a host table, in useful bytes/s, against pinned ``cudaMemcpy`` host-to-device of the same bytes (goal
-  >= 0.90 for rows of 512 B and more) and against the sequential zero-copy read ceiling of ``suite.measure.ceilings``
-  (goal >= 0.95); rows of 128 to 4096 B, fp32 and fp16, every kernel variant (``tiering.features.addressing.VARIANTS``);
-* **hot rows**: the same kernel with every row in GPU memory against ``torch.index_select`` on the device tensor
-  into a preallocated output (goal >= 1.0), and as a share of the device-to-device copy bandwidth;
-* **full gather**: ``loader.gather`` (host range check, traffic model, statistics) of the default variant, in rows
-  of its own against the same peers, so the cost of the bookkeeping is visible and never mixed into the kernel's;
-* **alignment** (seeds/004 Fig. 8): every variant over rows of 1024 to 1044 B as a share of memcpy, beside the
-  paper's 88-93% (aligned) and 78-82% (naive);
-* **PCIe model check**: NVML's measured receive bytes over a stream of gathers as large as a ``papers-s`` UVA epoch
-  against the modelled payload (goal: within 10%), with the measured / copied bytes of a ``cudaMemcpy`` of the same
-  size as the reference for the link's protocol overhead, and measured transmit bytes per modelled 128-byte request.
-
-It prints the fastest variant per case and the one ``tiering.features.zero_copy.DEFAULT_VARIANT`` should be.
-
-Every host table is a view of one page-aligned buffer (``suite.datasets.host_copy.page_aligned_empty``), registered once, so
-row 0 of every table starts a 128-byte line and "1024 B rows" really are line-aligned; one model-check table starts
-64 B into the buffer to check the traffic model at a real offset.
-
-Runtime: the 4 GiB buffer is filled and registered once (~2 s).  Each cold configuration moves 512 MiB six times
-for the gather and six for its memcpy peer, ~6 GiB, ~0.25 s at 25 GB/s; 30 cold, 18 alignment and 10 full-gather
-configurations: ~15 s.  Each hot one copies its 1 GiB table to the GPU once (~0.05 s) and gathers 1 GiB twelve times
-at HBM speed (~0.01 s): 40 configurations, ~3 s.  The model check streams 4 x 2 GiB plus one 2 GiB memcpy, ~0.5 s.
-With NVRTC compiling each variant once, the whole run is well under 2 minutes on an H100 at 25-50 GB/s.
-"""
+"""The GPU microbenchmarks' report, drawn from the records of ``suite.experiments.gpu``: ``microbench.md`` /
+``.csv``, ``ratios.png``, ``alignment.png`` and ``pcie-check.csv`` (seeds/004 §3, Fig. 8)."""
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from pathlib import Path
 
 import pandas as pd
-import torch
-from tqdm.auto import tqdm
 
-from suite.datasets.host_copy import PAGE_BYTES, page_aligned_empty
-from suite.errors import BadValue
-from suite.io import atomic
-from suite.io.plotting import pyplot, save_figure, write_table_and_figure
-from suite.io.provenance import caption, provenance
-from suite.measure.ceilings import measure_ceilings
-from suite.measure.pcie import PCIeCounter
-from suite.measure.timing import best_cuda_seconds
-from tiering.features.addressing import VARIANTS
-from tiering.features.combined import CombinedTensor
-from tiering.features.zero_copy import (
-    DEFAULT_VARIANT,
-    register_host_memory,
-    unregister_host_memory,
+from suite.experiments.gpu import (
+    CEILINGS_SHOWN,
+    COLD_GATHER_BYTES,
+    COLD_GOAL,
+    HOT_GATHER_BYTES,
+    HOT_GOAL,
+    HOT_TABLE_BYTES,
+    STEM,
+    fastest_variants,
+    read_records,
+    recommend_default,
 )
-
-TABLE_BYTES = 4 << 30  # host tables: far larger than any cache on the way (H100 L2: 50 MB)
-HOT_TABLE_BYTES = 1 << 30  # the GPU tier of the hot-row study
-COLD_GATHER_BYTES = 512 << 20  # useful bytes per timed cold gather
-HOT_GATHER_BYTES = 1 << 30  # useful bytes per timed hot gather
-REPEAT = 5
-ROW_BYTES = (128, 256, 512, 1024, 4096)
-DTYPES = (torch.float32, torch.float16)
-ALIGNMENT_ROW_BYTES = tuple(range(1024, 1048, 4))  # seeds/004 Fig. 8
-PAPER_ALIGNMENT = {"aligned": "88-93%", "naive": "78-82%"}  # seeds/004: share of cudaMemcpy bandwidth
-COLD_GOAL, CEILING_GOAL, HOT_GOAL, MODEL_TOLERANCE = 0.90, 0.95, 1.0, 0.10
-MODEL_CHECK_BYTES = 2 << 30  # about the modelled payload of one papers-s UVA epoch (1.7 GB, results/runs/fig8.csv)
-MODEL_CHECK_BATCH_ROWS = 1 << 18
-MODEL_CHECK_CASES = ((512, 0, "aligned"), (512, 64, "aligned"), (516, 0, "aligned"), (516, 0, "naive"))
-"""(row bytes, byte offset of row 0 from a page, variant): papers-s rows, the same 64 B into a line, and a row size
-whose lines straddle, where the aligned and naive access patterns differ."""
-
-PEERS = {
-    "cold": ("pinned cudaMemcpy H2D", "sequential zero-copy read"),
-    "alignment": ("pinned cudaMemcpy H2D", "sequential zero-copy read"),
-    "hot": ("torch.index_select on the GPU", "device-to-device copy"),
-}
-CEILING_KEYS = {"cold": "zero_copy_read_bytes_per_s", "alignment": "zero_copy_read_bytes_per_s",
-                "hot": "d2d_copy_bytes_per_s"}
-
-
-@dataclasses.dataclass(frozen=True)
-class Config:
-    """One measurement: ``study`` cold / hot / alignment, ``path`` "kernel" (launch only) or "full gather"."""
-
-    study: str
-    row_bytes: int
-    dtype: torch.dtype
-    variant: str
-    path: str = "kernel"
-
-    @property
-    def dtype_name(self) -> str:
-        return str(self.dtype).removeprefix("torch.")
-
-    def describe(self) -> str:
-        return f"{self.study} {self.row_bytes} B {self.dtype_name} {self.variant} {self.path}"
-
-
-def configurations(variants=VARIANTS, default: str = DEFAULT_VARIANT) -> list[Config]:
-    """Every measurement of a run, in the order it runs."""
-    out = []
-    for dtype in DTYPES:
-        for row_bytes in ROW_BYTES:
-            for study in ("cold", "hot"):
-                out += [Config(study, row_bytes, dtype, variant) for variant in variants]
-                out.append(Config(study, row_bytes, dtype, default, "full gather"))
-    out += [Config("alignment", row_bytes, torch.float32, v) for row_bytes in ALIGNMENT_ROW_BYTES for v in variants]
-    return out
-
-
-def table_view(buffer: torch.Tensor, row_bytes: int, dtype: torch.dtype, *, offset: int = 0,
-               max_bytes: int | None = None) -> torch.Tensor:
-    """The largest (N, row_bytes / itemsize) ``dtype`` table inside ``buffer[offset:offset + max_bytes]``, no copy."""
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    if row_bytes % itemsize or offset % itemsize:
-        raise ValueError(f"{row_bytes} B rows at offset {offset} do not hold whole {dtype} elements")
-    available = len(buffer) - offset if max_bytes is None else min(max_bytes, len(buffer) - offset)
-    rows = available // row_bytes
-    if rows < 1:
-        raise ValueError(f"a {len(buffer)} B buffer holds no {row_bytes} B row at offset {offset}")
-    return buffer[offset:offset + rows * row_bytes].view(dtype).view(rows, row_bytes // itemsize)
-
-
-def _goal(config: Config) -> float | None:
-    if config.path != "kernel":
-        return None
-    if config.study == "cold":
-        return COLD_GOAL if config.row_bytes >= 512 else None
-    return HOT_GOAL if config.study == "hot" else None
-
-
-def speed_table(results: list[tuple[Config, float, float]], ceilings: dict) -> pd.DataFrame:
-    """One row per measurement ``(config, ours B/s, peer B/s)``: both speeds, their ratio, the ceiling share, goals."""
-    rows = []
-    for config, ours, peer in results:
-        peer_name, ceiling_name = PEERS[config.study]
-        ceiling = ceilings[CEILING_KEYS[config.study]]
-        goal = _goal(config)
-        ceiling_goal = CEILING_GOAL if config.study == "cold" and config.path == "kernel" else None
-        rows.append({
-            "study": config.study, "path": config.path, "dtype": config.dtype_name, "row bytes": config.row_bytes,
-            "variant": config.variant, "ours (GB/s)": ours / 1e9, "peer": peer_name, "peer (GB/s)": peer / 1e9,
-            "ours / peer": ours / peer, "goal": _goal_text(goal), "meets goal": _verdict(ours / peer, goal),
-            "ceiling": ceiling_name, "ours / ceiling": ours / ceiling, "ceiling goal": _goal_text(ceiling_goal),
-            "meets ceiling goal": _verdict(ours / ceiling, ceiling_goal),
-            "paper": PAPER_ALIGNMENT.get(config.variant, "") if config.study == "alignment" else "",
-        })
-    return pd.DataFrame(rows)
-
-
-def _goal_text(goal: float | None) -> str:
-    return "" if goal is None else f">= {goal:.2f}"
-
-
-def _verdict(ratio: float, goal: float | None) -> str:
-    return "" if goal is None else ("yes" if ratio >= goal else "no")
-
-
-def fastest_variants(table: pd.DataFrame) -> pd.DataFrame:
-    """Per cold / hot case (dtype, row bytes) of the kernel: the fastest variant and each variant's share of it."""
-    kernel = table[(table["path"] == "kernel") & table["study"].isin(["cold", "hot"])]
-    wide = kernel.pivot(index=["study", "dtype", "row bytes"], columns="variant", values="ours (GB/s)")
-    shares = wide.div(wide.max(axis=1), axis=0)
-    out = pd.DataFrame({"fastest": wide.idxmax(axis=1), "GB/s": wide.max(axis=1)})
-    for variant in wide.columns:
-        out[f"{variant} / fastest"] = shares[variant]
-    return out.reset_index()
-
-
-def recommend_default(fastest: pd.DataFrame) -> tuple[str, str]:
-    """``(variant, why)``: the variant with the highest geometric-mean share of the fastest over every case."""
-    columns = [c for c in fastest.columns if c.endswith(" / fastest")]
-    scores = {c.removesuffix(" / fastest"): math.exp(fastest[c].map(math.log).mean()) for c in columns}
-    best = max(scores, key=scores.get)
-    wins = int((fastest["fastest"] == best).sum())
-    return best, (f"fastest in {wins} of {len(fastest)} cold and hot cases, {scores[best]:.3f} of the fastest "
-                  f"on geometric mean (" + ", ".join(f"{v} {s:.3f}" for v, s in scores.items()) + ")")
-
-
-def model_check_table(checks: list[dict], memcpy: dict | None) -> pd.DataFrame:
-    """Measured / modelled PCIe bytes per case, and cudaMemcpy's measured / copied bytes as the overhead reference.
-
-    Each check: row bytes, host offset, variant, gathered rows, modelled payload and requests, measured RX and TX
-    (``None`` where NVML gave nothing, with ``reason``).
-    """
-    rows = []
-    for check in checks:
-        rx, tx = check["measured rx"], check["measured tx"]
-        ratio = rx / check["modelled payload"] if rx is not None else None
-        rows.append({
-            "case": f"gather {check['variant']}, {check['row bytes']} B rows, row 0 at byte {check['offset']} of a line",
-            "bytes (model)": check["modelled payload"], "measured RX": rx if rx is not None else "unavailable",
-            "measured / model": ratio, "goal": f"1 +- {MODEL_TOLERANCE:.0%}",
-            "within goal": "" if ratio is None else ("yes" if abs(ratio - 1) <= MODEL_TOLERANCE else "no"),
-            "measured TX per modelled request": tx / check["modelled requests"] if tx is not None else None,
-            "note": check.get("reason") or "",
-        })
-    if memcpy is not None:
-        rx = memcpy["measured rx"]
-        rows.append({
-            "case": "pinned cudaMemcpy H2D (reference: protocol overhead)", "bytes (model)": memcpy["bytes"],
-            "measured RX": rx if rx is not None else "unavailable",
-            "measured / model": rx / memcpy["bytes"] if rx is not None else None, "goal": "", "within goal": "",
-            "measured TX per modelled request": None, "note": memcpy.get("reason") or "",
-        })
-    return pd.DataFrame(rows)
-
-
-def _ids(num_rows: int, count: int, device, seed: int = 0) -> torch.Tensor:
-    generator = torch.Generator(device=device).manual_seed(seed)
-    return torch.randint(0, num_rows, (count,), device=device, generator=generator)
-
-
-def _check_rows(out: torch.Tensor, table: torch.Tensor, ids: torch.Tensor, config: Config) -> None:
-    """Refuse to time a gather that returns wrong bytes: compare the first rows with the host table's."""
-    sample = ids[:256].cpu()
-    if not torch.equal(out[: len(sample)].cpu().view(torch.uint8), table[sample].view(torch.uint8)):
-        raise RuntimeError(f"the gather returned wrong rows for {config.describe()}; no numbers were written")
-
-
-def measure(config: Config, buffer: torch.Tensor, device, repeat: int) -> tuple[float, float]:
-    """``(ours, peer)`` in useful bytes/s for one configuration."""
-    hot = config.study == "hot"
-    table = table_view(buffer, config.row_bytes, config.dtype, max_bytes=HOT_TABLE_BYTES if hot else None)
-    count = min(HOT_GATHER_BYTES if hot else COLD_GATHER_BYTES, len(buffer)) // config.row_bytes  # memcpy's source
-    useful = count * config.row_bytes
-    loader = CombinedTensor(table, len(table) if hot else 0, device, variant=config.variant)
-    try:
-        ids = _ids(len(table), count, device)
-        out = torch.empty((count, table.shape[1]), dtype=table.dtype, device=device)
-        if config.path == "kernel":
-            loader.launch_kernel(ids, out)
-            _check_rows(out, table, ids, config)
-            ours = useful / best_cuda_seconds(lambda: loader.launch_kernel(ids, out), device, repeat)
-        else:
-            _check_rows(loader.gather(ids), table, ids, config)
-            ours = useful / best_cuda_seconds(lambda: loader.gather(ids), device, repeat)
-        if hot:
-            peer = useful / best_cuda_seconds(lambda: torch.index_select(loader.hot, 0, ids, out=out), device, repeat)
-        else:
-            target, source = out.view(-1).view(torch.uint8), buffer[:useful]
-            peer = useful / best_cuda_seconds(lambda: target.copy_(source, non_blocking=True), device, repeat)
-    finally:
-        loader.close()
-    return ours, peer
-
-
-def model_check(buffer: torch.Tensor, device) -> tuple[list[dict], dict]:
-    """NVML's PCIe bytes around streams of UVA gathers and around one memcpy of the same size (module docstring)."""
-    checks = []
-    for row_bytes, offset, variant in MODEL_CHECK_CASES:
-        table = table_view(buffer, row_bytes, torch.float32, offset=offset)
-        loader = CombinedTensor(table, 0, device, variant=variant)
-        batches = [_ids(len(table), MODEL_CHECK_BATCH_ROWS, device, seed)
-                   for seed in range(max(1, MODEL_CHECK_BYTES // (row_bytes * MODEL_CHECK_BATCH_ROWS)))]
-        counter = PCIeCounter(device)
-        try:
-            loader.gather(batches[0])
-            torch.cuda.synchronize(device)
-            loader.reset_stats()
-            counter.start()
-            for ids in batches:
-                loader.gather(ids)
-            torch.cuda.synchronize(device)
-            measured = counter.delta()
-            stats = loader.stats()
-        finally:
-            counter.close()
-            loader.close()
-        checks.append({
-            "row bytes": row_bytes, "offset": loader.host_offset, "variant": variant,
-            "modelled payload": stats.pcie_payload_bytes, "modelled requests": stats.pcie_requests,
-            "measured rx": measured["rx_bytes"] if measured else None,
-            "measured tx": measured["tx_bytes"] if measured else None, "reason": counter.reason,
-        })
-    nbytes = min(MODEL_CHECK_BYTES, len(buffer))
-    target = torch.empty(nbytes, dtype=torch.uint8, device=device)
-    counter = PCIeCounter(device)
-    try:
-        counter.start()
-        target.copy_(buffer[:nbytes], non_blocking=True)
-        torch.cuda.synchronize(device)
-        measured = counter.delta()
-    finally:
-        counter.close()
-    memcpy = {"bytes": nbytes, "measured rx": measured["rx_bytes"] if measured else None, "reason": counter.reason}
-    return checks, memcpy
-
-
-def _fill(buffer: torch.Tensor) -> None:
-    """Random bytes in every page (a 1 MiB random block repeated), so wrong rows cannot pass the spot check."""
-    block = torch.randint(0, 256, (1 << 20,), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
-    whole = len(buffer) // len(block) * len(block)
-    buffer[:whole].view(-1, len(block)).copy_(block)
-    buffer[whole:] = block[: len(buffer) - whole]
+from suite.io import atomic
+from suite.io.plotting import pyplot, save_figure
+from suite.io.provenance import caption
+from suite.io.records import copy_table
 
 
 def _figures(table: pd.DataFrame):
@@ -325,19 +52,26 @@ def _figures(table: pd.DataFrame):
     return grid.figure, fig
 
 
-def write_microbench(out_dir, command: str, table: pd.DataFrame, checks: pd.DataFrame, ceilings: dict,
-                     record: dict, settings: str) -> list[Path]:
-    """The markdown report, the CSVs and both figures, each through a temporary file."""
+def render(records: Path, out: Path) -> list[Path]:
+    """The markdown report, the CSVs and both figures in ``out`` from the records at ``records``."""
+    speeds, checks = read_records(records)
+    table, facts, record = speeds.table, speeds.facts, speeds.provenance
+    ceilings = facts["ceilings"]
     fastest = fastest_variants(table)
     default, why = recommend_default(fastest)
     ceiling_line = ", ".join(f"{key.removesuffix('_bytes_per_s').replace('_', ' ')} {ceilings[key] / 1e9:.4g} GB/s"
-                             for key in ("h2d_memcpy_bytes_per_s", "zero_copy_read_bytes_per_s", "d2d_copy_bytes_per_s"))
+                             for key in CEILINGS_SHOWN)
+    settings = (f"Host tables: views of one {facts['table_bytes'] >> 20} MiB page-aligned buffer registered once (row "
+                f"0 on a 4 KiB page); cold gathers read {COLD_GATHER_BYTES >> 20} MiB of random rows, hot gathers "
+                f"{HOT_GATHER_BYTES >> 20} MiB from a {HOT_TABLE_BYTES >> 20} MiB GPU table; best of {facts['repeat']} "
+                "by CUDA events after a warm-up. Kernel: `CombinedTensor.launch_kernel` into a preallocated output; "
+                "peers likewise write into preallocated memory.")
     columns = ["dtype", "row bytes", "variant", "ours (GB/s)", "peer (GB/s)", "ours / peer", "goal", "meets goal",
                "ours / ceiling", "ceiling goal", "meets ceiling goal"]
     sections = [
-        f"# Gather microbenchmarks\n\nMade by {command}; {caption(record)}.\n\n{settings}\n\n"
+        f"# Gather microbenchmarks\n\nMade by `{facts['command']}`; {caption(record)}.\n\n{settings}\n\n"
         f"Ceilings measured in the same run: {ceiling_line}.\n\n"
-        f"**The default variant should be: {default}** ({why}; now `{DEFAULT_VARIANT}`).\n",
+        f"**The default variant should be: {default}** ({why}; now `{facts['default_variant']}`).\n",
     ]
     for title, studies, path in (("Cold rows: kernel", ["cold"], "kernel"), ("Hot rows: kernel", ["hot"], "kernel"),
                                  ("Full `loader.gather` (range check, traffic model, statistics)", ["cold", "hot"],
@@ -351,55 +85,14 @@ def write_microbench(out_dir, command: str, table: pd.DataFrame, checks: pd.Data
     alignment = table[table["study"] == "alignment"][["row bytes", "variant", "ours (GB/s)", "ours / peer", "paper"]]
     sections.append("## Alignment (seeds/004 Fig. 8): share of cudaMemcpy bandwidth\n\n"
                     + alignment.to_markdown(index=False, floatfmt=".3g"))
-    shown = checks.astype(object).where(checks.notna(), "")
+    shown = checks.table.astype(object).where(checks.table.notna(), "")
     sections.append("## Measured (NVML) vs modelled PCIe bytes\n\nNVML counts the whole device over the link, "
                     "protocol overhead and other processes' traffic included; the memcpy row measures that overhead "
                     "for dense copies.\n\n" + shown.to_markdown(index=False, floatfmt=".4g"))
     ratios, alignment_figure = _figures(table)
-    out_dir = Path(out_dir)
-    paths = write_table_and_figure(out_dir, "microbench", "\n\n".join(sections) + "\n", table.assign(**record), ratios,
-                                   record, figure_stem="ratios", index=False)
-    save_figure(alignment_figure, out_dir / "alignment.png", record)
-    atomic.write_csv(out_dir / "pcie-check.csv", checks.assign(**record), index=False)
-    return paths + [out_dir / "alignment.png", out_dir / "pcie-check.csv"]
-
-
-def run_gpu_benchmarks(out_dir, device="cuda", *, table_bytes: int = TABLE_BYTES, repeat: int = REPEAT,
-                       progress: bool = True) -> tuple[list[Path], str]:
-    """Measure everything the module docstring lists on ``device`` into ``out_dir``; returns the paths written and
-    a summary to print (the fastest variant per case, and the one the default should be)."""
-    if not torch.cuda.is_available():
-        raise BadValue("gpubench needs a CUDA GPU and none is visible here; no GPU numbers were made")
-    device = torch.device(device)
-    if device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
-    if table_bytes < max(HOT_TABLE_BYTES, COLD_GATHER_BYTES, MODEL_CHECK_BYTES):
-        raise BadValue(f"--table-gib must be at least {max(HOT_TABLE_BYTES, MODEL_CHECK_BYTES) / 2**30:g}")
-    record = provenance(device)
-    ceilings = measure_ceilings(device)
-    buffer = page_aligned_empty((table_bytes + PAGE_BYTES,), torch.uint8)  # a page more: the offset-64 table keeps its full size
-    _fill(buffer)
-    register_host_memory(buffer)
-    try:
-        results = []
-        bar = tqdm(configurations(), desc="gpubench", unit="config", disable=not progress)
-        for config in bar:
-            bar.set_postfix_str(config.describe())
-            results.append((config, *measure(config, buffer, device, repeat)))
-        bar.close()
-        checks, memcpy = model_check(buffer, device)
-    finally:
-        unregister_host_memory(buffer)
-    table = speed_table(results, ceilings)
-    settings = (f"Host tables: views of one {table_bytes >> 20} MiB page-aligned buffer registered once (row 0 on a "
-                f"4 KiB page); cold gathers read {COLD_GATHER_BYTES >> 20} MiB of random rows, hot gathers "
-                f"{HOT_GATHER_BYTES >> 20} MiB from a {HOT_TABLE_BYTES >> 20} MiB GPU table; best of {repeat} by "
-                "CUDA events after a warm-up. Kernel: `CombinedTensor.launch_kernel` into a preallocated output; "
-                "peers likewise write into preallocated memory.")
-    command = f"`tierbench gpubench --out {out_dir}`"
-    paths = write_microbench(out_dir, command, table, model_check_table(checks, memcpy), ceilings, record, settings)
-    fastest = fastest_variants(table)
-    default, why = recommend_default(fastest)
-    summary = (fastest.to_string(index=False, float_format=lambda v: f"{v:.3g}") + f"\nthe default should be: "
-               f"{default} ({why}); tiering.features.zero_copy.DEFAULT_VARIANT is {DEFAULT_VARIANT}")
-    return paths, summary
+    out = Path(out)
+    paths = [out / f"{STEM}.md", copy_table(speeds, out), out / "ratios.png", out / "alignment.png", copy_table(checks, out)]
+    atomic.write_text(paths[0], "\n\n".join(sections) + "\n")
+    save_figure(ratios, paths[2], record)
+    save_figure(alignment_figure, paths[3], record)
+    return paths

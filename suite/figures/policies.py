@@ -29,39 +29,11 @@ import numpy as np
 import pandas as pd
 
 from suite.datasets import regime as regimes
-from suite.experiments.policies import read_records
+from suite.experiments.policies import GB, display, read_records, summarise
 from suite.io.plotting import pyplot, write_table_and_figure
 from suite.io.provenance import caption
 from suite.policies.lab import POLICIES
 
-GB = 1e9
-
-
-def summarise(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per (policy, capacity): hit ratio over every epoch, fractions of the two references, and the mean
-    per-epoch PCIe bytes and rows admitted."""
-    total = rows.groupby(["policy", "capacity_rows", "capacity_percent"], sort=False).agg(
-        reads=("reads", "sum"), hits=("hits", "sum"), miss_bytes=("miss_bytes", "mean"),
-        fill_rows=("fill_rows", "mean")).reset_index()
-    total["hit_ratio"] = total["hits"] / total["reads"]
-    for reference, column in (("belady", "of Belady"), ("optimum", "of static optimum")):
-        best = total[total["policy"] == reference].set_index("capacity_rows")["hits"]
-        total[column] = total["hits"] / total["capacity_rows"].map(best)
-    total["policy"] = pd.Categorical(total["policy"], list(POLICIES), ordered=True)
-    return total.sort_values(["policy", "capacity_rows"]).reset_index(drop=True)
-
-
-def display(summary: pd.DataFrame, row_bytes: int) -> pd.DataFrame:
-    """``summarise``'s rows as a table shows them: policy labels, GB, whole rows."""
-    table = summary.assign(policy=summary["policy"].map(lambda p: POLICIES[p].label),
-                           kind=summary["policy"].map(lambda p: POLICIES[p].kind),
-                           pcie=summary["miss_bytes"] / GB, fill=summary["fill_rows"] * row_bytes / GB,
-                           fill_rows=summary["fill_rows"].round().astype(np.int64))
-    table = table.rename(columns={
-        "capacity_percent": "capacity (%)", "capacity_rows": "capacity (rows)", "hit_ratio": "hit ratio",
-        "pcie": "PCIe GB / epoch", "fill_rows": "rows admitted / epoch", "fill": "fill GB / epoch"})
-    return table[["policy", "kind", "capacity (%)", "capacity (rows)", "hit ratio", "of Belady", "of static optimum",
-                  "PCIe GB / epoch", "rows admitted / epoch", "fill GB / epoch"]]
 
 
 def plot(summary: pd.DataFrame, title: str):

@@ -1,198 +1,40 @@
-"""``tierbench sar``: peak memory per worker against the number of workers, vanilla domain parallelism and SAR, with
-epoch time and accuracy (seeds/002 Figure 1), beside minibatch tiered training of the same model.
-
-For each worker count W: the dataset's METIS partition into W parts
-(``suite.datasets.partitions``, computed once and cached), then W
-processes launched by torchrun (gloo on a CPU, one per worker) that each
-build their part (``suite.training.domain_parallel.LocalGraph``) and train
-full-batch GraphSAGE (``suite.training.full_batch``) for ``epochs`` epochs
-with vanilla aggregation; then W fresh processes the same with SAR, from
-the same initial model (fresh, so that neither inherits the other's heap).
-Every step, each worker's peak resident memory (``PeakMemory``) and time;
-the slowest worker's time is the epoch's and the largest peak the figure's.
-Rank 0 writes the records of each run (``sar-<W>-<aggregation>.json``, a
-temporary file renamed), with the settings it ran with; a later ``tierbench
-sar`` with the same settings reuses them instead of running again (so an
-interrupted run resumes), unless told ``--rerun``.  Then tierbench's minibatch training of the same model
-(``tiered`` at 10% hot, the dataset's fanouts) for the same number of
-epochs, for its accuracy and epoch time.  Written into ``--out``:
-``sar.md``, ``.csv``, ``.png``.
-"""
+"""``tierbench sar``'s report, drawn from the records of ``suite.experiments.sar``: ``sar.md``, ``.csv``, ``.png``
+(seeds/002 Figure 1)."""
 
 from __future__ import annotations
 
-import gc
-import json
-import subprocess
 from pathlib import Path
 
-import pandas as pd
-import torch
-import torch.distributed as dist
-
-from suite.datasets import load_dataset
-from suite.datasets import regime as regimes
-from suite.datasets.partitions import cached_partition, load_partition, partition_path
-from suite.datasets.reordered import load_reordered
+from suite.experiments.sar import PAPER, STEM, read_records, steady_steps
 from suite.io import atomic
-from suite.io.plotting import pyplot, write_table_and_figure
-from suite.io.provenance import caption, provenance
-from suite.measure.process_memory import resident_bytes
-from suite.registry import create_loader
-from suite.training import distributed
-from suite.training.domain_parallel import AGGREGATIONS, LocalGraph
-from suite.training.errors import WorkersFailed
-from suite.training.full_batch import WorkerData, accuracy, sage_layers, train_step
-from suite.training.trainer import Trainer
-
-PAPER = {"vanilla / SAR": "2x for GraphSAGE (4x for GAT) at 128 workers, ogbn-papers100M",
-         "epoch": "3.8 s per epoch on ogbn-papers100M, 128 two-socket Icelake workers"}
-"""seeds/002's numbers: the peak-memory ratio of Figure 1 and the epoch time of Figure 2."""
-GIB = 1 << 30
+from suite.io.plotting import pyplot, save_figure
+from suite.io.provenance import caption
+from suite.io.records import copy_table
 
 
-def worker_records(name: str, aggregation: str, epochs: int, hidden: int, layers: int, lr: float,
-                   seed: int) -> list[dict]:
-    """Inside torchrun: this worker's part, trained with ``aggregation``; every worker's numbers, on rank 0."""
-    rank, world = dist.get_rank(), dist.get_world_size()
-    baseline = resident_bytes()
-    dataset = load_dataset(name, progress=False)
-    partition = load_partition(partition_path(dataset, world, seed), dataset.num_nodes, world)
-    graph = LocalGraph.build(dataset.graph, partition, rank, world)
-    data = WorkerData.of(dataset, graph.nodes)
-    in_dim, classes = dataset.feature_dim, dataset.num_classes
-    del dataset, partition  # unmap the whole graph and table: a worker keeps its part only
-    gc.collect()
-    held = resident_bytes()
-    records = []
-    model = sage_layers(in_dim, hidden, classes, layers, seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    for epoch in range(epochs):
-        step = train_step(model, optimizer, graph, data, aggregation)
-        mine = torch.tensor([step.peak_bytes, step.added_bytes, step.seconds, held, baseline, graph.halo_rows(),
-                             graph.num_nodes], dtype=torch.float64)
-        every = [torch.empty_like(mine) for _ in range(world)]
-        dist.all_gather(every, mine)
-        records.append({"workers": world, "aggregation": aggregation, "epoch": epoch, "loss": step.loss,
-                        "per_worker": [t.tolist() for t in every]})
-    records[-1]["accuracy"] = accuracy(model, graph, data, aggregation)
-    return records
+def _minibatch_line(minibatch: dict | None) -> str:
+    """Minibatch tiered training of the same model for the same epochs: its accuracy and epoch time, as a sentence."""
+    if minibatch is None:
+        return ""
+    return (f" Minibatch training of the same model by tierbench (`tiered`, 10% hot, fanouts "
+            f"{','.join(map(str, minibatch['fanouts']))}, batch {minibatch['batch']}, the paper's regime, the "
+            f"trainer's default dropout and learning rate), {minibatch['epochs']} epochs on this CPU: validation "
+            f"accuracy {minibatch['valid_accuracy']:.3f}, {minibatch['epoch_s']:.1f} s per epoch.")
 
 
-def records_file(runs_dir, workers: int, aggregation: str) -> Path:
-    return Path(runs_dir) / f"sar-{workers}-{aggregation}.json"
-
-
-def run_workers(name: str, runs_dir, aggregation: str, *, epochs: int, hidden: int, layers: int, lr: float, seed: int,
-                timeout_s: int) -> None:
-    """The body of ``tierbench sar`` under torchrun: join the group, train, and write rank 0's records."""
-    distributed.init_process_group("cpu", timeout_s=timeout_s)
-    try:
-        records = worker_records(name, aggregation, epochs, hidden, layers, lr, seed)
-        if dist.get_rank() == 0:
-            settings = run_settings(name, epochs, hidden, layers, lr, seed)
-            atomic.write_json(records_file(runs_dir, dist.get_world_size(), aggregation),
-                              {"settings": settings, "steps": records})
-    finally:
-        distributed.destroy_process_group()
-
-
-def run_settings(name: str, epochs: int, hidden: int, layers: int, lr: float, seed: int) -> dict:
-    """What makes two runs' records the same measurement."""
-    return {"dataset": name, "epochs": epochs, "hidden": hidden, "layers": layers, "lr": lr, "seed": seed}
-
-
-def recorded_steps(path: Path, settings: dict) -> list[dict] | None:
-    """The steps recorded in ``path`` if it holds a finished run with ``settings``; else None."""
-    try:
-        recorded = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(recorded, dict) or recorded.get("settings") != settings or not isinstance(
-            recorded.get("steps"), list):
-        return None
-    return recorded["steps"]
-
-
-def launch(argv: list[str], workers: int) -> None:
-    """``tierbench <argv>`` in ``workers`` torchrun processes; a failure ends with the workers' own errors above."""
-    status = subprocess.run(distributed.torchrun_command(workers, argv), check=False).returncode
-    if status != 0:
-        raise WorkersFailed(f"the {workers}-worker run failed (exit status {status}); its workers' errors are above")
-
-
-def per_step_table(records: list[dict]) -> pd.DataFrame:
-    """One row per (workers, aggregation, epoch): the largest peak of any worker, the slowest worker's time."""
-    rows = []
-    for record in records:
-        workers = pd.DataFrame(record["per_worker"], columns=["peak", "added", "seconds", "held", "baseline", "halo",
-                                                              "nodes"])
-        rows.append({"workers": record["workers"], "aggregation": record["aggregation"], "epoch": record["epoch"],
-                     "loss": record["loss"], "peak GiB": workers["peak"].max() / GIB,
-                     "added GiB": workers["added"].max() / GIB, "held GiB": workers["held"].max() / GIB,
-                     "process GiB": workers["baseline"].max() / GIB, "epoch s": workers["seconds"].max(),
-                     "halo rows": int(workers["halo"].sum()), "nodes per worker": int(workers["nodes"].max()),
-                     **{f"{split} accuracy": value for split, value in record.get("accuracy", {}).items()}})
-    return pd.DataFrame(rows)
-
-
-def sar_report(name: str, out_dir, *, workers=(1, 2, 4), epochs: int = 3, hidden: int = 256, layers: int = 3,
-               lr: float = 0.01, seed: int = 0, runs_dir=None, minibatch: bool = True, rerun: bool = False,
-               progress: bool = True, argv_of=None) -> list[Path]:
-    """Run every worker count and aggregation not recorded with these settings yet (all of them with ``rerun``;
-    ``argv_of(W, aggregation, runs_dir)`` is the command line of one, launched by torchrun) and write the table and
-    figure."""
-    out_dir = Path(out_dir)
-    runs_dir = Path(runs_dir) if runs_dir else out_dir / "runs"
-    dataset = load_dataset(name, progress=progress)
-    partitions = []
-    for count in workers:
-        partition, path, seconds = cached_partition(dataset, count, seed)
-        cut = partition.edge_cut(dataset.graph)
-        partitions.append({"workers": count, "edge cut": cut, "edge cut %": 100 * cut / dataset.graph.num_edges,
-                           "balance": partition.balance(), "METIS s": seconds or float("nan")})
-    settings = run_settings(name, epochs, hidden, layers, lr, seed)
-    records = []
-    for count in workers:
-        for aggregation in AGGREGATIONS:
-            path = records_file(runs_dir, count, aggregation)
-            steps = None if rerun else recorded_steps(path, settings)
-            if steps is None:
-                path.unlink(missing_ok=True)  # only this launch's records may be read after it
-                launch(argv_of(count, aggregation, runs_dir), count)
-                steps = recorded_steps(path, settings)
-            elif progress:
-                print(f"reusing {path}: {count} workers, {aggregation}, recorded with the same settings")
-            if steps is None:
-                raise WorkersFailed(f"the {count}-worker run of {aggregation} ended without its records in {path}")
-            records += steps
-    steps = per_step_table(records)
-    steady = steps[(steps["epoch"] > 0) | (steps["epoch"].max() == 0)]  # the first step also sets up the process
-    first = steps[steps["epoch"] == 0].set_index(["workers", "aggregation"])["peak GiB"]
-    table = steady.groupby(["workers", "aggregation"], sort=False).agg(
-        **{"peak GiB": ("peak GiB", "max"), "added GiB": ("added GiB", "max"), "held GiB": ("held GiB", "max"),
-           "process GiB": ("process GiB", "max"), "epoch s": ("epoch s", "mean"), "epoch s min": ("epoch s", "min"),
-           "epoch s max": ("epoch s", "max"), "loss": ("loss", "last"), "halo rows": ("halo rows", "first"),
-           "nodes per worker": ("nodes per worker", "first"),
-           **{c: (c, "last") for c in steps.columns if c.endswith("accuracy")}}).reset_index()
-    table.insert(3, "first step peak GiB", [first[key] for key in zip(table["workers"], table["aggregation"])])
-    table = table.merge(pd.DataFrame(partitions), on="workers")
-    vanilla = table[table["aggregation"] == "vanilla"].set_index("workers")["peak GiB"]
-    table["vanilla / SAR"] = (table["workers"].map(vanilla) / table["peak GiB"]).where(table["aggregation"] == "sar")
-    table["paper"] = table["vanilla / SAR"].notna().map({True: PAPER["vanilla / SAR"], False: ""})
-    del dataset
-    gc.collect()
-    minibatch_line = ""
-    if minibatch:
-        minibatch_line = _minibatch_line(name, epochs, hidden, seed, progress)
-    record = provenance(device="cpu")
+def render(records: Path, out: Path) -> list[Path]:
+    """``sar.md``, ``.csv`` and ``.png`` in ``out`` from the records at ``records``."""
+    measured, steps = read_records(records)
+    table, facts, record = measured.table, measured.facts, measured.provenance
+    name, workers, epochs = facts["name"], facts["workers"], facts["epochs"]
+    steady = steady_steps(steps)
     markdown = (
-        f"# Full-batch GraphSAGE, vanilla domain parallelism against SAR, {name}\n\nMade by `tierbench sar "
-        f"--dataset {name} --workers {' '.join(map(str, workers))} --epochs {epochs} --out {out_dir}`; "
+        f"# Full-batch GraphSAGE, vanilla domain parallelism against SAR, {name}\n\nMade by `{facts['command']}`; "
         f"{caption(record)}.\n\n**Measured on a CPU**, gloo processes on one machine standing in for SAR's "
         f"machines: the memory per worker is what one worker holds whatever runs beside it; the epoch times share "
         f"this machine's cores among all the workers.\n\n"
-        f"GraphSAGE, {layers} layers of width {hidden}, mean aggregation, no dropout, Adam at {lr}; {epochs} full-"
+        f"GraphSAGE, {facts['layers']} layers of width {facts['hidden']}, mean aggregation, no dropout, Adam at "
+        f"{facts['lr']}; {epochs} full-"
         f"batch epochs per aggregation from the same initial model, each aggregation in processes of its own. "
         f"METIS parts (edge cut, balance: largest part over the mean). Memory: each worker's resident set at its "
         f"highest during a step (Linux's VmHWM, reset at the step's start), the largest over the workers and the "
@@ -201,7 +43,7 @@ def sar_report(name: str, out_dir, *, workers=(1, 2, 4), epochs: int = 3, hidden
         f"its part's features and aggregation matrices, `added GiB` what a step adds on top. Epoch time: the "
         f"slowest worker's, mean (min, max) over "
         f"the epochs after the first.\n\nThe paper: vanilla domain parallelism needs {PAPER['vanilla / SAR']} the "
-        f"peak memory per worker that SAR needs; {PAPER['epoch']}.{minibatch_line}\n\n"
+        f"peak memory per worker that SAR needs; {PAPER['epoch']}.{_minibatch_line(facts['minibatch'])}\n\n"
         + table.to_markdown(index=False, floatfmt=".3f") + "\n"
     )
     plt, sns = pyplot()
@@ -217,22 +59,8 @@ def sar_report(name: str, out_dir, *, workers=(1, 2, 4), epochs: int = 3, hidden
     axes[1].set(ylabel="epoch seconds (slowest worker)", title="full-batch epoch time, this CPU's cores shared")
     fig.suptitle(f"SAR against vanilla domain parallelism on {name} (seeds/002 Figure 1), gloo on a CPU")
     fig.tight_layout(rect=(0, 0.04, 1, 0.93))
-    return write_table_and_figure(out_dir, "sar", markdown, table, fig, record, index=False)
-
-
-def _minibatch_line(name: str, epochs: int, hidden: int, seed: int, progress: bool) -> str:
-    """Minibatch tiered training of the same model for the same epochs: its accuracy and epoch time, as a sentence."""
-    batch, _ = regimes.resolve(name, "paper", None)
-    fanouts = regimes.default_fanouts(name)
-    dataset = load_reordered(name, "wrpr", progress=progress)
-    loader = create_loader("tiered", dataset, 0.1, "cpu", progress=progress)
-    try:
-        trainer = Trainer(dataset, loader, fanouts, batch_size=batch, seed=seed, hidden=hidden)
-        results = [trainer.train_epoch(epoch, progress=progress) for epoch in range(epochs)]
-    finally:
-        loader.close()
-    seconds = sum(r.epoch_s for r in results) / len(results)
-    return (f" Minibatch training of the same model by tierbench (`tiered`, 10% hot, fanouts "
-            f"{','.join(map(str, fanouts))}, batch {batch}, the paper's regime, the trainer's default dropout and "
-            f"learning rate), {epochs} epochs on this CPU: validation accuracy {results[-1].valid_accuracy:.3f}, "
-            f"{seconds:.1f} s per epoch.")
+    out = Path(out)
+    paths = [out / f"{STEM}.md", copy_table(measured, out), out / f"{STEM}.png"]
+    atomic.write_text(paths[0], markdown)
+    save_figure(fig, paths[2], record)
+    return paths

@@ -10,7 +10,7 @@ import pytest
 from suite.cli import main
 from suite.datasets import entry_path
 from suite.datasets.cache import entry_bytes
-from suite.figures import build_cost
+from suite.experiments import build_cost
 
 
 def test_a_child_is_measured_by_its_own_peak_and_time():

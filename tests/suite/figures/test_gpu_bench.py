@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from suite.datasets.host_copy import page_aligned_empty
-from suite.figures import gpu as gpu_bench
-from suite.figures.gpu import Config
+from suite.experiments import gpu as gpu_bench
+from suite.experiments.gpu import Config
+from suite.figures.gpu import render
 from tiering.features.addressing import VARIANTS
 from tiering.features.zero_copy import DEFAULT_VARIANT
 
@@ -122,7 +123,9 @@ def test_the_report_writes_tables_and_figures(tmp_path):
     table = gpu_bench.speed_table(_fake_results(), CEILINGS)
     checks = gpu_bench.model_check_table([], None)
     record = {"device": "cuda: Fake GPU", "git_revision": "abc", "time": "2026-01-01T00:00:00+00:00"}
-    paths = gpu_bench.write_microbench(tmp_path, "`tierbench gpubench`", table, checks, CEILINGS, record, "settings")
+    facts = {"command": "tierbench gpubench", "ceilings": CEILINGS, "table_bytes": 64 << 20, "repeat": 1,
+             "default_variant": DEFAULT_VARIANT}
+    paths = render(gpu_bench.write_records(tmp_path / "records", table, checks, record, facts), tmp_path)
     assert [p.name for p in paths] == ["microbench.md", "microbench.csv", "ratios.png", "alignment.png",
                                        "pcie-check.csv"]
     markdown = paths[0].read_text()
@@ -133,7 +136,7 @@ def test_the_report_writes_tables_and_figures(tmp_path):
     assert len(pd.read_csv(paths[1])) == len(table)
 
 
-@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_each_study_measures_correct_rows_on_the_gpu(variant):
     from tiering.features.zero_copy import register_host_memory, unregister_host_memory
@@ -145,7 +148,7 @@ def test_each_study_measures_correct_rows_on_the_gpu(variant):
         device = torch.device("cuda", torch.cuda.current_device())
         for config in (Config("cold", 1028, torch.float32, variant), Config("hot", 256, torch.float16, variant),
                        Config("cold", 512, torch.float16, variant, "full gather")):
-            ours, peer = gpu_bench.measure(config, buffer, device, repeat=1)  # raises if a row came back wrong
+            ours, peer = gpu_bench.measure_config(config, buffer, device, repeat=1)  # raises if a row came back wrong
             assert ours > 0 and peer > 0
     finally:
         unregister_host_memory(buffer)

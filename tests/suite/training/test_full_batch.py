@@ -147,7 +147,7 @@ def test_tierbench_sar_runs_each_worker_count_and_aggregation_under_torchrun(tin
     text = (out / "sar.md").read_text()
     assert "Measured on a CPU" in text and "2x for GraphSAGE" in text and "--workers 1 2" in text
 
-    import suite.figures.sar as sar
+    import suite.experiments.sar as sar
 
     launched = []
     monkeypatch.setattr(sar, "launch", lambda argv, workers: launched.append((workers, argv[argv.index("--aggregation")

@@ -1,0 +1,80 @@
+"""An experiment's records: its table (CSV) and a sidecar JSON beside it with the provenance and the facts its report
+needs (settings, the command that made it, ceilings measured in the same run).
+
+An experiment (``suite.experiments``) writes them; its figure (``suite.figures``) reads them back through the
+experiment's ``read_records`` and draws, without measuring again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from suite.io import atomic
+
+PROVENANCE_KEYS = ("device", "git_revision", "time")
+"""What every record carries at least: where, from which code, and when it was measured."""
+PROVENANCE_COLUMNS = {"device": str, "git_revision": str, "time": str, "host": str, "torch": str,
+                      "machine_profile": str}
+"""The provenance columns a table may carry beside its numbers, read as strings (a git revision of digits only
+stays a string)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Records:
+    """A measurement read back: its table, its provenance record and the facts its report needs."""
+
+    table: pd.DataFrame
+    provenance: dict
+    facts: dict
+    path: Path
+    """The table's CSV: the records themselves, copied unchanged into a report's folder."""
+
+
+def sidecar_path(table_path) -> Path:
+    return Path(table_path).with_suffix(".json")
+
+
+def write_records(table_path, table: pd.DataFrame, provenance: dict, facts: dict, **csv_options) -> Path:
+    """``table`` as CSV at ``table_path`` and its sidecar JSON beside it, both crash-safe; the CSV's path."""
+    table_path = Path(table_path)
+    atomic.write_csv(table_path, table, **csv_options)
+    atomic.write_json(sidecar_path(table_path), {"provenance": provenance, "facts": facts})
+    return table_path
+
+
+def read_table(path, **options) -> pd.DataFrame:
+    """A CSV written by ``write_records``, with its provenance columns as strings."""
+    header = pd.read_csv(path, nrows=0).columns
+    dtype = {**{c: t for c, t in PROVENANCE_COLUMNS.items() if c in header}, **options.pop("dtype", {})}
+    return pd.read_csv(path, dtype=dtype, **options)
+
+
+def read_records(table_path, facts: tuple[str, ...], **options) -> Records:
+    """The table at ``table_path`` and its sidecar, checked to hold the provenance and ``facts``."""
+    table_path = Path(table_path)
+    sidecar = sidecar_path(table_path)
+    try:
+        stored = json.loads(sidecar.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{table_path} has no sidecar {sidecar.name} beside it: these are not an experiment's "
+                         f"records") from None
+    provenance, known = stored.get("provenance", {}), stored.get("facts", {})
+    missing = [k for k in PROVENANCE_KEYS if not isinstance(provenance.get(k), str)]
+    missing += [f"facts.{k}" for k in facts if k not in known]
+    if missing:
+        raise ValueError(f"{sidecar} lacks {', '.join(missing)}")
+    return Records(read_table(table_path, **options), provenance, known, table_path)
+
+
+def copy_table(records: Records, out_dir, name: str | None = None) -> Path:
+    """The records' CSV, unchanged, in ``out_dir`` (nothing to do where it already is); its path there."""
+    target = Path(out_dir) / (name or records.path.name)
+    if target.resolve() != records.path.resolve():
+        with atomic.atomic_path(target) as tmp:
+            shutil.copyfile(records.path, tmp)
+    return target
