@@ -71,6 +71,14 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_report(args) -> int:
+    if args.records:
+        from suite.figures import redraw
+
+        if not args.figure:
+            raise BadValue("--records needs --figure: which figure to draw from them")
+        for path in redraw(args.figure, args.records, args.out):
+            print(f"wrote {path}")
+        return 0
     if args.figure in ("7", "9"):
         from suite.figures import PROFILE_FIGURES
 
@@ -92,6 +100,8 @@ def _cmd_report(args) -> int:
 
 def add_parsers(sub) -> None:
     """``run`` and ``report``."""
+    from suite.figures import FIGURES
+
     run = sub.add_parser("run", help="a sweep of training epochs: datasets x loaders x hot fractions x fanouts",
                          parents=[options.ogb_root(), options.quiet()])
     run.add_argument("--experiment", required=True, help="a predefined sweep (demo, fig8, fig10, fig11, pipeline, disk), or a "
@@ -129,9 +139,12 @@ def add_parsers(sub) -> None:
                      "shared-memory segment (Docker's /dev/shm holds 64 MiB unless run with --shm-size)")
     run.set_defaults(func=_cmd_run)
 
-    report = sub.add_parser("report", help="tables and figures from records (Figures 8 and 10) or profiles (7 and 9)")
+    report = sub.add_parser("report", help="tables and figures from records, without measuring: a sweep's (Figures 8, "
+                            "10, 11), a profile's (7 and 9), or any figure's with --records")
     report.add_argument("--experiment", help="the sweep whose records to report")
-    report.add_argument("--figure", choices=["7", "8", "9", "10", "11"])
+    report.add_argument("--figure", choices=list(FIGURES), help="the figure to draw; with --records any of them")
+    report.add_argument("--records", help="with --figure: draw it from these records (the CSV or folder its "
+                        "command wrote), e.g. --figure policies --records results/policies/papers-s/policies-epochs.csv")
     report.add_argument("--dataset", help="with --figure 7 or 9")
     report.add_argument("--runs", default="results/runs")
     report.add_argument("--out", help="output directory (default results/<experiment>, or the profile's)")

@@ -35,8 +35,10 @@ committed.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
+from suite.errors import BadValue
 from suite.figures import demo, fig7, fig8, fig9, fig10, fig11
 from suite.sweep.records import records_path
 
@@ -45,6 +47,28 @@ SWEEP_FIGURES = {"demo": demo, "fig8": fig8, "fig10": fig10, "fig11": fig11}
 
 PROFILE_FIGURES = {7: fig7, 9: fig9}
 """The figures of measured reuse (``tierbench profile``) by number."""
+
+FIGURES = {"7": "fig7", "8": "fig8", "9": "fig9", "10": "fig10", "11": "fig11", "demo": "demo",
+           "policies": "policies", "plan": "plan", "disk": "disk", "bucket-orders": "bucket_orders",
+           "bucket-train": "bucket_training", "sar": "sar", "scorers": "scorers", "build-cost": "build_cost",
+           "gpubench": "gpu"}
+"""Every figure by the name ``tierbench report --figure NAME --records PATH`` draws it by, and its module here."""
+SWEEP_NAMES = ("8", "10", "11", "demo")
+"""The figures whose records are a sweep's CSV under ``results/runs``, not a folder beside their outputs."""
+
+
+def redraw(name: str, records, out=None) -> list[Path]:
+    """Figure ``name`` (a key of ``FIGURES``) drawn again from the records at ``records``, into ``out`` (default:
+    the folder the records are in, where their experiment wrote the figure beside them; a sweep's records are in
+    ``results/runs``, so a sweep figure needs ``out``)."""
+    records = Path(records)
+    if not records.exists():
+        raise BadValue(f"{records} does not exist: give the records the figure's command wrote")
+    if out is None:
+        if name in SWEEP_NAMES:
+            raise BadValue(f"--figure {name} draws a sweep's records ({records}): give --out, the figure's folder")
+        out = records if records.is_dir() else records.parent
+    return importlib.import_module(f"suite.figures.{FIGURES[name]}").render(records, Path(out))
 
 
 def write_report(experiment: str, runs_dir="results/runs", out_dir=None, figure: str | None = None) -> list[Path]:

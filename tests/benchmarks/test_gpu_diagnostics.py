@@ -1,4 +1,8 @@
 import json
+import shutil
+from pathlib import Path
+
+import pytest
 
 from benchmarks import gpu_diagnostics
 
@@ -33,3 +37,17 @@ def test_the_report_puts_each_window_in_a_column_and_divides_by_the_cpu_time_of_
     gpu_rows = [line for line in markdown.splitlines() if "gpu (CSR in GPU memory)" in line]
     assert len(gpu_rows) == 2 and all(line.rstrip(" |").endswith("2") for line in gpu_rows)  # twice as fast
     assert figure_path.stat().st_size > 0
+
+
+REDRAWN_DIAGNOSTICS = ["results/gpu/cuda-nvidia-h100-80gb-hbm3/diagnostics/reach.png"]
+"""The committed diagnostics figures, drawn again below from the records beside them."""
+
+
+@pytest.mark.parametrize("figure", REDRAWN_DIAGNOSTICS)
+def test_the_committed_diagnostics_are_drawn_again_from_their_records(figure, tmp_path):
+    committed = Path(__file__).resolve().parents[2] / figure
+    for name in ("reach.jsonl", "sampler.jsonl", "provenance.json"):
+        shutil.copy(committed.parent / name, tmp_path / name)
+    paths = gpu_diagnostics.report(tmp_path)
+    assert [path.name for path in paths] == ["diagnostics.md", committed.name]
+    assert paths[0].read_text() == (committed.parent / "diagnostics.md").read_text()
