@@ -1,4 +1,4 @@
-"""CPU gather + DMA: PyTorch's default way of feeding a GPU from host memory (seeds/000 §6, seeds/004 §2).
+"""CPU gather + DMA: PyTorch's default way of feeding a GPU from host memory (Data Tiering §6, PyTorch-Direct §2).
 
 The CPU gathers the requested rows with ``index_select`` (multithreaded by
 torch) into a pinned staging buffer, and one asynchronous copy moves the dense

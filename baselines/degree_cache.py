@@ -5,7 +5,7 @@ copied into GPU memory, and an N-entry node -> slot map (-1 for uncached)
 sits beside them.  A gather looks every id up in the map: hits are read from
 the cache, misses are gathered by the CPU and copied by DMA (as in
 ``baselines.cpu_gather``), and the two are merged on the GPU.  Unlike data
-tiering the graph keeps its ids, which is why the map is needed (seeds/000
+tiering the graph keeps its ids, which is why the map is needed (Data Tiering
 §3.2 explains the cost of such a map at 100M nodes).
 """
 

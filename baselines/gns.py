@@ -16,7 +16,7 @@
   implementation's parameter for GNS's preference; 8 by default.
 
 Unlike data tiering, GNS changes the sampling distribution and so the model's
-training signal (seeds/000 §6 makes this point): its validation accuracy is
+training signal (Data Tiering §6 makes this point): its validation accuracy is
 recorded beside the others'.  Misses are gathered by the CPU and copied by DMA,
 as in ``baselines.cpu_gather``; statistics are those of every loader.
 

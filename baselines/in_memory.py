@@ -1,4 +1,4 @@
-"""All features already in the training device's memory: the upper bound of seeds/004 §4.
+"""All features already in the training device's memory: the upper bound of PyTorch-Direct §4.
 
 Nothing crosses PCIe during training, so its epoch time bounds what any
 tiered or zero-copy loader can reach.  On a CPU run the "device" is host

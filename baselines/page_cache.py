@@ -1,5 +1,5 @@
 """The feature table memory-mapped from its file: the operating system's page cache decides what stays in memory
-(the baseline of Ginex and DGL GraphBolt's disk features; seeds/003 §2).
+(the baseline of Ginex and DGL GraphBolt's disk features; Marius §2).
 
 ``gather(ids)`` indexes the mapped ``.npy`` file; a row not in the page cache
 faults its page in from disk.  Nothing here chooses what is cached, so the

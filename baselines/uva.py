@@ -1,9 +1,9 @@
-"""Plain zero-copy ("UVA") over the whole feature table: seeds/004's unified tensor.
+"""Plain zero-copy ("UVA") over the whole feature table: PyTorch-Direct's unified tensor.
 
 It is the combined tensor with no GPU tier (H = 0): every row is read from
-pinned host memory by the gather kernel.  ``variant="naive"`` is seeds/004's
+pinned host memory by the gather kernel.  ``variant="naive"`` is PyTorch-Direct's
 naive zero-copy, ``variant="aligned"`` its circular-shift version (§3.2.1);
-the pair reproduces seeds/004 Fig. 8.  ``variant="wide"`` adds 16-byte vector
+the pair reproduces PyTorch-Direct Fig. 8.  ``variant="wide"`` adds 16-byte vector
 loads (``tiering.features.zero_copy``).
 """
 

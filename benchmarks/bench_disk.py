@@ -1,4 +1,4 @@
-"""Read speed of the disk tier (seeds/003), each as a ratio to the disk's own ceiling measured in the same run.
+"""Read speed of the disk tier (Marius), each as a ratio to the disk's own ceiling measured in the same run.
 
 A 256 MiB ``.npy`` table (2**19 rows of 128 float32) in asv's cache
 directory, dropped from the page cache before every timing:
@@ -22,12 +22,12 @@ import tempfile
 import numpy as np
 import torch
 
+from baselines.marius.bucket_order import beta_order
+from baselines.marius.partition_buffer import PartitionBuffer
 from suite.measure.disk_ceilings import random_ceiling, sequential_ceiling
 from suite.measure.timing import best_wall_seconds
-from baselines.marius.bucket_order import beta_order
 from tiering.disk.table import BLOCK, DiskTable
 from tiering.disk.tiered import DiskTieredLoader
-from baselines.marius.partition_buffer import PartitionBuffer
 
 ROWS, DIM = 1 << 19, 128
 PARTITIONS, CAPACITY = 16, 4

@@ -1,4 +1,4 @@
-"""Feature loaders (seeds/000 §4.1): gather time per loader, miss ratio and modelled PCIe bytes.
+"""Feature loaders (Data Tiering §4.1): gather time per loader, miss ratio and modelled PCIe bytes.
 
 The table is papers-like (``papers-s`` shape at 2**18 nodes, 128 float32
 features), reordered by weighted reverse PageRank for the tiered loader; the

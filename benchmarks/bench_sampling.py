@@ -1,4 +1,4 @@
-"""Throughput of neighbour sampling (seeds/000 §2.2) on a papers-like graph.
+"""Throughput of neighbour sampling (Data Tiering §2.2) on a papers-like graph.
 
 ``track_sampled_edges_per_second`` is the raw rate of ``sample_neighbors``
 (one hop, fanout 12, over 100k frontier nodes) on 1 and 2 numba threads;
@@ -19,13 +19,13 @@ import torch
 
 from benchmarks.workloads import NODES, load_graph, make_graphs, relabel_workload
 from suite.measure.timing import best_wall_seconds
+from tiering.features.zero_copy import mapped_graph
 from tiering.sampling.neighbors import (
     NeighborSampler,
     append_new_nodes,
     append_new_nodes_by_sorting,
     sample_neighbors,
 )
-from tiering.features.zero_copy import mapped_graph
 
 
 class OneHop:

@@ -1,4 +1,4 @@
-"""Scorers and reordering (seeds/000 §3.1-3.2) against SciPy peers timed in the same run.
+"""Scorers and reordering (Data Tiering §3.1-3.2) against SciPy peers timed in the same run.
 
 Reordering is measured on each graph shape of ``benchmarks.workloads.GRAPH_SHAPES`` at ``NODES`` nodes, the
 scorers on papers-like graphs of each size.

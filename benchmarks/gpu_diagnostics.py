@@ -3,12 +3,12 @@
 Each part prints JSON lines (the first one the provenance), or a profiler table, to stdout; ``report`` turns a
 folder of their outputs into ``diagnostics.md`` and ``reach.png``.
 
-* ``reach``: the cold zero-copy gather (seeds/004 §3.2) of random rows drawn from the first 128 MiB, 1 GiB or
+* ``reach``: the cold zero-copy gather (PyTorch-Direct §3.2) of random rows drawn from the first 128 MiB, 1 GiB or
   4 GiB of one registered 4 GiB host table, for 128 B to 4 KiB rows, on 4 KiB pages and on transparent huge
   pages (``MADV_HUGEPAGE``), and with the grid capped at 1 to 64 blocks per multiprocessor.  The gather reads
   the same bytes in every case; only how far apart the rows are changes.
 * ``sampler``: sampled edges per second of one hop (fanout 12 over 100,000 frontier nodes) and the time of one
-  three-layer minibatch (1024 seeds, fanouts 12,12,12; seeds/000 §2.2) on papers-s, with the CSR in host memory
+  three-layer minibatch (1024 seeds, fanouts 12,12,12; Data Tiering §2.2) on papers-s, with the CSR in host memory
   (numba, every core), in GPU memory (the torch sampler) and in pinned host memory read from the GPU (UVA).
 * ``gather-profile``: one papers-s minibatch's input nodes (batch 1024) gathered through
   ``CombinedTensor.gather`` at 10% hot, the public call taken apart into its range check, the copy of the ids to
@@ -119,9 +119,9 @@ def sampler(device) -> None:
     import numba
 
     from suite.measure.timing import best_wall_seconds
+    from tiering.features.zero_copy import mapped_graph
     from tiering.graph.csr import CSRGraph
     from tiering.sampling.neighbors import NeighborSampler, sample_neighbors
-    from tiering.features.zero_copy import mapped_graph
 
     graph = papers_s_graph()
     n = graph.num_nodes
@@ -163,8 +163,8 @@ def gather_profile(device) -> None:
 
     from suite.measure.timing import best_wall_seconds
     from tiering.features.combined import CombinedTensor
-    from tiering.sampling.neighbors import NeighborSampler
     from tiering.features.traffic import zero_copy_traffic_tensors
+    from tiering.sampling.neighbors import NeighborSampler
 
     graph = papers_s_graph()
     n = graph.num_nodes

@@ -59,8 +59,8 @@ from suite.io.provenance import caption, provenance
 from suite.measure.peers import adjacency, scipy_coo_to_csr, scipy_permute, scipy_reverse_pagerank
 from tiering.graph.csr import CSRGraph, index_dtype_for
 from tiering.graph.reorder import order_by_score, reorder_graph
-from tiering.sampling.neighbors import NeighborSampler, sample_neighbors
 from tiering.graph.scores import reverse_pagerank
+from tiering.sampling.neighbors import NeighborSampler, sample_neighbors
 
 GRAPHS = {
     "uniform": lambda: uniform_graph(1 << 21),
@@ -403,13 +403,21 @@ def render(records: Path, out: Path) -> list[Path]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dgl-python", required=True, help="the Python of DGL's environment (tox -e peers-dgl)")
+    parser.add_argument("--dgl-python", help="the Python of DGL's environment (tox -e peers-dgl); needed to race")
+    parser.add_argument("--redraw", action="store_true", help="draw --out's table and figure again from the records "
+                        "there (peers.csv, peers.json), without racing")
     parser.add_argument("--out", default="results/peers")
     parser.add_argument("--graphs", default=",".join(GRAPHS), help=f"comma-separated, of {', '.join(GRAPHS)}")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per side, alternating")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads per side")
     parser.add_argument("--work", help="where the graph files go (default: a temporary folder, removed after)")
     args = parser.parse_args(argv)
+    if args.redraw:
+        for path in render(Path(args.out), Path(args.out)):
+            print(f"wrote {path}")
+        return 0
+    if not args.dgl_python:
+        parser.error("--dgl-python is needed to race (or --redraw to draw the records in --out again)")
     graphs = [g for g in args.graphs.split(",") if g]
     unknown = [g for g in graphs if g not in GRAPHS]
     if unknown or not graphs or args.repeat < 1 or args.threads < 1:

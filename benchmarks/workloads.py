@@ -24,8 +24,8 @@ from suite.datasets.dcsbm import block_model
 from suite.datasets.rmat import rmat_edges
 from tiering.graph.csr import CSRGraph
 from tiering.graph.reorder import reorder_graph
-from tiering.sampling.neighbors import NeighborSampler, sample_neighbors
 from tiering.graph.scores import weighted_reverse_pagerank
+from tiering.sampling.neighbors import NeighborSampler, sample_neighbors
 
 NODES = 1 << 18
 """Size of the papers-like graph that benchmarks not parametrised by size run on."""
@@ -49,7 +49,7 @@ def power_law_graph(num_nodes: int, avg_degree: float = 21.0, exponent: float = 
     """Chung-Lu (Chung and Lu, PNAS 2002): each entry's owner and value drawn in proportion to power-law weights
     with the given degree exponent (a one-class degree-corrected block model), then coalesced.
 
-    At 2M nodes the top 1% of lists hold about a third of the entries, as in ogbn-papers100M (seeds/000 §3.1).
+    At 2M nodes the top 1% of lists hold about a third of the entries, as in ogbn-papers100M (Data Tiering §3.1).
     """
     model = block_model(num_nodes, 1, exponent, 1.0, 0.0, False, seed)
     src, dst = model.draw(0, int(num_nodes * avg_degree))

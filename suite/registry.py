@@ -11,13 +11,13 @@ it builds anything, then dispatches to the loader's factory.
 | name | what | GPU memory |
 |---|---|---|
 | ``cpu-gather`` | CPU ``index_select`` into pinned memory + DMA (PyTorch's default) | none |
-| ``uva-naive`` / ``uva`` | zero-copy of every row, naive / aligned (seeds/004) | none |
+| ``uva-naive`` / ``uva`` | zero-copy of every row, naive / aligned (PyTorch-Direct) | none |
 | ``degree-cache`` | top-degree rows cached behind a node -> slot map (PaGraph) | hot fraction |
 | ``gns`` | a degree-sampled node set cached, neighbour sampling biased towards it (GNS; changes the sampler) | hot fraction |
-| ``tiered`` | data tiering: rows [0, H) on the GPU, the rest zero-copy (seeds/000) | hot fraction |
-| ``in-memory`` | all features on the device: the upper bound (seeds/004) | all rows |
+| ``tiered`` | data tiering: rows [0, H) on the GPU, the rest zero-copy (Data Tiering) | hot fraction |
+| ``in-memory`` | all features on the device: the upper bound (PyTorch-Direct) | all rows |
 | ``mmap`` | the table's file memory-mapped: the page cache decides (Ginex, GraphBolt's baseline) | none |
-| ``disk-tiered`` | data tiering over three tiers: hot rows on the GPU, the next ``host_fraction`` in host memory, the rest read from disk on demand (seeds/000 + seeds/003) | hot fraction |
+| ``disk-tiered`` | data tiering over three tiers: hot rows on the GPU, the next ``host_fraction`` in host memory, the rest read from disk on demand (Data Tiering + Marius) | hot fraction |
 
 ``tiered`` needs a dataset reordered hottest-first (``tierbench prepare`` /
 ``load_reordered``); the hot tier is then simply its first rows.  In a
@@ -59,9 +59,9 @@ from baselines.uva import UVALoader
 from suite.datasets.dataset import array_file
 from suite.datasets.host_copy import read_into_memory
 from suite.errors import BadValue, UnknownName
-from tiering.features.combined import CombinedTensor, check_fits
 from tiering.disk.table import DiskTable
 from tiering.disk.tiered import DiskTieredLoader
+from tiering.features.combined import CombinedTensor, check_fits
 from tiering.features.loader import FeatureLoader
 from tiering.features.multi_gpu import MultiGPUCombinedTensor
 from tiering.features.placement import hot_rows, plan_placement
@@ -102,7 +102,7 @@ class LoaderSpec:
 
 def _multi_gpu_tiered(dataset, hot_fraction: float, device, *, shm_dir: str, **options) -> FeatureLoader:
     """The multi-GPU combined tensor: ``hot_fraction`` of the rows interleaved over all the group's GPUs and no
-    replicated tier, as in seeds/000 §5.5, its host tier in a segment in ``shm_dir``."""
+    replicated tier, as in Data Tiering §5.5, its host tier in a segment in ``shm_dir``."""
     row_bytes = dataset.feature_dim * dataset.features.element_size()
     placement = plan_placement(dataset.num_nodes, row_bytes, dist.get_world_size(), replicated=0,
                                interleaved=hot_rows(dataset.num_nodes, hot_fraction))

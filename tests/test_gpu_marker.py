@@ -5,7 +5,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from suite.sweep.gpu_suite import REQUIRE_GPU
 

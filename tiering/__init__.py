@@ -17,7 +17,14 @@ subpackages share.  Nothing here knows a baseline or the harness exists.
 """
 
 from tiering.disk import DiskTable, DiskTieredLoader
-from tiering.features import CombinedTensor, FeatureLoader, LoaderStats, MultiGPUCombinedTensor, Placement, plan_placement
+from tiering.features import (
+    CombinedTensor,
+    FeatureLoader,
+    LoaderStats,
+    MultiGPUCombinedTensor,
+    Placement,
+    plan_placement,
+)
 from tiering.graph import SCORERS, CSRGraph, get_scorer, reorder_graph
 from tiering.sampling import DistributedNeighborSampler, GraphPartition, MiniBatch, NeighborSampler
 

@@ -1,6 +1,6 @@
 """A software prefetch for numba kernels: ``prefetch(array, index)`` asks the CPU to start loading ``array[index]``.
 
-Neighbour sampling (seeds/000 §2.2) is bound by memory latency: each sampled entry and each relabelled
+Neighbour sampling (Data Tiering §2.2) is bound by memory latency: each sampled entry and each relabelled
 node is a read at a random place in an array far larger than the caches, and a loop whose trip count
 is known only at run time leaves the out-of-order core few misses to overlap.  Issuing the reads a few
 steps ahead, as ``llvm.prefetch`` does (read, keep in all cache levels, data cache), lets them

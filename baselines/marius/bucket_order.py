@@ -1,4 +1,4 @@
-"""Edge-bucket orderings for a partition buffer: BETA against Hilbert and row-major (seeds/003 §4, Marius).
+"""Edge-bucket orderings for a partition buffer: BETA against Hilbert and row-major (Marius §4, Marius).
 
 The nodes are split into p partitions; the edges into p x p buckets, bucket
 (i, j) holding the edges from partition i to partition j.  A buffer in host
@@ -7,7 +7,7 @@ both of its partitions are in the buffer, and bringing a partition in from
 disk, in place of another, is a *swap*.  An ordering is the sequence of
 buffer states together with the buckets processed in each: every bucket
 exactly once.  The swaps are what an epoch reads from disk beyond the first
-c partitions, and seeds/003 bounds them from below by
+c partitions, and Marius bounds them from below by
 
     ceil((p (p - 1) / 2 - c (c - 1) / 2) / (c - 1))
 
@@ -60,7 +60,7 @@ def check_buffer(num_partitions: int, capacity: int) -> None:
 
 
 def swap_lower_bound(num_partitions: int, capacity: int) -> int:
-    """seeds/003's lower bound on the swaps of any ordering."""
+    """Marius's lower bound on the swaps of any ordering."""
     check_buffer(num_partitions, capacity)
     p, c = num_partitions, capacity
     return math.ceil((p * (p - 1) // 2 - c * (c - 1) // 2) / (c - 1))
@@ -82,7 +82,7 @@ def assign_buckets(states: list[tuple[int, ...]], num_partitions: int) -> list[l
 
 
 def beta_order(num_partitions: int, capacity: int) -> BucketOrder:
-    """BETA's buffer states (seeds/003 §4), deterministic, and the buckets processed in each."""
+    """BETA's buffer states (Marius §4), deterministic, and the buckets processed in each."""
     check_buffer(num_partitions, capacity)
     buffer = list(range(capacity))
     on_disk = list(range(capacity, num_partitions))

@@ -1,4 +1,4 @@
-"""Marius's partition buffer (seeds/003 §4): c partitions of an on-disk feature table in host memory, swapped in
+"""Marius's partition buffer (Marius §4): c partitions of an on-disk feature table in host memory, swapped in
 the order of an edge-bucket ordering, the next partition read in the background.
 
 The table's rows are in partition order in one ``.npy`` file (partition k
@@ -12,7 +12,7 @@ most ``prefetch`` of them (each into a spare slot, so the bound is also the
 memory it adds), while the current state's buckets train.  With
 ``prefetch=0`` there is no reader: ``advance()`` reads each entering
 partition itself, into the slot of the one leaving, and training waits for
-it (synchronous swaps, as in PyTorch-BigGraph, against which seeds/003
+it (synchronous swaps, as in PyTorch-BigGraph, against which Marius
 measures Marius's pipeline).
 
 ``gather(ids)`` serves rows of buffered partitions through the

@@ -1,4 +1,4 @@
-"""Splitting a graph's nodes into parts for domain-parallel full-batch training (seeds/002: each worker holds one).
+"""Splitting a graph's nodes into parts for domain-parallel full-batch training (SAR: each worker holds one).
 
 METIS (Karypis and Kumar, 1998), through the ``pymetis`` bindings: multilevel
 k-way partitioning of the graph's symmetrised adjacency (each edge both

@@ -14,13 +14,13 @@ from suite.measure.peers import adjacency, scipy_permute
 from suite.measure.timing import best_wall_seconds
 from suite.registry import LOADERS, create_loader
 from tiering.graph.reorder import order_by_score, reorder_graph
+from tiering.graph.scores import degree
 from tiering.sampling.neighbors import (
     NeighborSampler,
     append_new_nodes,
     append_new_nodes_by_sorting,
     sample_neighbors,
 )
-from tiering.graph.scores import degree
 
 
 def test_reorder_graph(benchmark, papers_like_graph):

@@ -11,9 +11,9 @@
     tierbench policies --dataset NAME             every placement policy against Belady's bound and the static optimum
     tierbench plan --dataset NAME --gpu-memory M  the policy and hot fraction to use in M of GPU memory, projected
     tierbench disk --dataset NAME                 disk-backed loaders on traced minibatches, against the disk's ceilings
-    tierbench bucket-orders --out DIR             partition swaps of BETA, Hilbert and row-major orderings (seeds/003)
-    tierbench bucket-train --dataset NAME         link prediction through the partition buffer, per ordering (seeds/003)
-    tierbench sar --dataset NAME                  full-batch training, vanilla domain parallelism against SAR (seeds/002)
+    tierbench bucket-orders --out DIR             partition swaps of BETA, Hilbert and row-major orderings (Marius)
+    tierbench bucket-train --dataset NAME         link prediction through the partition buffer, per ordering (Marius)
+    tierbench sar --dataset NAME                  full-batch training, vanilla domain parallelism against SAR
     tierbench doctor                              preflight: versions, GPUs, PCIe links, pinning, ceilings -> results/machines
     tierbench gpubench --out DIR                  gather microbenchmarks against same-run peers (needs a GPU)
     tierbench gpu-suite [--dry-run]               a first GPU visit in one resumable command -> results/gpu/<device>
@@ -21,6 +21,7 @@
     tierbench run --experiment fig11 --gpus G     the same on G processes, one per GPU (torchrun, DDP)
     tierbench report --experiment NAME            tables and figures from a sweep's records (Figures 8, 10, 11)
     tierbench report --figure 7|9 --dataset NAME  redraw Figure 7 or 9 from its CSV
+    tierbench report --figure F --records PATH    draw any figure again from the records its command wrote
 
 Every subcommand's --help lists its options with their defaults.  A user error (``suite.errors.UserError``, a value
 an option's type refuses) and running out of memory end the command with one line, "tierbench: error: ...", and exit

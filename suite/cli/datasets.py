@@ -154,7 +154,7 @@ def add_parsers(sub) -> None:
 
     prepare = sub.add_parser("prepare", help="score a dataset's nodes, reorder it hottest-first, and cache the result",
                              parents=[options.dataset(), options.ogb_root(), options.quiet()])
-    prepare.add_argument("--scorer", required=True, choices=list(SCORERS), help="how nodes are scored (seeds/000 §3.1): "
+    prepare.add_argument("--scorer", required=True, choices=list(SCORERS), help="how nodes are scored (Data Tiering §3.1): "
                          + ", ".join(f"{name}, {spec.label}" for name, spec in SCORERS.items()))
     prepare.add_argument("--damping", type=options.probability, help=_scorer_param_help("damping", "damping factor"))
     prepare.add_argument("--iterations", type=options.count, help=_scorer_param_help("iterations", "number of updates"))

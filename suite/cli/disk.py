@@ -51,12 +51,12 @@ def add_parsers(sub) -> None:
     disk.set_defaults(func=_cmd_disk)
 
     orders = sub.add_parser("bucket-orders", help="partition swaps per epoch of the BETA, Hilbert and row-major "
-                            "edge-bucket orderings against the lower bound (seeds/003, Marius)")
+                            "edge-bucket orderings against the lower bound (Marius)")
     orders.add_argument("--out", default="results/marius", help="output directory")
     orders.set_defaults(func=_cmd_bucket_orders)
 
     buckets = sub.add_parser("bucket-train", help="epochs of link prediction through Marius's partition buffer, "
-                             "per edge-bucket ordering, with and without prefetching (seeds/003)",
+                             "per edge-bucket ordering, with and without prefetching (Marius)",
                              parents=[options.dataset(), options.quiet()])
     buckets.add_argument("--partitions", type=options.positive_int, default=16,
                          help="p: partitions of the feature table")

@@ -13,7 +13,7 @@ import math
 from suite.datasets import PRESETS
 from suite.datasets.regime import REGIMES
 
-DEFAULT_SCORER = "wrpr"  # weighted reverse PageRank, the scorer seeds/000 §3.1 trains with
+DEFAULT_SCORER = "wrpr"  # weighted reverse PageRank, the scorer Data Tiering §3.1 trains with
 DEFAULT_HOT_FRACTION = 0.1
 
 DATASET_HELP = f"a preset ({', '.join(PRESETS)}), or ogbn-* with --ogb-root"

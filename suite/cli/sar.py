@@ -1,5 +1,5 @@
 """``tierbench sar``: full-batch GraphSAGE on several gloo workers, vanilla domain parallelism against SAR
-(seeds/002)."""
+(SAR)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _cmd_sar(args) -> int:
 def add_parsers(sub) -> None:
     """``sar``."""
     sar = sub.add_parser("sar", help="full-batch GraphSAGE on W gloo workers (torchrun), vanilla domain parallelism "
-                         "against SAR: peak memory per worker, epoch time, accuracy (seeds/002 Figure 1)",
+                         "against SAR: peak memory per worker, epoch time, accuracy (SAR Figure 1)",
                          parents=[options.dataset(), options.quiet()])
     sar.add_argument("--workers", type=options.positive_int, nargs="+", default=[1, 2, 4],
                      help="worker counts, each a run")

@@ -7,7 +7,7 @@ with probability proportional to ``theta_src``; with probability
 ``homophily`` its target is in the same class, otherwise in a class chosen in
 proportion to the classes' total ``theta_dst``; inside the class the target is
 picked in proportion to ``theta_dst``.  This gives both the heavy tail that
-makes tiering pay (seeds/000 §3.1: the top 1% of ogbn-papers100M nodes hold
+makes tiering pay (Data Tiering §3.1: the top 1% of ogbn-papers100M nodes hold
 32% of its edges; a Pareto tail index of 1.33 reproduces that) and label
 homophily, which makes the classes learnable by a GNN.
 

@@ -1,4 +1,4 @@
-"""A feature table read from its cache file into memory that CUDA can pin in place (seeds/000 §4.1, seeds/004 §3.1).
+"""A feature table read from its cache file into memory that CUDA can pin in place (Data Tiering §4.1, PyTorch-Direct §3.1).
 
 Datasets open ``features.npy`` memory-mapped copy-on-write
 (``suite.datasets.dataset``): a table larger than RAM opens at once and pages

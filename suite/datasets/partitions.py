@@ -1,4 +1,4 @@
-"""A dataset's METIS partitions, computed once and kept in the dataset cache (seeds/002).
+"""A dataset's METIS partitions, computed once and kept in the dataset cache (SAR).
 
 ``cached_partition(dataset, parts)`` returns the partition of the dataset's
 graph into ``parts`` parts (``baselines.sar.metis.metis_partition``) from
@@ -21,11 +21,11 @@ from pathlib import Path
 import filelock
 import numpy as np
 
+from baselines.sar.metis import Partition, metis_partition
 from suite.datasets.cache import cache_root
 from suite.datasets.dataset import content_fingerprint
 from suite.datasets.errors import DatasetFileError
 from suite.io import atomic
-from baselines.sar.metis import Partition, metis_partition
 
 
 def partition_directory() -> Path:

@@ -1,9 +1,9 @@
 """Named synthetic datasets, each shaped like the graph it imitates.
 
-Shapes follow DESIGN.md and the OGB datasets used in seeds/000 (Table 1):
+Shapes follow docs/design.md and the OGB datasets used in Data Tiering (Table 1):
 
 * **papers-like** (ogbn-papers100M): directed, ~30 list entries per node
-  (3.2B edges / 111M nodes, counted both ways as in seeds/000), feature width
+  (3.2B edges / 111M nodes, counted both ways as in Data Tiering), feature width
   128, 172 classes, ~1.4% of nodes labelled (1.1% train, 0.1% valid, 0.2%
   test; the rest carry no label, NaN in the OGB file, as in the real one).
   Degree concentration matched to the paper's §5.2 figure: the top 1% of

@@ -1,8 +1,8 @@
-"""The paper's regime: how much of the graph one minibatch touches (seeds/000 §5.1, §5.2).
+"""The paper's regime: how much of the graph one minibatch touches (Data Tiering §5.1, §5.2).
 
 How well a hot tier of x% of the nodes serves a minibatch depends on the
 minibatch's *footprint*: the unique nodes whose features it needs, as a
-share of all nodes.  seeds/000 trains ogbn-papers100M (111M nodes) with
+share of all nodes.  Data Tiering trains ogbn-papers100M (111M nodes) with
 1024 seeds and fanouts (12, 12, 12); such a minibatch touches about 1% of
 the graph.  The same batch touches about 28% of papers-s (1M nodes), where
 every node is fetched by most minibatches and any placement looks alike.  A
@@ -68,7 +68,7 @@ class ImitatedGraph:
 IMITATED = {
     g.name: g
     for g in (
-        # seeds/000 §5.1: batch 1024, fanouts (12, 12, 12) on ogbn-papers100M (node count from OGB's dataset page)
+        # Data Tiering §5.1: batch 1024, fanouts (12, 12, 12) on ogbn-papers100M (node count from OGB's dataset page)
         ImitatedGraph("ogbn-papers100M", 111_059_956, 1024, (12, 12, 12)),
         # PyG's ogbn-products example: batch 1024, fanouts (15, 10, 5)
         ImitatedGraph("ogbn-products", 2_449_029, 1024, (15, 10, 5)),
@@ -77,7 +77,7 @@ IMITATED = {
 """The graphs presets imitate, by OGB name."""
 
 PAPER_BATCH = 1024
-"""The batch of seeds/000's runs; also the unscaled batch of a graph that imitates none of ``IMITATED``."""
+"""The batch of Data Tiering's runs; also the unscaled batch of a graph that imitates none of ``IMITATED``."""
 
 MODEL_BATCHES = 8
 """Minibatches the footprint model averages over."""

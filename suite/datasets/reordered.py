@@ -1,4 +1,4 @@
-"""Reordered datasets: a prepared dataset renumbered by a scorer, cached beside it (seeds/000 §3).
+"""Reordered datasets: a prepared dataset renumbered by a scorer, cached beside it (Data Tiering §3).
 
 ``prepare_reordered("papers-s", "wrpr")`` loads the base dataset (checking
 its checksums), scores its nodes, reorders the graph, permutes features and
@@ -19,7 +19,7 @@ into resident memory however small its chunks.  Memory: one part and one
 read block, besides the graph and the permutation.
 
 The weighted scorer takes the training split as its labelled set: training
-minibatches start there (seeds/000 §3.1).
+minibatches start there (Data Tiering §3.1).
 """
 
 from __future__ import annotations

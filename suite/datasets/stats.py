@@ -1,10 +1,10 @@
 """Summary statistics of a dataset, recorded in its manifest and shown by ``tierbench datasets info``.
 
-``top1_share`` is the measure seeds/000 §5.2 quotes for the skew of a graph:
+``top1_share`` is the measure Data Tiering §5.2 quotes for the skew of a graph:
 the share of all neighbour-list entries that name one of the 1% of nodes
 appearing in the most lists (32% for ogbn-papers100M, 46% for MAG240M).
 ``cumulative_share`` is that share as a curve over every fraction of the
-nodes, in any order: the measured reuse of seeds/000 Fig. 7 and 9 (accesses
+nodes, in any order: the measured reuse of Data Tiering Fig. 7 and 9 (accesses
 covered by the top-scored nodes) and the skew plots of ``tierbench datasets
 info`` and ``tierbench scorers``.
 """

@@ -1,6 +1,6 @@
-"""The swaps of BETA, Hilbert and row-major edge-bucket orderings against the lower bound (seeds/003 §4).
+"""The swaps of BETA, Hilbert and row-major edge-bucket orderings against the lower bound (Marius §4).
 
-seeds/003 (Marius) orders the p x p edge buckets so that a buffer of c
+Marius orders the p x p edge buckets so that a buffer of c
 partitions reads as few partitions from disk as it can, and shows that its
 BETA ordering needs far fewer swaps than a Hilbert-curve ordering, which
 knows nothing of the buffer, and stays close to the lower bound.  This

@@ -1,5 +1,5 @@
 """``tierbench bucket-train``: epochs of link prediction through Marius's partition buffer, per edge-bucket ordering,
-with and without prefetching (seeds/003 §3-§4).
+with and without prefetching (Marius §3-§4).
 
 The feature table stays in its file; p partitions of it, c in host memory at
 a time, walked in the BETA, Hilbert or row-major ordering
@@ -34,6 +34,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from baselines.marius.bucket_order import ORDERS, bucket_order, swap_lower_bound
+from baselines.marius.partition_buffer import PartitionBuffer
 from suite.datasets import load_dataset
 from suite.datasets.dataset import array_file
 from suite.errors import BadValue
@@ -47,12 +49,10 @@ from suite.training.link_prediction import (
     mean_reciprocal_rank,
     train_over_buckets,
 )
-from baselines.marius.bucket_order import ORDERS, bucket_order, swap_lower_bound
 from tiering.disk.table import DiskTable
-from baselines.marius.partition_buffer import PartitionBuffer
 
 EDGE_FRACTIONS = (0.002, 0.02)
-PAPER = ("seeds/003: on Freebase86m, whose embeddings do not fit in host memory, Marius (BETA, partitions read "
+PAPER = ("Marius: on Freebase86m, whose embeddings do not fit in host memory, Marius (BETA, partitions read "
          "ahead) trains 3.7x faster than PyTorch-BigGraph (synchronous swaps), mostly from doing less I/O")
 """The seed's one number for the partition buffer; its ordering comparison is a figure without numbers."""
 GB = 1e9

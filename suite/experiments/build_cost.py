@@ -66,7 +66,7 @@ log = logging.getLogger(__name__)
 SCORER = "wrpr"
 PAPERS = "ogbn-papers100M"
 PAPERS_OGB_EDGES = 1_615_685_872
-"""ogbn-papers100M's edges as OGB lists them (each once; seeds/000 counts them both ways, 3.2B)."""
+"""ogbn-papers100M's edges as OGB lists them (each once; Data Tiering counts them both ways, 3.2B)."""
 TARGET_CORES = 16
 TARGET_MEMORY_BYTES = 128 * 10**9
 """The GPU machine the projection is for: 16 cores, 128 GB."""

@@ -1,5 +1,5 @@
 """``tierbench disk``: the disk-backed loaders on the minibatches of a traced epoch, against the disk's own ceilings
-(seeds/003).
+(Marius).
 
 Feature tables larger than host memory leave part of the table on the SSD.
 This measures, on this machine, what the loaders that read it cost: the

@@ -1,4 +1,4 @@
-"""GPU microbenchmarks of the gather kernel, each speed a ratio against a peer measured in the same run (seeds/004 §3).
+"""GPU microbenchmarks of the gather kernel, each speed a ratio against a peer measured in the same run (PyTorch-Direct §3).
 
 ``tierbench gpubench --out DIR`` (needs a CUDA GPU; ``tox -e gpubench``, and a step of ``tierbench gpu-suite``)
 measures (records: ``microbench.csv`` with its sidecar, the ceilings and settings of the run, and ``pcie-check.csv``;
@@ -12,7 +12,7 @@ measures (records: ``microbench.csv`` with its sidecar, the ceilings and setting
   into a preallocated output (goal >= 1.0), and as a share of the device-to-device copy bandwidth;
 * **full gather**: ``loader.gather`` (host range check, traffic model, statistics) of the default variant, in rows
   of its own against the same peers, so the cost of the bookkeeping is visible and never mixed into the kernel's;
-* **alignment** (seeds/004 Fig. 8): every variant over rows of 1024 to 1044 B as a share of memcpy, beside the
+* **alignment** (PyTorch-Direct Fig. 8): every variant over rows of 1024 to 1044 B as a share of memcpy, beside the
   paper's 88-93% (aligned) and 78-82% (naive);
 * **PCIe model check**: NVML's measured receive bytes over a stream of gathers as large as a ``papers-s`` UVA epoch
   against the modelled payload (goal: within 10%), with the measured / copied bytes of a ``cudaMemcpy`` of the same
@@ -59,8 +59,8 @@ HOT_GATHER_BYTES = 1 << 30  # useful bytes per timed hot gather
 REPEAT = 5
 ROW_BYTES = (128, 256, 512, 1024, 4096)
 DTYPES = (torch.float32, torch.float16)
-ALIGNMENT_ROW_BYTES = tuple(range(1024, 1048, 4))  # seeds/004 Fig. 8
-PAPER_ALIGNMENT = {"aligned": "88-93%", "naive": "78-82%"}  # seeds/004: share of cudaMemcpy bandwidth
+ALIGNMENT_ROW_BYTES = tuple(range(1024, 1048, 4))  # PyTorch-Direct Fig. 8
+PAPER_ALIGNMENT = {"aligned": "88-93%", "naive": "78-82%"}  # PyTorch-Direct: share of cudaMemcpy bandwidth
 COLD_GOAL, CEILING_GOAL, HOT_GOAL, MODEL_TOLERANCE = 0.90, 0.95, 1.0, 0.10
 MODEL_CHECK_BYTES = 2 << 30  # about the modelled payload of one papers-s UVA epoch (1.7 GB, results/runs/fig8.csv)
 MODEL_CHECK_BATCH_ROWS = 1 << 18

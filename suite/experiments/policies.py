@@ -12,7 +12,6 @@ them back for ``suite.figures.policies``.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +19,7 @@ import pandas as pd
 
 from suite.datasets import load_dataset
 from suite.datasets import regime as regimes
-from suite.errors import BadValue
-from suite.io import atomic
+from suite.io import records
 from suite.io.provenance import provenance
 from suite.policies.lab import POLICIES, LabSettings, capacities_of, lab_traces, run_lab
 
@@ -29,6 +27,9 @@ GB = 1e9
 PROVENANCE_COLUMNS = ("device", "git_revision", "time")
 TRACE_FACTS = ("row_bytes", "reads_per_epoch", "batches_per_epoch", "trace_file", "trace_bytes_per_epoch")
 """What the lab reports of a trace that a table shows (beside the replay speeds, policy by policy)."""
+FACTS = ("command", "dataset", "num_nodes", "fanouts", "batch_size", "regime", "epochs", "presample_epochs",
+         *TRACE_FACTS, "replay_reads_per_s")
+"""What the sidecar of a lab's records holds besides the provenance."""
 
 
 def summarise(rows: pd.DataFrame) -> pd.DataFrame:
@@ -80,13 +81,12 @@ def measure(name: str, out_dir, *, epochs: int = 3, presample_epochs: int = 1, f
     path = out_dir / "policies-epochs.csv"
     command = (f"`tierbench policies --dataset {name} --epochs {epochs} --presample-epochs {presample_epochs}"
                f"{trace_options(regime, batch, fanouts, name)} --out {out_dir}`")
-    atomic.write_json(path.with_suffix(".json"), dict(
-        command=command, dataset=name, num_nodes=dataset.num_nodes, fanouts=list(fanouts), batch_size=batch,
-        regime=regime, epochs=epochs, presample_epochs=presample_epochs, **record,
-        **{key: facts[key] for key in TRACE_FACTS},
-        replay_reads_per_s=list(facts["replay_reads_per_s"].items())))  # [policy, reads/s] in the lab's order
-    atomic.write_csv(path, rows.assign(dataset=name, **{k: record[k] for k in PROVENANCE_COLUMNS}), index=False)
-    return path
+    return records.write_records(
+        path, rows.assign(dataset=name, **{k: record[k] for k in PROVENANCE_COLUMNS}), record, dict(
+            command=command, dataset=name, num_nodes=dataset.num_nodes, fanouts=list(fanouts), batch_size=batch,
+            regime=regime, epochs=epochs, presample_epochs=presample_epochs, **{key: facts[key] for key in TRACE_FACTS},
+            replay_reads_per_s=list(facts["replay_reads_per_s"].items())),  # [policy, reads/s] in the lab's order
+        index=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,11 +100,7 @@ class PolicyRecords:
 
 def read_records(path) -> PolicyRecords:
     """The epochs at ``path`` (``policies-epochs.csv``) and the facts beside them (``policies-epochs.json``);
-    ``ValueError`` naming what is missing."""
-    path = Path(path)
-    facts_path = path.with_suffix(".json")
-    for needed in (path, facts_path):
-        if not needed.exists():
-            raise BadValue(f"{needed} does not exist: measure it with `tierbench policies` first")
-    epochs = pd.read_csv(path, dtype={k: str for k in PROVENANCE_COLUMNS})
-    return PolicyRecords(epochs.drop(columns=[*PROVENANCE_COLUMNS, "dataset"]), json.loads(facts_path.read_text()))
+    ``BadValue`` naming what is missing."""
+    stored = records.read_records(path, FACTS, measured_by="tierbench policies")
+    return PolicyRecords(stored.table.drop(columns=[*PROVENANCE_COLUMNS, "dataset"]),
+                         {**stored.facts, **stored.provenance})

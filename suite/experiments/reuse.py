@@ -1,4 +1,4 @@
-"""Measured data reuse: how well each scorer predicts which features sampling fetches (seeds/000 §5.2, §5.4).
+"""Measured data reuse: how well each scorer predicts which features sampling fetches (Data Tiering §5.2, §5.4).
 
 What Figures 7 and 9 measure (``suite.figures.fig7``, ``fig9`` draw it).  The
 sampler runs over the training seeds for one or more epochs, exactly as
@@ -35,7 +35,6 @@ at each of the fanouts counted); ``read_records`` reads them back.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import numpy as np
@@ -48,8 +47,7 @@ from suite.datasets import regime as regimes
 from suite.datasets.dataset import Dataset
 from suite.datasets.reordered import score_nodes
 from suite.datasets.stats import cumulative_share
-from suite.errors import BadValue
-from suite.io import atomic
+from suite.io import records
 from suite.io.provenance import provenance
 from suite.registry import SCORERS, scorer_params
 from tiering.sampling.neighbors import NeighborSampler, minibatches
@@ -58,6 +56,9 @@ GRID = np.linspace(0.0, 1.0, 201)
 """The fractions of the nodes every curve is given at: 0 to 100% in steps of 0.5%."""
 IDEAL = "ideal (measured counts)"
 PROVENANCE_COLUMNS = ("device", "git_revision", "time")
+FACTS = ("command", "dataset", "figure", "num_nodes", "train_seeds", "batch_size", "regime", "epochs", "batches",
+         "footprint")
+"""What the sidecar of a reuse measurement holds besides the provenance."""
 DEPTHS = [(10,) * depth for depth in range(2, 6)]
 """Figure 9's sampling depths: fanouts (10, 10) to (10, 10, 10, 10, 10)."""
 DEPTH_SCORERS = ("degree", "wrpr")
@@ -143,15 +144,14 @@ class ReuseRun:
                       float((counts > 0).mean())] for fanouts, counts in counts_by_fanouts.items()]
         return dict(command=command, dataset=self.name, figure=self.figure, num_nodes=self.dataset.num_nodes,
                     train_seeds=len(self.train), batch_size=self.batch_size, regime=self.regime, epochs=self.epochs,
-                    batches=self.batches, footprint=footprint, **self.record)
+                    batches=self.batches, footprint=footprint)
 
     def write(self, counted: dict, curves: pd.DataFrame) -> Path:
         """Write ``figK-curves.csv`` (``curves`` with the provenance) and ``figK-curves.json`` (``facts(counted)``);
         the path of the curves."""
-        path = self.out_dir / f"fig{self.figure}-curves.csv"
-        atomic.write_json(path.with_suffix(".json"), self.facts(counted))
-        atomic.write_csv(path, curves.assign(**{k: self.record[k] for k in PROVENANCE_COLUMNS}), index=False)
-        return path
+        provenance_columns = {k: self.record[k] for k in PROVENANCE_COLUMNS}
+        return records.write_records(self.out_dir / f"fig{self.figure}-curves.csv", curves.assign(**provenance_columns),
+                                     self.record, self.facts(counted), index=False)
 
 
 def measure_scorers(run: ReuseRun) -> Path:
@@ -202,16 +202,10 @@ class ReuseRecords:
 
 
 def read_records(path) -> ReuseRecords:
-    """The curves at ``path`` (``figK-curves.csv``) and the facts beside them (``figK-curves.json``); ``ValueError``
-    naming what is missing."""
-    path = Path(path)
-    facts_path = path.with_suffix(".json")
-    for needed in (path, facts_path):
-        if not needed.exists():
-            raise BadValue(f"{needed} does not exist: measure it with `tierbench profile` first")
-    curves = pd.read_csv(path, dtype={k: str for k in PROVENANCE_COLUMNS})
-    facts = json.loads(facts_path.read_text())
-    return ReuseRecords(curves.drop(columns=list(PROVENANCE_COLUMNS)), facts)
+    """The curves at ``path`` (``figK-curves.csv``) and the facts beside them (``figK-curves.json``, through
+    ``suite.io.records``); ``BadValue`` naming what is missing."""
+    stored = records.read_records(path, FACTS, measured_by="tierbench profile")
+    return ReuseRecords(stored.table.drop(columns=list(PROVENANCE_COLUMNS)), {**stored.facts, **stored.provenance})
 
 
 def open_run(name: str, figure: int, out_dir, *, fanouts=None, epochs: int = 1, batch_size: int | None = None,

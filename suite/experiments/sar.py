@@ -1,5 +1,5 @@
 """``tierbench sar``: peak memory per worker against the number of workers, vanilla domain parallelism and SAR, with
-epoch time and accuracy (seeds/002 Figure 1), beside minibatch tiered training of the same model.
+epoch time and accuracy (SAR Figure 1), beside minibatch tiered training of the same model.
 
 For each worker count W: the dataset's METIS partition into W parts
 (``suite.datasets.partitions``, computed once and cached), then W
@@ -49,7 +49,7 @@ from suite.training.trainer import Trainer
 
 PAPER = {"vanilla / SAR": "2x for GraphSAGE (4x for GAT) at 128 workers, ogbn-papers100M",
          "epoch": "3.8 s per epoch on ogbn-papers100M, 128 two-socket Icelake workers"}
-"""seeds/002's numbers: the peak-memory ratio of Figure 1 and the epoch time of Figure 2."""
+"""SAR's numbers: the peak-memory ratio of Figure 1 and the epoch time of Figure 2."""
 GIB = 1 << 30
 STEM = "sar"
 FACTS = ("command", "name", "workers", "epochs", "hidden", "layers", "lr", "runs", "minibatch")

@@ -41,7 +41,7 @@ from tiering.graph.reorder import order_by_score, reorder_graph
 
 PAPER_REORDER = {"edges": 3.2e9, "seconds": 31.0, "machine": "2x Xeon 6230 (40 cores)"}
 FIGURE_7 = {10: "≥ 35%", 25: "≥ 56%"}
-"""The paper's share of accesses at the top 10% and 25% of nodes, at least, on every dataset (seeds/000 §5.2,
+"""The paper's share of accesses at the top 10% and 25% of nodes, at least, on every dataset (Data Tiering §5.2,
 Figure 7)."""
 CURVE = np.linspace(0, 1, 201)
 """The fractions of the nodes the concentration curves are drawn at."""

@@ -27,13 +27,13 @@ EXPERIMENTS = {
 """Every predefined sweep by name:
 
 * ``demo``: the paper's baselines and data tiering at 10% and 25% hot on a papers-like graph, in the paper's regime
-  (seeds/000 §5.3-5.4);
-* ``fig8``: Figure 8 of seeds/000 (§5.3), epoch time by feature loader;
+  (Data Tiering §5.3-5.4);
+* ``fig8``: Figure 8 of Data Tiering (§5.3), epoch time by feature loader;
 * ``pipeline``: the same loaders with and without ``--pipeline``;
-* ``disk``: the loaders that read from disk (seeds/003's tier below host memory) beside the whole table in host
+* ``disk``: the loaders that read from disk (Marius's tier below host memory) beside the whole table in host
   memory, one cold epoch each: the table's file is dropped from the page cache when a disk loader is built;
-* ``fig10``: Figure 10 of seeds/000 (§5.4), the tiered loader against the hot fraction;
-* ``fig11``: Figure 11 of seeds/000 (§5.5), the multi-GPU hot tier under CPU, UVA and distributed sampling.  On a CPU
+* ``fig10``: Figure 10 of Data Tiering (§5.4), the tiered loader against the hot fraction;
+* ``fig11``: Figure 11 of Data Tiering (§5.5), the multi-GPU hot tier under CPU, UVA and distributed sampling.  On a CPU
   device ``tierbench run`` leaves its ``uva`` sampling out (it reads pinned host memory from a GPU); asking for it by
   name there is an error.
 """

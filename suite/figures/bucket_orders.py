@@ -1,7 +1,7 @@
-"""The swaps of edge-bucket orderings against the lower bound (seeds/003 §4), drawn from the records of
+"""The swaps of edge-bucket orderings against the lower bound (Marius §4), drawn from the records of
 ``suite.experiments.bucket_orders``: ``bucket-orders.md``, ``.csv``, ``.png``.
 
-seeds/003 gives the comparison as a figure only, without numbers to set beside
+Marius gives the comparison as a figure only, without numbers to set beside
 these: the claim to reproduce is the shape.
 """
 
@@ -29,7 +29,7 @@ def plot(table):
         sns.lineplot(data=long[long["p"] == p], x="c", y="swaps", hue="ordering", style="ordering",
                      hue_order=list(LABELS.values()), markers=True, ax=ax, legend=i == 0)
         ax.set(title=f"p = {p} partitions", xlabel="buffer size c (partitions)", ylabel="swaps per epoch", yscale="log")
-    fig.suptitle("Partition swaps per epoch: BETA against curve orderings and the lower bound (seeds/003 §4)")
+    fig.suptitle("Partition swaps per epoch: BETA against curve orderings and the lower bound (Marius §4)")
     fig.tight_layout(rect=(0, 0.04, 1, 0.94))
     return fig
 
@@ -41,11 +41,11 @@ def render(records: Path, out: Path) -> list[Path]:
     worst = table.loc[table["BETA / bound"].idxmax()]
     shown = table.rename(columns={name: LABELS[name] for name in [*ORDERS, "bound"]})
     markdown = (
-        f"# Edge-bucket orderings: partition swaps per epoch (seeds/003 §4)\n\nMade by `{measured.facts['command']}`; "
+        f"# Edge-bucket orderings: partition swaps per epoch (Marius §4)\n\nMade by `{measured.facts['command']}`; "
         f"{caption(record)}. Counted, not timed: the same on any machine.\n\n"
         f"p partitions, a buffer of c; a swap reads one partition from disk. Hilbert and row-major visit the buckets "
         f"along their curve with the best buffer for that order (Belady's eviction). The lower bound is "
-        f"ceil((p(p-1)/2 - c(c-1)/2) / (c-1)). seeds/003 shows BETA far below Hilbert and near the bound in a "
+        f"ceil((p(p-1)/2 - c(c-1)/2) / (c-1)). Marius shows BETA far below Hilbert and near the bound in a "
         f"figure without numbers. Here BETA is at most {worst['BETA / bound']:.2f} times the bound (p = "
         f"{int(worst['p'])}, c = {int(worst['c'])}) and meets it at c = 2; Hilbert needs "
         f"{table['Hilbert / BETA'].min():.1f}-{table['Hilbert / BETA'].max():.1f} times BETA's swaps.\n\n"

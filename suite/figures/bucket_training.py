@@ -1,5 +1,5 @@
 """``tierbench bucket-train``'s report, drawn from the records of ``suite.experiments.bucket_training``:
-``bucket-training.md``, ``.csv``, ``.png`` (seeds/003 §3-§4).
+``bucket-training.md``, ``.csv``, ``.png`` (Marius §3-§4).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ The figure has two panels per dataset: the complementary CDF of how many
 neighbour lists a node appears in (log-log; a straight tail is a power law),
 and the share of all list entries held by the top x% of nodes, which is the
 best hit ratio a static hot tier of x% of the nodes could reach if sampling
-took whole lists (the "ideal" curve of seeds/000 Fig. 7 in the limit of
+took whole lists (the "ideal" curve of Data Tiering Fig. 7 in the limit of
 full-neighbourhood sampling).
 """
 

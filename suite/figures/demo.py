@@ -1,4 +1,4 @@
-"""The demo: what data tiering does to one epoch, loader by loader, in the paper's regime (seeds/000 §5.3-5.4).
+"""The demo: what data tiering does to one epoch, loader by loader, in the paper's regime (Data Tiering §5.3-5.4).
 
 Made by ``tierbench run --experiment demo`` and then ``tierbench report
 --experiment demo`` (``tox -e demo``, about two minutes on two cores).  The
@@ -9,7 +9,7 @@ does there.  One bar per loader and hot fraction (never averaged together),
 in four panels:
 
 * hit ratio: the share of gathered rows served from GPU memory;
-* PCIe bytes per epoch, from the traffic model (DESIGN.md, Metrics);
+* PCIe bytes per epoch, from the traffic model (docs/design.md, Metrics);
 * epoch time on this machine, labelled with its device (on a CPU the GPU
   tier is host memory and nothing crosses PCIe);
 * where a GPU's machine profile with measured ceilings exists
@@ -31,7 +31,6 @@ from suite.io.plotting import pyplot, write_table_and_figure
 from suite.io.provenance import caption
 from suite.measure.ceilings import newest_gpu_profile
 from suite.registry import LOADERS
-
 
 MACHINES = Path("results/machines")
 """Where ``tierbench doctor`` writes machine profiles; the newest GPU profile with ceilings gives the projection."""
@@ -101,7 +100,7 @@ def draw(records: pd.DataFrame, out_dir, command: str, machines=MACHINES) -> lis
         f"# Demo: feature loaders in the paper's regime\n\nMade by {command}; {caption(record)}.\n\n"
         f"{tables.cpu_warning(records)}{tables.common_settings(records, settings)}{tables.regime_text(records)}"
         f"{tables.spread_text(table)}Hit ratio: rows served from GPU memory / rows gathered. PCIe bytes per epoch are "
-        f"the traffic model's (DESIGN.md, Metrics): what the loader would move over PCIe on a GPU. {projection}\n\n"
+        f"the traffic model's (docs/design.md, Metrics): what the loader would move over PCIe on a GPU. {projection}\n\n"
         + tables.markdown_table(display)
     )
     return write_table_and_figure(out_dir, "demo", markdown, table.drop(columns="bar"), fig, record, index=False)

@@ -1,5 +1,5 @@
 """``tierbench disk``'s report, drawn from the records of ``suite.experiments.disk``: ``disk.md``, ``.csv``, ``.png``,
-one bar per loader and setting (seeds/003).
+one bar per loader and setting (Marius).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Figure 10 of seeds/000 (§5.4): PCIe traffic and epoch time against the hot fraction.
+"""Figure 10 of Data Tiering (§5.4): PCIe traffic and epoch time against the hot fraction.
 
 Made by ``tierbench run --experiment fig10`` and then ``tierbench report
 --experiment fig10`` (``tox -e fig10``; on a GPU ``TIERBENCH_DEVICE=cuda tox

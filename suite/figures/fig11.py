@@ -1,4 +1,4 @@
-"""Figure 11 of seeds/000 (§5.5): epoch time against the size of the multi-GPU hot tier, CPU vs distributed sampling.
+"""Figure 11 of Data Tiering (§5.5): epoch time against the size of the multi-GPU hot tier, CPU vs distributed sampling.
 
 Made by ``tierbench run --experiment fig11 --gpus G`` and then ``tierbench
 report --experiment fig11`` (``tox -e fig11``: ``TIERBENCH_GPUS`` processes,
@@ -84,7 +84,7 @@ def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
         f"# Figure 11: epoch time vs size of the multi-GPU hot tier\n\nMade by {command}; {caption(record)}.\n\n"
         f"{_multi_gpu_warning(tiered)}{tables.common_settings(tiered, settings)}{tables.regime_text(tiered)}"
         f"{tables.spread_text(table)}"
-        "Each process holds an equal, interleaved share of the hot tier (no replicated tier, seeds/000 §5.5); times "
+        "Each process holds an equal, interleaved share of the hot tier (no replicated tier, Data Tiering §5.5); times "
         "are the slowest process's; hit ratio counts rows served from any GPU's memory; GPU memory in use adds every "
         "process's feature shard and, with distributed sampling on GPUs, its part of the CSR.\n\n"
         + tables.markdown_table(display)

@@ -1,4 +1,4 @@
-"""Figure 7 of seeds/000 (§5.2): the share of measured feature fetches covered by the top-scored nodes, by scorer.
+"""Figure 7 of Data Tiering (§5.2): the share of measured feature fetches covered by the top-scored nodes, by scorer.
 
 Measured by ``tierbench profile --dataset NAME --figure 7`` (``tox -e fig7``:
 papers-s and products-s; ``suite.experiments.reuse``), which draws it;
@@ -42,7 +42,7 @@ def render(records: Path, out: Path) -> list[Path]:
     table = pd.DataFrame({f"top {p}%": share_at(curves, p) for p in PAPER})
     for p, paper in PAPER.items():
         table[f"paper, top {p}%"] = paper
-    paper = (f"Fanouts {curves['fanouts'].iloc[0]}. Paper (seeds/000 Fig. 7): at least 35% at top 10% and 56% at top "
+    paper = (f"Fanouts {curves['fanouts'].iloc[0]}. Paper (Data Tiering Fig. 7): at least 35% at top 10% and 56% at top "
              "25% on every dataset.")
     markdown = (f"# Figure 7: share of feature fetches covered by the top-scored nodes, {name}\n\n{intro(reuse)}"
                 f"{paper}\n\n" + table.to_markdown(floatfmt=".1f") + "\n")

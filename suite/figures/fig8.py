@@ -1,4 +1,4 @@
-"""Figure 8 of seeds/000 (§5.3): epoch time by feature loader.
+"""Figure 8 of Data Tiering (§5.3): epoch time by feature loader.
 
 Made by ``tierbench run --experiment fig8`` and then ``tierbench report
 --experiment fig8`` (``tox -e fig8``; on a GPU ``TIERBENCH_DEVICE=cuda tox -e
@@ -101,7 +101,7 @@ def draw(records: pd.DataFrame, out_dir, command: str, experiment: str = "fig8")
     markdown = (
         f"# {title}\n\nMade by {command}; {caption(record)}.\n\n{tables.cpu_warning(records)}"
         f"{tables.common_settings(records, settings)}{tables.regime_text(records)}{tables.spread_text(table)}"
-        "PCIe bytes per epoch are the model's (DESIGN.md, Metrics). Speedup = mean epoch time of the reference loader in the same setting / this row's."
+        "PCIe bytes per epoch are the model's (docs/design.md, Metrics). Speedup = mean epoch time of the reference loader in the same setting / this row's."
         + "".join(f" {note}" for note in notes) + "\n\n" + bound_text + tables.markdown_table(display)
     )
     return write_table_and_figure(out_dir, "fig8", markdown, table, grid.figure, record, index=False)

@@ -1,4 +1,4 @@
-"""Figure 9 of seeds/000 (§5.4): the share of measured feature fetches covered by the top 10% of nodes vs sampling depth.
+"""Figure 9 of Data Tiering (§5.4): the share of measured feature fetches covered by the top 10% of nodes vs sampling depth.
 
 Measured by ``tierbench profile --dataset NAME --figure 9`` (``tox -e fig9``:
 papers-s and products-s; ``suite.experiments.reuse``), which draws it;
@@ -36,7 +36,7 @@ def render(records: Path, out: Path) -> list[Path]:
     table.columns = [f"top 10%, {c}" for c in table.columns]
     table["paper, top 10% (wrpr / degree)"] = ""
     table.loc[5, "paper, top 10% (wrpr / degree)"] = f"{PAPER['wrpr']} / {PAPER['degree']}"
-    paper = ("Fanouts (10,) x depth. Paper (seeds/000 Fig. 9, ogbn-papers100M): at depth 5 the top 10% by weighted "
+    paper = ("Fanouts (10,) x depth. Paper (Data Tiering Fig. 9, ogbn-papers100M): at depth 5 the top 10% by weighted "
              "reverse PageRank take 52% of accesses, by degree 28%.")
     markdown = (f"# Figure 9: share of feature fetches covered by the top 10% of nodes vs sampling depth, {name}\n\n"
                 f"{intro(reuse)}{paper}\n\n" + table.to_markdown(floatfmt=".1f") + "\n")

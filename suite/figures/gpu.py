@@ -1,5 +1,5 @@
 """The GPU microbenchmarks' report, drawn from the records of ``suite.experiments.gpu``: ``microbench.md`` /
-``.csv``, ``ratios.png``, ``alignment.png`` and ``pcie-check.csv`` (seeds/004 §3, Fig. 8)."""
+``.csv``, ``ratios.png``, ``alignment.png`` and ``pcie-check.csv`` (PyTorch-Direct §3, Fig. 8)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def _figures(table: pd.DataFrame):
                    label=f"paper, {variant} ({low:.0%}-{high:.0%})")
     ax.set_xticks(sorted(alignment["row bytes"].unique()))
     ax.legend(fontsize=8)
-    ax.set(title="Zero-copy share of cudaMemcpy vs row size (seeds/004 Fig. 8)", ylabel="gather / cudaMemcpy H2D")
+    ax.set(title="Zero-copy share of cudaMemcpy vs row size (PyTorch-Direct Fig. 8)", ylabel="gather / cudaMemcpy H2D")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return grid.figure, fig
 
@@ -83,7 +83,7 @@ def render(records: Path, out: Path) -> list[Path]:
                         + part[shown].to_markdown(index=False, floatfmt=".3g"))
     sections.append("## Fastest variant per case\n\n" + fastest.to_markdown(index=False, floatfmt=".3g"))
     alignment = table[table["study"] == "alignment"][["row bytes", "variant", "ours (GB/s)", "ours / peer", "paper"]]
-    sections.append("## Alignment (seeds/004 Fig. 8): share of cudaMemcpy bandwidth\n\n"
+    sections.append("## Alignment (PyTorch-Direct Fig. 8): share of cudaMemcpy bandwidth\n\n"
                     + alignment.to_markdown(index=False, floatfmt=".3g"))
     shown = checks.table.astype(object).where(checks.table.notna(), "")
     sections.append("## Measured (NVML) vs modelled PCIe bytes\n\nNVML counts the whole device over the link, "

@@ -35,7 +35,6 @@ from suite.io.provenance import caption
 from suite.policies.lab import POLICIES
 
 
-
 def plot(summary: pd.DataFrame, title: str):
     """Four panels against capacity, one line and one marker per policy: hit ratio, hits over Belady's bound, the
     static placements' hits over the static optimum (on an axis of their own, where the scorers a few per cent

@@ -1,5 +1,5 @@
 """``tierbench sar``'s report, drawn from the records of ``suite.experiments.sar``: ``sar.md``, ``.csv``, ``.png``
-(seeds/002 Figure 1)."""
+(SAR Figure 1)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def render(records: Path, out: Path) -> list[Path]:
     axes[0].minorticks_off()
     sns.barplot(data=steady, x="workers", y="epoch s", hue="aggregation", errorbar=("pi", 100), ax=axes[1])
     axes[1].set(ylabel="epoch seconds (slowest worker)", title="full-batch epoch time, this CPU's cores shared")
-    fig.suptitle(f"SAR against vanilla domain parallelism on {name} (seeds/002 Figure 1), gloo on a CPU")
+    fig.suptitle(f"SAR against vanilla domain parallelism on {name} (SAR Figure 1), gloo on a CPU")
     fig.tight_layout(rect=(0, 0.04, 1, 0.93))
     out = Path(out)
     paths = [out / f"{STEM}.md", copy_table(measured, out), out / f"{STEM}.png"]

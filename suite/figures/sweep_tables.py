@@ -11,8 +11,8 @@ plot has no axis for some settings: those are told apart by a label
 (``labelled``) used as hue or style, so no mark averages different settings.
 
 Figures 8 and 10 also judge the gather time against the data-loading
-lower bound (seeds/000 §4.1: hot rows from GPU memory, cold rows over PCIe;
-seeds/004 §3.2: ``cudaMemcpy`` is the ceiling a zero-copy gather is measured
+lower bound (Data Tiering §4.1: hot rows from GPU memory, cold rows over PCIe;
+PyTorch-Direct §3.2: ``cudaMemcpy`` is the ceiling a zero-copy gather is measured
 against): per epoch, ``gather bound s`` = cold bytes / the H2D memcpy ceiling
 + hot bytes / the D2D copy ceiling, both ceilings as ``tierbench doctor``
 measured them into the machine profile each record names.  Cold bytes are the

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from suite.errors import BadValue
 from suite.io import atomic
 
 PROVENANCE_KEYS = ("device", "git_revision", "time")
@@ -54,20 +55,24 @@ def read_table(path, **options) -> pd.DataFrame:
     return pd.read_csv(path, dtype=dtype, **options)
 
 
-def read_records(table_path, facts: tuple[str, ...], **options) -> Records:
-    """The table at ``table_path`` and its sidecar, checked to hold the provenance and ``facts``."""
+def read_records(table_path, facts: tuple[str, ...], measured_by: str | None = None, **options) -> Records:
+    """The table at ``table_path`` and its sidecar, checked to hold the provenance and ``facts``; a missing or
+    incomplete one is the user's ``BadValue`` (``measured_by``: the command that writes them, to name in it)."""
     table_path = Path(table_path)
     sidecar = sidecar_path(table_path)
+    hint = f": measure it with `{measured_by}` first" if measured_by else ""
+    if not table_path.exists():
+        raise BadValue(f"{table_path} does not exist{hint}")
     try:
         stored = json.loads(sidecar.read_text())
     except FileNotFoundError:
-        raise ValueError(f"{table_path} has no sidecar {sidecar.name} beside it: these are not an experiment's "
-                         f"records") from None
+        raise BadValue(f"{sidecar} does not exist: {table_path} lacks the sidecar of an experiment's records"
+                       f"{hint}") from None
     provenance, known = stored.get("provenance", {}), stored.get("facts", {})
     missing = [k for k in PROVENANCE_KEYS if not isinstance(provenance.get(k), str)]
     missing += [f"facts.{k}" for k in facts if k not in known]
     if missing:
-        raise ValueError(f"{sidecar} lacks {', '.join(missing)}")
+        raise BadValue(f"{sidecar} lacks {', '.join(missing)}")
     return Records(read_table(table_path, **options), provenance, known, table_path)
 
 

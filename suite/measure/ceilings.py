@@ -1,4 +1,4 @@
-"""The machine's bandwidth ceilings, measured: what a gather is judged against (seeds/004 §3.2, seeds/000 §4.1).
+"""The machine's bandwidth ceilings, measured: what a gather is judged against (PyTorch-Direct §3.2, Data Tiering §4.1).
 
 Three copies of one buffer, each timed with CUDA events on torch's current
 stream and reported as the best of ``repeats`` timings after a warm-up (each

@@ -1,7 +1,7 @@
 """The ``--device`` option: a device name checked against what this machine has, before any work starts.
 
 tierbench trains and measures on ``cpu`` or on a CUDA GPU (``cuda``, ``cuda:N``;
-seeds/000 §4.1 keeps the hot tier in GPU memory).  A name torch cannot parse,
+Data Tiering §4.1 keeps the hot tier in GPU memory).  A name torch cannot parse,
 another device type, CUDA on a machine or a torch build without it, and
 ``cuda:N`` past the GPUs visible here are each refused with a ``ValueError``
 that says what to give instead.

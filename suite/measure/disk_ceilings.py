@@ -1,4 +1,4 @@
-"""The disk's ceilings, measured on the file being read: what a disk-backed loader is judged against (seeds/003).
+"""The disk's ceilings, measured on the file being read: what a disk-backed loader is judged against (Marius).
 
 * ``sequential_ceiling``: the whole file read cold (dropped from the page
   cache first) in ``SEQUENTIAL_CHUNK`` reads, ``O_DIRECT`` where the

@@ -1,10 +1,10 @@
 """``tierbench doctor``: a preflight of the machine before a sweep, written as its profile.
 
-It checks what the GPU paths of seeds/000 §4 and seeds/004 §3 rely on: the
+It checks what the GPU paths of Data Tiering §4 and PyTorch-Direct §3 rely on: the
 versions of python, torch (and its CUDA), the driver, CuPy, numba,
 torch-geometric and ogb; each GPU's memory and PCIe link (generation and
 width, current and maximum, from NVML); which GPUs can access each other's
-memory (the multi-GPU tier of seeds/000 §4.2); the ``memlock`` limit and the
+memory (the multi-GPU tier of Data Tiering §4.2); the ``memlock`` limit and the
 size of ``/dev/shm`` (the multi-GPU host tier lives there); whether
 ``cudaHostRegister`` pins a buffer the size of the planned host tier; whether
 NVML's PCIe counters can be read; the measured ceilings (``suite.measure.ceilings``);

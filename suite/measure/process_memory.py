@@ -1,4 +1,4 @@
-"""A process's peak resident memory over a stretch of work, from Linux's own accounting (seeds/002 Figure 1's metric).
+"""A process's peak resident memory over a stretch of work, from Linux's own accounting (SAR Figure 1's metric).
 
 ``PeakMemory`` resets the kernel's high-water mark of the process's resident
 set (``VmHWM``, by writing 5 to ``/proc/self/clear_refs``) when it starts

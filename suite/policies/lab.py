@@ -1,7 +1,7 @@
 """The placement-policy lab: every policy replayed against one recorded access stream, beside the optimum.
 
 Which rows to keep in GPU memory is answered differently by each system:
-data tiering places by a score (seeds/000 §3), GNNLab by pre-sampled
+data tiering places by a score (Data Tiering §3), GNNLab by pre-sampled
 frequencies (PreSC), PaGraph by degree, DGL GraphBolt with dynamic caches.
 Here they all serve the same trace (``suite.policies.trace``) at the same
 capacities, beside two references: the static optimum (the best fixed set of
@@ -56,9 +56,9 @@ class PolicySpec:
 POLICIES = {
     p.name: p
     for p in (
-        PolicySpec("degree", "degree", "static", "the highest in-degree rows (PaGraph; seeds/000 §3.1)"),
-        PolicySpec("rpr", "R-PR", "static", "by reverse PageRank (seeds/000 §3.1)"),
-        PolicySpec("wrpr", "wR-PR", "static", "by weighted reverse PageRank, data tiering's scorer (seeds/000 §3.1)"),
+        PolicySpec("degree", "degree", "static", "the highest in-degree rows (PaGraph; Data Tiering §3.1)"),
+        PolicySpec("rpr", "R-PR", "static", "by reverse PageRank (Data Tiering §3.1)"),
+        PolicySpec("wrpr", "wR-PR", "static", "by weighted reverse PageRank, data tiering's scorer (Data Tiering §3.1)"),
         PolicySpec("presc", "PreSC", "static", "by the reads of k pre-sampled epochs with another seed (GNNLab)"),
         PolicySpec("optimum", "static optimum", "bound", "by the reads of the replayed epochs themselves"),
         PolicySpec("lru", "LRU", "dynamic", "least recently used evicted (GraphBolt)"),

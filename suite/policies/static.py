@@ -1,6 +1,6 @@
 """Static placements replayed against a trace: the C rows first in some order stay in GPU memory for good.
 
-seeds/000 §3 places rows by a score computed before training (degree,
+Data Tiering §3 places rows by a score computed before training (degree,
 reverse PageRank, weighted reverse PageRank: ``tiering.graph.scores``).  GNNLab's
 PreSC (Yang et al., EuroSys 2022, §5) instead samples k epochs before
 training and places rows by how often those epochs read them.  The *static

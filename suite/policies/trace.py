@@ -1,4 +1,4 @@
-"""Feature-access traces: which rows each minibatch of E epochs gathers, in order (seeds/000 §5.2).
+"""Feature-access traces: which rows each minibatch of E epochs gathers, in order (Data Tiering §5.2).
 
 A trace is what a placement policy is replayed against.  It is recorded by
 the sampler training uses (``tiering.sampling.neighbors.minibatches``, the trainer's

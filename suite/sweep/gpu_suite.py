@@ -8,9 +8,9 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
 2. ``gpu-tests``: pytest on the tests marked ``gpu``, the loader, sampling and multi-GPU ones first
    (``gpu-tests.xml``, JUnit); with ``TIERBENCH_REQUIRE_GPU=1``, set for every step, a GPU test that finds no GPU
    fails rather than skips;
-3. ``gpubench``: the gather kernel against its same-run peers, seeds/004 Fig. 8 (``microbench/``);
+3. ``gpubench``: the gather kernel against its same-run peers, PyTorch-Direct Fig. 8 (``microbench/``);
 4. ``datasets-<name>``: papers-s and products-s generated and reordered by weighted reverse PageRank, once;
-5. ``fig8-<name>``, ``fig8-pipeline-<name>``, ``fig10-<name>``: the sweeps of seeds/000 Figures 8 and 10 on the GPU,
+5. ``fig8-<name>``, ``fig8-pipeline-<name>``, ``fig10-<name>``: the sweeps of Data Tiering Figures 8 and 10 on the GPU,
    one dataset per step (records in ``runs/``);
 6. ``report-fig8``, ``report-fig10``: their tables and figures (``fig8/``, ``fig10/``).
 

@@ -1,8 +1,8 @@
 """The records of ``tierbench run``: one CSV per experiment, one row per recorded epoch, with a typed schema.
 
-Every row carries what DESIGN.md's metrics section asks of a record (dataset
+Every row carries what docs/design.md's metrics section asks of a record (dataset
 and sizes, fanouts, batch size, loader, scorer, hot fraction, GPU count,
-device, git revision and time) beside the epoch's measurements (seeds/000
+device, git revision and time) beside the epoch's measurements (Data Tiering
 §5.3-5.4: epoch time split into sample / gather / train, hit ratio, PCIe
 bytes).
 

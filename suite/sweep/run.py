@@ -3,7 +3,7 @@
 Each cell trains GraphSAGE through one loader for ``warmup`` unrecorded
 epochs and then ``epochs`` recorded ones; every recorded epoch becomes one
 row of the experiment's CSV (``results/runs/<experiment>.csv``) with every
-field DESIGN.md asks for: dataset and sizes, fanouts, batch size, loader,
+field docs/design.md asks for: dataset and sizes, fanouts, batch size, loader,
 scorer, hot fraction, GPU count, device name, git revision and time; epoch,
 sample, gather and train seconds; hit ratio; modelled and measured PCIe
 bytes; host bytes touched; GPU bytes resident; validation accuracy.
@@ -24,7 +24,7 @@ what ``tierbench train`` runs.
 Multi-process sweeps (``gpus`` > 1 processes, ``tierbench run --gpus G``,
 ``suite.training.distributed``): every process runs every cell together, the
 ``tiered`` loader becomes the multi-GPU combined tensor with the hot
-fraction as its interleaved tier (no replicated tier, as in seeds/000 §5.5),
+fraction as its interleaved tier (no replicated tier, as in Data Tiering §5.5),
 each cell is also swept over ``samplings`` (``cpu``, ``uva``, ``distributed``),
 and only rank 0 writes records.  Records say how many processes ran
 (``processes``) and how many of them had a GPU (``gpus``).

@@ -1,4 +1,4 @@
-"""Data-parallel training on G processes, one per GPU (seeds/000 §4.2 and §5.5).
+"""Data-parallel training on G processes, one per GPU (Data Tiering §4.2 and §5.5).
 
 ``tierbench run --gpus G`` relaunches itself under ``torchrun`` (PyTorch's
 elastic launcher, ``python -m torch.distributed.run --standalone``): one
@@ -21,7 +21,7 @@ processes stand in for G GPUs, so CI can run the whole path).  Every process:
   all-to-alls run while the training thread's DDP all-reduces gradients,
   and collectives on one group must be issued in the same order on every
   rank, which two threads cannot promise.  On GPUs the two groups are two
-  NCCL communicators, which seeds/001 §5 warns can still deadlock if their
+  NCCL communicators, which DSP §5 warns can still deadlock if their
   kernels, launched in different orders on different GPUs, cannot all be
   resident at once (DSP orders the launches through a leader); this has not
   run on GPUs yet;
@@ -48,13 +48,13 @@ from torch.nn.parallel import DistributedDataParallel
 
 from suite.errors import BadValue
 from suite.training.trainer import EpochResult, Trainer
+from tiering.features.zero_copy import mapped_graph
 from tiering.sampling.distributed import (
     PARTITIONS,
     DistributedNeighborSampler,
     GraphPartition,
 )
 from tiering.sampling.neighbors import NeighborSampler, epoch_order, minibatches
-from tiering.features.zero_copy import mapped_graph
 
 SAMPLING = ("cpu", "uva", "distributed")
 

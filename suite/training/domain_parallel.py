@@ -1,5 +1,5 @@
 """Domain-parallel neighbour aggregation over a partitioned graph: vanilla, and SAR's sequential aggregation with
-rematerialisation (seeds/002).
+rematerialisation (SAR).
 
 Each of W workers holds one part of the graph's nodes (``LocalGraph``): their
 rows of the layer input, and the mean-aggregation matrix of their nodes'
@@ -35,8 +35,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from tiering.graph.csr import CSRGraph
 from baselines.sar.metis import Partition
+from tiering.graph.csr import CSRGraph
 
 
 def _csr(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: tuple[int, int]) -> torch.Tensor:

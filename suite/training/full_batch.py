@@ -1,5 +1,5 @@
 """Full-batch GraphSAGE, trained domain-parallel: each worker one part of the graph, the other parts' rows aggregated
-the vanilla way or SAR's (seeds/002).
+the vanilla way or SAR's (SAR, Mostafa 2022).
 
 The model is PyG's ``SAGEConv`` layers with mean aggregation (``lin_l`` on
 the neighbours' mean, with the bias; ``lin_r`` on the node itself), ReLU

@@ -1,4 +1,4 @@
-"""Link prediction over edge buckets through Marius's partition buffer (seeds/003 §3-§4).
+"""Link prediction over edge buckets through Marius's partition buffer (Marius §3-§4).
 
 Marius trains on a graph whose node data do not fit in memory by splitting
 the nodes into p partitions and the edges into the p x p buckets they fall
@@ -38,8 +38,8 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from tiering.graph.csr import CSRGraph
 from baselines.marius.partition_buffer import PartitionBuffer
+from tiering.graph.csr import CSRGraph
 
 
 @dataclasses.dataclass(frozen=True)

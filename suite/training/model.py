@@ -1,4 +1,4 @@
-"""GraphSAGE (Hamilton et al., NeurIPS 2017), the model seeds/000 §5.1 trains: PyG's ``SAGEConv`` with mean aggregation."""
+"""GraphSAGE (Hamilton et al., NeurIPS 2017), the model Data Tiering §5.1 trains: PyG's ``SAGEConv`` with mean aggregation."""
 
 from __future__ import annotations
 

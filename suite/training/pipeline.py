@@ -1,7 +1,7 @@
-"""Overlapping sampling, gathering and training of different minibatches (seeds/001 §5, seeds/004 §3.3).
+"""Overlapping sampling, gathering and training of different minibatches (DSP §5, PyTorch-Direct §3.3).
 
 A producer/consumer chain of three stages joined by bounded queues
-(capacity 2 by default, as in seeds/001)::
+(capacity 2 by default, as in DSP)::
 
     sampler thread --queue--> gather thread --queue--> training (the caller's thread)
 

@@ -1,8 +1,8 @@
-"""GraphSAGE minibatch training through the feature-loader interface (seeds/000 §2, §5).
+"""GraphSAGE minibatch training through the feature-loader interface (Data Tiering §2, §5).
 
 The model is GraphSAGE (Hamilton et al., NeurIPS 2017) built from PyG's
 ``SAGEConv`` with mean aggregation: hidden width 256, ReLU and dropout
-between layers, as in seeds/000 and seeds/001; Adam and cross-entropy on the
+between layers, as in Data Tiering and DSP; Adam and cross-entropy on the
 training nodes; minibatches of 1024 seeds by default.
 
 An epoch runs three stages per minibatch and times each one, synchronising

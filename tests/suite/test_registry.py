@@ -10,9 +10,9 @@ import torch
 
 from suite import registry
 from suite.cli import main
+from suite.figures import write_report
 from suite.registry import LoaderSpec, ScorerSpec
 from suite.sweep.records import read_records
-from suite.figures import write_report
 from suite.sweep.run import run_sweep
 from tiering.features.loader import FeatureLoader
 

@@ -1,5 +1,5 @@
 """A feature table read from disk: rows of a ``.npy`` file by large sequential reads, bypassing the page cache
-where the filesystem allows (seeds/003 §3-4, Marius's disk tier).
+where the filesystem allows (the disk tier of Marius, §3-4).
 
 ``DiskTable(path)`` reads the ``.npy`` header (a C-ordered 2-D table of a
 fixed-size dtype) and opens the file for reading.  ``read_rows(start, stop,

@@ -1,5 +1,5 @@
 """Data tiering with a third tier on disk: the hottest rows in GPU memory, the next in host memory, the rest read
-from the SSD on demand (seeds/000's tiers below seeds/003's disk).
+from the SSD on demand (Data Tiering's tiers below Marius's disk).
 
 On a dataset reordered hottest-first, rows [0, H) are copied to the
 training device, rows [H, H + W) into host memory (pinned on a CUDA device,

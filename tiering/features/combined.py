@@ -1,4 +1,4 @@
-"""CombinedTensor: hot rows in GPU memory, cold rows read from pinned host memory by zero-copy (seeds/000 §4.1).
+"""CombinedTensor: hot rows in GPU memory, cold rows read from pinned host memory by zero-copy (Data Tiering §4.1).
 
 The caller sees one N x D feature table (float32, float16 or bfloat16).
 After reordering (``tiering.graph.reorder``) the hottest rows are [0, H): they are
@@ -6,7 +6,7 @@ copied once into GPU memory.  Rows [H, N) stay where they are in host memory,
 which is pinned *in place* (``cudaHostRegister``: no second copy, shared
 memory and memory-mapped files included where the driver allows) and read by
 the GPU directly.  One kernel launch (``tiering.features.zero_copy``, in the variant
-chosen: naive, aligned by the circular shift of seeds/004 §3.2.1, or wide)
+chosen: naive, aligned by the circular shift of PyTorch-Direct §3.2.1, or wide)
 serves a whole gather from both tiers.
 
 Statistics follow ``tiering.features.loader``: hits are rows served from the
@@ -37,8 +37,14 @@ import torch
 from tiering.features.addressing import LINE, check_variant
 from tiering.features.loader import FeatureLoader
 from tiering.features.traffic import zero_copy_traffic_tensors
-from tiering.features.zero_copy import (DEFAULT_VARIANT, check_table_dtype, launch_gather, mapped_pointer,
-                                        register_host_memory, unregister_host_memory)
+from tiering.features.zero_copy import (
+    DEFAULT_VARIANT,
+    check_table_dtype,
+    launch_gather,
+    mapped_pointer,
+    register_host_memory,
+    unregister_host_memory,
+)
 
 
 def check_host_features(features: torch.Tensor, why: str) -> None:
@@ -117,7 +123,7 @@ class CombinedTensor(FeatureLoader):
     hot_rows : H, rows kept in GPU memory (0 gives plain zero-copy, the UVA baseline)
     device : the training device
     variant : the gather kernel's access pattern, one of ``tiering.features.addressing.VARIANTS``
-    max_blocks : cap on the gather kernel's grid, to leave SMs to training (seeds/004 §3.2.2)
+    max_blocks : cap on the gather kernel's grid, to leave SMs to training (PyTorch-Direct §3.2.2)
     read_only : register the host memory read-only (for read-only memory-mapped files)
 
     Attributes: ``host`` (the table), ``hot`` (its GPU tier), ``variant``,

@@ -1,4 +1,4 @@
-"""The one interface every feature loader implements (DESIGN.md), and the counters it reports.
+"""The one interface every feature loader implements (docs/design.md), and the counters it reports.
 
 A loader owns a feature table of N rows x D columns.  ``gather(ids)``
 returns ``features[ids]`` as a tensor on the training device; ``stats()``
@@ -7,7 +7,7 @@ loop, the benchmarks and the tables only talk to this interface, so a new
 loader is one new file (in ``tiering/`` for the tiering system itself, in
 ``baselines/`` for what the paper compares against).
 
-Counters (DESIGN.md, "Metrics"):
+Counters (docs/design.md, "Metrics"):
 
 * ``accesses``: rows gathered (each id of each call; the training loop asks
   for the unique input nodes of a minibatch, so this is the paper's count);

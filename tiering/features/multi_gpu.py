@@ -1,7 +1,7 @@
-"""The multi-GPU combined tensor: local, peer-GPU and zero-copy host rows in one gather (seeds/000 §4.2, Appendix A).
+"""The multi-GPU combined tensor: local, peer-GPU and zero-copy host rows in one gather (Data Tiering §4.2, Appendix A).
 
-One process per GPU (PyTorch's multiprocessing model, seeds/000 Appendix A.1;
-seeds/004 §3.4 runs one producer per GPU the same way).  Every rank of a
+One process per GPU (PyTorch's multiprocessing model, Data Tiering Appendix A.1;
+PyTorch-Direct §3.4 runs one producer per GPU the same way).  Every rank of a
 ``torch.distributed`` group builds ``MultiGPUCombinedTensor`` together; G is
 the group's size and must equal ``placement.gpus``.  The tiers are those of
 ``tiering.features.placement``:
@@ -15,7 +15,7 @@ the group's size and must equal ``placement.gpus``.  The tiers are those of
 Each rank keeps its ``placement.shard`` (replicated tier, then its
 interleaved rows) in its own GPU memory.
 
-**Peer GPUs through CUDA IPC** (seeds/000 Appendix A.2, "user-managed virtual
+**Peer GPUs through CUDA IPC** (Data Tiering Appendix A.2, "user-managed virtual
 address").  A shard is allocated with ``cudaMalloc`` directly (CuPy's
 ``runtime.malloc``), not by torch's caching allocator: an IPC handle names a
 whole allocation, and a torch tensor's ``data_ptr`` may sit at an offset inside a
@@ -33,10 +33,10 @@ handles travel with ``all_gather_object``, and each rank opens its peers'
 cannot see counts as unreachable).  Where it does not, or when the caller
 passes ``peer_access=False``, that peer's interleaved rows are read from host
 memory instead: without NVLink the tensor degrades to "one GPU + host"
-(seeds/000 §4.2, Figure 4).  ``peer_access`` (attribute) says whether every
+(Data Tiering §4.2, Figure 4).  ``peer_access`` (attribute) says whether every
 shard is mapped; ``reachable`` says which; the mode is logged on construction.
 
-**One shared host segment per node** (seeds/000 Appendix A.2, seeds/004
+**One shared host segment per node** (Data Tiering Appendix A.2, PyTorch-Direct
 §3.4: memory from ``malloc``, ``cudaHostAlloc`` or ``cudaMallocManaged`` is
 bound to the process that allocated it, and a copy per process would multiply
 the host footprint; so the memory is allocated shareable first and each
@@ -67,8 +67,8 @@ C through CuPy's ``RawModule``, for the reasons given there), the same one the
 single-GPU combined tensor uses, given a device-side table of G shard
 pointers (its own, its peers' IPC mappings, and null for a peer it cannot
 reach) plus the host pointer; one warp copies one row, grid-stride, in the
-chosen variant (naive, the 128-byte circular shift of seeds/004 §3.2.1, or
-wide) and with a cap on the grid (seeds/004 §3.2.2).  Tables are float32,
+chosen variant (naive, the 128-byte circular shift of PyTorch-Direct §3.2.1, or
+wide) and with a cap on the grid (PyTorch-Direct §3.2.2).  Tables are float32,
 float16 or bfloat16; the kernel copies bytes.
 
 **CPU path** (CI): the exact emulation.  Each rank writes its shard into its
@@ -101,8 +101,13 @@ from tiering.features.combined import DeviceCounters, check_host_features
 from tiering.features.loader import FeatureLoader, LoaderStats
 from tiering.features.placement import INTERLEAVED, REPLICATED, Placement, locate, plan_placement, shard
 from tiering.features.traffic import zero_copy_traffic_tensors
-from tiering.features.zero_copy import (DEFAULT_VARIANT, launch_gather, mapped_pointer, register_host_memory,
-                                        unregister_host_memory)
+from tiering.features.zero_copy import (
+    DEFAULT_VARIANT,
+    launch_gather,
+    mapped_pointer,
+    register_host_memory,
+    unregister_host_memory,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +116,7 @@ class MultiGPUStats(LoaderStats):
     """``LoaderStats`` plus the rows read from peer GPUs.
 
     ``hits`` are rows served from GPU memory, this rank's or a peer's (the
-    collective GPU memory of seeds/000 Figure 5); ``peer_rows`` is the part of
+    collective GPU memory of Data Tiering Figure 5); ``peer_rows`` is the part of
     them that crossed the GPU interconnect.
     """
 
@@ -223,8 +228,8 @@ class MultiGPUCombinedTensor(FeatureLoader):
     group : the process group (default: the default group); gloo or NCCL
     peer_access : ``None`` maps every peer GPU this one can reach, ``False`` none
         ("one GPU + host"), ``True`` requires all and raises otherwise
-    variant : the gather kernel's access pattern, one of ``tiering.features.addressing.VARIANTS`` (seeds/004 §3.2.1)
-    max_blocks : cap on the gather kernel's grid (seeds/004 §3.2.2)
+    variant : the gather kernel's access pattern, one of ``tiering.features.addressing.VARIANTS`` (PyTorch-Direct §3.2.1)
+    max_blocks : cap on the gather kernel's grid (PyTorch-Direct §3.2.2)
     shm_dir : directory of the shared-memory files (a tmpfs)
 
     Attributes: ``placement``, ``rank``, ``reachable`` (per GPU, whether its

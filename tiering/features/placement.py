@@ -1,4 +1,4 @@
-"""Where each feature row lives on G GPUs: replicated, interleaved and host tiers (seeds/000 §4.2, Appendix A).
+"""Where each feature row lives on G GPUs: replicated, interleaved and host tiers (Data Tiering §4.2, Appendix A).
 
 After reordering, rows are sorted by hotness.  With G GPUs:
 

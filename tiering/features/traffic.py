@@ -1,4 +1,4 @@
-"""The PCIe traffic model: what reading rows of host memory costs, counted exactly (DESIGN.md, "Metrics").
+"""The PCIe traffic model: what reading rows of host memory costs, counted exactly (docs/design.md, "Metrics").
 
 A GPU reads host memory by zero-copy in 32-byte sectors, grouped into
 requests of at most one 128-byte cache line (PyTorch-Direct §3.2.1, Fig. 4).
@@ -31,7 +31,7 @@ allocation does.  DMA loaders instead move dense buffers: their payload is
 the bytes copied, counted in 128-byte units as requests so the columns
 compare across loaders.
 
-A third tier, disk (seeds/003; ``tiering.disk.tiered``), is counted the same
+A third tier, disk (Marius; ``tiering.disk.tiered``), is counted the same
 way: ``disk_traffic`` gives the bytes an on-demand read of rows costs, whole
 4 KiB blocks with ``O_DIRECT`` (each block once however many of its rows are
 wanted), the rows' own bytes through the page cache.

@@ -1,8 +1,8 @@
-"""The one-launch gather over GPU and zero-copy host memory, and in-place host pinning (seeds/004 §3).
+"""The one-launch gather over GPU and zero-copy host memory, and in-place host pinning (PyTorch-Direct §3).
 
 Why CuPy's ``RawModule`` (CUDA C++ compiled by NVRTC at first use) rather than
 Triton or a torch extension: the kernel's whole point is warp-level address
-arithmetic (seeds/004 Listing 2, the "circular shift" that makes each of a
+arithmetic (PyTorch-Direct Listing 2, the "circular shift" that makes each of a
 warp's loads fall in one 128-byte line) on a raw pointer into registered
 host memory.  CUDA C states both directly; Triton hides warps and checks that
 pointer arguments are device tensors; a torch extension needs a compiler and
@@ -12,7 +12,7 @@ imported only when a CUDA gather runs, and launches on torch's current stream
 
 The kernel: one warp copies one requested row at a time (grid-stride loop,
 so the grid can be capped to a few SMs and leave the rest to training,
-seeds/004 §3.2.2).  It serves both the single-GPU combined tensor and the
+PyTorch-Direct §3.2.2).  It serves both the single-GPU combined tensor and the
 multi-GPU one (``tiering.features.multi_gpu``) from a device-side table of G GPU-tier
 pointers (``tiering.features.placement``'s tiers): row r < R is read from this GPU's
 tier, row R <= r < S from entry (r - R) mod G at local row R + (r - R) / G

@@ -6,7 +6,7 @@ Convention (used by every scorer, sampler and reorder in tierbench)::
 
 i.e. the *sources* u of the edges u -> v.  A node is fetched during training
 when it appears in the list of a frontier node, so the number of lists a node
-appears in is its "degree" in the sense of seeds/000 §3.1 (the out-degree in
+appears in is its "degree" in the sense of Data Tiering §3.1 (the out-degree in
 the direction sampling walks).  ``transpose()`` gives the other direction.
 
 Storage: ``indptr`` is always int64 (ogbn-papers100M has 3.2 billion list

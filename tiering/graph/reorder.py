@@ -1,10 +1,10 @@
-"""Renumbering a graph and its node data so the hottest nodes come first (seeds/000 §3.2).
+"""Renumbering a graph and its node data so the hottest nodes come first (Data Tiering §3.2).
 
 After reordering, node id = feature row = hotness rank, so the hot tier is
 simply rows [0, H) and no id -> row map is needed at training time (the paper
 chose this over a mapping table, which costs GBs at 100M nodes).
 
-``reorder_graph`` is seeds/000 Algorithm 2:
+``reorder_graph`` is Data Tiering Algorithm 2:
 
 1. ``new_to_old`` = node ids sorted by score, descending; ties go to the
    smaller old id (a stable sort), so the result is deterministic.

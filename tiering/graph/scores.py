@@ -1,4 +1,4 @@
-"""Node scorers that predict how often neighbour sampling will fetch a node (seeds/000 §3.1).
+"""Node scorers that predict how often neighbour sampling will fetch a node (Data Tiering §3.1).
 
 Every scorer takes a ``CSRGraph`` whose list ``indices[indptr[v]:indptr[v+1]]``
 holds the nodes sampling may pick for ``v``, and returns a float64 tensor of
@@ -17,12 +17,12 @@ N scores; higher means hotter.
       x'[u] = (1 - d)/N + d * ( sum_{v : u in list(v)} x[v] / |list(v)|
                                 + (1/N) * sum_{v : list(v) empty} x[v] )
 
-  Damping ``d = 0.85`` (Brin and Page's value, used by seeds/000).  Dangling
+  Damping ``d = 0.85`` (Brin and Page's value, used by Data Tiering).  Dangling
   nodes (empty list: nothing to sample from them) hand their score to all
   nodes uniformly, so the total stays 1.  Duplicate entries count as often as
   they appear (sampling draws entries, not distinct neighbours); self-loops
   are ordinary entries.
-* ``weighted_reverse_pagerank``: seeds/000 Algorithm 1.  The same update, but
+* ``weighted_reverse_pagerank``: Data Tiering Algorithm 1.  The same update, but
   the start vector is 1/N multiplied by ``weight = N / |labeled|`` for
   labelled (training) nodes, where every minibatch starts, and exactly
   ``iterations`` (5) updates are run, so the scores keep the imprint of the
@@ -141,7 +141,7 @@ def labeled_mask(labeled, num_nodes: int) -> np.ndarray:
 
 
 def weighted_reverse_pagerank(graph: CSRGraph, labeled, damping: float = 0.85, iterations: int = 5) -> torch.Tensor:
-    """seeds/000 Algorithm 1: labelled nodes start with weight N/|labeled|, then ``iterations`` updates.
+    """Data Tiering Algorithm 1: labelled nodes start with weight N/|labeled|, then ``iterations`` updates.
 
     ``labeled`` is a boolean mask of length N or a tensor of node ids (the
     training set); repeated ids count once.

@@ -9,7 +9,14 @@
 """
 
 from tiering.sampling.distributed import DistributedNeighborSampler, GraphPartition
-from tiering.sampling.neighbors import MiniBatch, NeighborSampler, epoch_order, minibatches, sample_neighbors, sample_rows
+from tiering.sampling.neighbors import (
+    MiniBatch,
+    NeighborSampler,
+    epoch_order,
+    minibatches,
+    sample_neighbors,
+    sample_rows,
+)
 
 __all__ = [
     "DistributedNeighborSampler", "GraphPartition",

@@ -1,4 +1,4 @@
-"""Neighbour sampling over a CSR split across processes: shuffle, sample, reshuffle (seeds/001 §4; seeds/000 §5.5).
+"""Neighbour sampling over a CSR split across processes: shuffle, sample, reshuffle (DSP §4; Data Tiering §5.5).
 
 With G training processes (one per GPU), no process needs the whole graph:
 ``GraphPartition`` keeps the neighbour lists of the nodes a rank *owns*:
@@ -29,7 +29,7 @@ minibatches).  Collectives run on the process group's device: CPU tensors
 for gloo, the current GPU for NCCL.  Collectives on one group must be issued
 in the same order on every rank, so a sampler that runs beside other
 collectives (a pipeline's sampler thread beside DDP's gradient all-reduce,
-seeds/001 §5) needs a group of its own: ``dist.new_group`` over the same
+DSP §5) needs a group of its own: ``dist.new_group`` over the same
 ranks.
 """
 

@@ -1,4 +1,4 @@
-"""Node-wise neighbour sampling (GraphSAGE, Hamilton et al. 2017; seeds/000 §2.2).
+"""Node-wise neighbour sampling (GraphSAGE, Hamilton et al. 2017; Data Tiering §2.2).
 
 One hop, ``sample_neighbors(graph, nodes, fanout, generator)``: for every
 node, ``fanout`` distinct *entries* of its list, chosen uniformly without

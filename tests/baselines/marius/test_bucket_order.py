@@ -1,4 +1,4 @@
-"""Edge-bucket orderings (seeds/003 §4): every bucket exactly once while its partitions are buffered, swaps counted,
+"""Edge-bucket orderings (Marius §4): every bucket exactly once while its partitions are buffered, swaps counted,
 BETA near the lower bound and below Hilbert."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_beta_swaps_one_partition_at_a_time_and_never_more_than_hilbert(p, c):
 
 
 def test_the_seeds_example_p6_c3_and_its_bound():
-    """seeds/003's example: 6 partitions, a buffer of 3; the bound is ceil((15 - 3) / 2) = 6."""
+    """Marius's example: 6 partitions, a buffer of 3; the bound is ceil((15 - 3) / 2) = 6."""
     order = beta_order(6, 3)
     assert swap_lower_bound(6, 3) == 6
     assert order.states[:4] == [(0, 1, 2), (0, 1, 3), (0, 1, 4), (0, 1, 5)]

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from baselines.marius.bucket_order import beta_order, bucket_order
-from tiering.disk.table import DiskTable
 from baselines.marius.partition_buffer import PartitionBuffer, PartitionNotBuffered
+from tiering.disk.table import DiskTable
 
 ROWS, DIM = 1000, 24
 

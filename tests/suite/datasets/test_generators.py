@@ -77,7 +77,7 @@ def test_rmat_degrees_are_heavy_tailed():
 
 
 def test_dcsbm_matches_the_papers100m_concentration_it_is_tuned_for():
-    # seeds/000 §5.2: the top 1% of ogbn-papers100M nodes hold 32% of its edges; exponent 2.2 aims there
+    # Data Tiering §5.2: the top 1% of ogbn-papers100M nodes hold 32% of its edges; exponent 2.2 aims there
     n = 100_000
     src, dst, _ = dcsbm(n=n, e=34 * n, exponent=2.2)
     share = top_share(appearance_counts(src, dst, n), 0.01)

@@ -136,7 +136,7 @@ def test_the_report_writes_tables_and_figures(tmp_path):
     assert len(pd.read_csv(paths[1])) == len(table)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_each_study_measures_correct_rows_on_the_gpu(variant):
     from tiering.features.zero_copy import register_host_memory, unregister_host_memory

@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from suite.figures import write_report
 from suite.figures.fig8 import draw as figure8
 from suite.figures.fig10 import draw as figure10
 from suite.figures.fig11 import draw as figure11
-from suite.figures import write_report
 from tests.suite.sweep.test_records import OLD_HEADER, OLD_LINE
 
 REPO = Path(__file__).resolve().parents[3]

@@ -16,8 +16,8 @@ from suite.policies.static import replay_static
 from suite.policies.trace import record_trace
 from suite.sweep.records import read_records
 from suite.sweep.run import run_sweep
-from tiering.graph.csr import CSRGraph
 from tiering.features.placement import hot_rows
+from tiering.graph.csr import CSRGraph
 
 
 def test_presc_with_one_presampled_epoch_matches_a_hand_count():

@@ -233,4 +233,4 @@ def test_the_real_doctor_step_runs_inside_the_suite(tmp_path):
     state = json.loads((folder / gpu_suite.STATE_FILE).read_text())
     assert state["steps"]["doctor"]["status"] == "done" and "--no-measure" in state["steps"]["doctor"]["command"]
     assert "wrote" in (folder / "logs" / "doctor.log").read_text()
-    assert f"[skip] gpubench: --skip asked for it" in lines
+    assert "[skip] gpubench: --skip asked for it" in lines

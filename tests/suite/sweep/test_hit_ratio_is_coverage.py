@@ -1,4 +1,4 @@
-"""The tiered loader's measured hit ratio in a sweep is the profile's coverage curve (seeds/000 §5.2, §5.4).
+"""The tiered loader's measured hit ratio in a sweep is the profile's coverage curve (Data Tiering §5.2, §5.4).
 
 Figure 7's profile counts, per node, the minibatches that fetch it, and reads
 off the share of fetches the top x of nodes by score cover; a sweep of the

@@ -8,9 +8,9 @@ import suite.sweep.run as harness
 from baselines.page_cache import MmapLoader
 from suite.cli import main
 from suite.datasets.dataset import array_file
+from suite.figures import write_report
 from suite.sweep.cells import cells
 from suite.sweep.records import read_records
-from suite.figures import write_report
 from suite.sweep.run import run_sweep
 
 FIELDS = [

@@ -1,4 +1,4 @@
-"""Data-parallel training (seeds/000 §5.5): DDP on gloo processes, shares of the seeds, collective sampling."""
+"""Data-parallel training (Data Tiering §5.5): DDP on gloo processes, shares of the seeds, collective sampling."""
 
 import json
 

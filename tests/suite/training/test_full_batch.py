@@ -1,16 +1,16 @@
-"""Domain-parallel full-batch GraphSAGE (seeds/002): vanilla and SAR give single-process full-batch training's loss
+"""Domain-parallel full-batch GraphSAGE (SAR): vanilla and SAR give single-process full-batch training's loss
 and gradients with 1, 2 and 4 gloo workers; SAR holds less; a partition that does not fit is refused."""
 
 import numpy as np
 import pytest
 import torch
 
+from baselines.sar.metis import Partition, metis_partition
 from suite.datasets import load_dataset
 from suite.datasets.partitions import cached_partition
 from suite.training.domain_parallel import LocalGraph
 from suite.training.full_batch import WorkerData, reference_loss, sage_layers, step_loss, train_step
 from tests.gloo import run_gloo
-from baselines.sar.metis import Partition, metis_partition
 
 HIDDEN, LAYERS = 16, 3
 

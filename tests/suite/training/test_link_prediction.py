@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 import torch
 
+from baselines.marius.bucket_order import bucket_order
+from baselines.marius.partition_buffer import PartitionBuffer
 from suite.datasets.dataset import array_file
 from suite.training.link_prediction import (
     DistMultOverFeatures,
@@ -14,9 +16,7 @@ from suite.training.link_prediction import (
     mean_reciprocal_rank,
     train_over_buckets,
 )
-from baselines.marius.bucket_order import bucket_order
 from tiering.disk.table import DiskTable
-from baselines.marius.partition_buffer import PartitionBuffer
 
 
 def cuts(num_nodes, p):

@@ -1,4 +1,4 @@
-"""The multi-GPU combined tensor (seeds/000 §4.2): exact rows and per-tier counts on every rank of a real process group.
+"""The multi-GPU combined tensor (Data Tiering §4.2): exact rows and per-tier counts on every rank of a real process group.
 
 Each test spawns G processes that form a gloo group through a file store
 (no ports) and build a ``MultiGPUCombinedTensor`` together; they save what

@@ -1,4 +1,4 @@
-"""Multi-GPU placement (seeds/000 §4.2): replicated, interleaved and host tiers."""
+"""Multi-GPU placement (Data Tiering §4.2): replicated, interleaved and host tiers."""
 
 import pytest
 import torch

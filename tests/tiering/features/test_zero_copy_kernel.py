@@ -9,11 +9,11 @@ import importlib.resources
 import re
 import shutil
 import subprocess
-import tomllib
 import types
 from pathlib import Path
 
 import pytest
+import tomllib
 import torch
 
 from tests.tables import bits, table_at

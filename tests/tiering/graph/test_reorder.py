@@ -1,4 +1,4 @@
-"""Graph reordering (seeds/000 §3.2, Algorithm 2) and row permutation."""
+"""Graph reordering (Data Tiering §3.2, Algorithm 2) and row permutation."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Scorers of seeds/000 §3.1 against independent dense implementations."""
+"""Scorers of Data Tiering §3.1 against independent dense implementations."""
 
 import numpy as np
 import pytest

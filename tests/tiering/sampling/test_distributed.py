@@ -1,4 +1,4 @@
-"""Collective sampling over a distributed CSR (seeds/001 §4) with 2 and 4 gloo processes."""
+"""Collective sampling over a distributed CSR (DSP §4) with 2 and 4 gloo processes."""
 
 import numpy as np
 import pytest
@@ -6,8 +6,8 @@ import scipy.stats
 import torch
 
 from tests.gloo import run_gloo
-from tiering.sampling.distributed import DistributedNeighborSampler, GraphPartition
 from tiering.graph.csr import CSRGraph
+from tiering.sampling.distributed import DistributedNeighborSampler, GraphPartition
 from tiering.sampling.neighbors import NeighborSampler
 
 HUBS = torch.arange(200, 240)  # each one's list: nodes 100..159

@@ -8,10 +8,10 @@ import pytest
 import scipy.stats
 import torch
 
-from tiering.sampling import neighbors as sampling
-from tiering.graph.csr import CSRGraph
-from tiering.sampling.neighbors import NeighborSampler, append_new_nodes, sample_neighbors
 from tiering.features.zero_copy import mapped_graph, mapped_view
+from tiering.graph.csr import CSRGraph
+from tiering.sampling import neighbors as sampling
+from tiering.sampling.neighbors import NeighborSampler, append_new_nodes, sample_neighbors
 
 BACKENDS = ["cpu", "torch"]
 
