@@ -59,7 +59,8 @@ def _cmd_generate(args) -> int:
 
 
 def _cmd_info(args) -> int:
-    from suite.figures.datasets import summarize, write_summary
+    from suite.experiments.datasets import measure, summarize
+    from suite.figures.datasets import render
 
     manifests = {}
     for name in args.names:
@@ -73,7 +74,7 @@ def _cmd_info(args) -> int:
     table = summarize(manifests)
     print(table.to_string())
     if args.out:
-        for path in write_summary(manifests, args.out, ogb_root=args.ogb_root):
+        for path in render(measure(manifests, args.out, ogb_root=args.ogb_root), args.out):
             print(f"wrote {path}")
     return 0
 

@@ -51,7 +51,7 @@ PROFILE_FIGURES = {7: fig7, 9: fig9}
 FIGURES = {"7": "fig7", "8": "fig8", "9": "fig9", "10": "fig10", "11": "fig11", "demo": "demo",
            "policies": "policies", "plan": "plan", "disk": "disk", "bucket-orders": "bucket_orders",
            "bucket-train": "bucket_training", "sar": "sar", "scorers": "scorers", "build-cost": "build_cost",
-           "gpubench": "gpu"}
+           "gpubench": "gpu", "datasets": "datasets"}
 """Every figure by the name ``tierbench report --figure NAME --records PATH`` draws it by, and its module here."""
 SWEEP_NAMES = ("8", "10", "11", "demo")
 """The figures whose records are a sweep's CSV under ``results/runs``, not a folder beside their outputs."""
