@@ -17,6 +17,8 @@ REDRAWN = [
     ("scorers/papers-s", "scorers", "scorers/papers-s"),
     ("scorers/products-s", "scorers", "scorers/products-s"),
     ("datasets", "build_cost", "datasets"),
+    ("datasets", "datasets", "datasets"),
+    ("datasets/papers", "datasets", "datasets/papers"),
     ("sar/papers-s", "sar", "sar/papers-s"),
     ("sar/products-s", "sar", "sar/products-s"),
     ("gpu/cuda-nvidia-h100-80gb-hbm3/microbench", "gpu", "gpu/cuda-nvidia-h100-80gb-hbm3/microbench"),
@@ -26,6 +28,7 @@ REDRAWN = [
 OUTPUTS = {"bucket_orders": ("bucket-orders.md", "bucket-orders.csv", "bucket-orders.png"),
            "plan": ("plan.md", "plan.csv", "plan.png"), "disk": ("disk.md", "disk.csv", "disk.png"),
            "build_cost": ("build-cost.md", "build-cost.csv", "build-cost.png"),
+           "datasets": ("summary.md", "summary.csv", "degree-ccdf.png"),
            "gpu": ("microbench.md", "microbench.csv", "ratios.png", "alignment.png", "pcie-check.csv"),
            "sar": ("sar.md", "sar.csv", "sar.png"),
            "scorers": ("concentration.md", "concentration.csv", "concentration.png", "speed.md", "speed.csv")}
