@@ -2,8 +2,8 @@
 
 * concentration: for every registered scorer (``suite.registry.SCORERS``, in
   its order), the share of total score held by the top 10% and 25% of nodes,
-  with the paper's Figure 7 numbers (``FIGURE_7``) beside
-  them, the time one scoring took (after an untimed warm-up on a tiny graph,
+  (the shares of Data Tiering's Figure 7, whose numbers ``suite.figures.scorers``
+  puts beside them), the time one scoring took (after an untimed warm-up on a tiny graph,
   so no time includes numba compilation), and each scorer's curve of score
   mass against the share of top-scored nodes.  The paper's are shares of
   *measured accesses*, a different quantity that ``tierbench profile``
@@ -11,8 +11,7 @@
 * speed: wall time and edges/s of ``reorder_graph`` against a SciPy
   row+column permutation of the same matrix, and of ``reverse_pagerank``
   against a SciPy sparse power iteration, each pair timed in the same run;
-  the paper's reorder figure (31 s for 3.2B edges on 2x 20-core Xeon 6230,
-  ~100M edges/s) beside ours.
+  the paper's reorder figure goes beside ours when it is drawn.
 
 Records: ``concentration.csv`` (one row per scorer) with the sidecar (the command, the graph's size),
 ``concentration-curves.csv`` and ``speed.csv``, each row with its provenance; ``suite.figures.scorers`` draws them.
@@ -39,10 +38,8 @@ from suite.registry import SCORERS, scorer_params
 from tiering.graph.csr import CSRGraph
 from tiering.graph.reorder import order_by_score, reorder_graph
 
-PAPER_REORDER = {"edges": 3.2e9, "seconds": 31.0, "machine": "2x Xeon 6230 (40 cores)"}
-FIGURE_7 = {10: "≥ 35%", 25: "≥ 56%"}
-"""The paper's share of accesses at the top 10% and 25% of nodes, at least, on every dataset (Data Tiering §5.2,
-Figure 7)."""
+SHARES = (10, 25)
+"""The shares of the nodes (%) whose score mass the table reports: those of Data Tiering's Figure 7."""
 CURVE = np.linspace(0, 1, 201)
 """The fractions of the nodes the concentration curves are drawn at."""
 CONCENTRATION, CURVES, SPEED = "concentration", "concentration-curves", "speed"
@@ -75,8 +72,7 @@ def _concentration(scored: dict):
         rows.append(
             {
                 "scorer": spec.label,
-                **{f"score mass, top {p}%": top_share(scores, p / 100) for p in FIGURE_7},
-                **{f"paper Fig. 7, top {p}%": f"{paper} of accesses" for p, paper in FIGURE_7.items()},
+                **{f"score mass, top {p}%": top_share(scores, p / 100) for p in SHARES},
                 "scoring time (s)": seconds,
             }
         )
@@ -94,14 +90,11 @@ def _speed(dataset, scored: dict):
     new_to_old, _ = order_by_score(scores)
     matrix = adjacency(graph)
     _, peer = best_wall_seconds(lambda: scipy_permute(matrix, new_to_old), repeat=3)
-    paper_rate = PAPER_REORDER["edges"] / PAPER_REORDER["seconds"]
-    rows = [("reorder_graph", "scipy A[p][:, p]", ours, peer, edges / ours, f"{paper_rate:.3g}")]
+    rows = [("reorder_graph", "scipy A[p][:, p]", ours, peer, edges / ours)]
     (_, iterations), peer = best_wall_seconds(lambda: scipy_reverse_pagerank(graph, **scorer_params("rpr")), repeat=1)
     ours = scored["rpr"][1]
-    rows.append((f"reverse_pagerank ({iterations} it.)", "scipy power iteration", ours, peer, edges * iterations / ours, ""))
-    table = pd.DataFrame(
-        rows, columns=["ours", "peer (same run)", "ours (s)", "peer (s)", "ours edges/s", "paper edges/s"]
-    ).set_index("ours")
+    rows.append((f"reverse_pagerank ({iterations} it.)", "scipy power iteration", ours, peer, edges * iterations / ours))
+    table = pd.DataFrame(rows, columns=["ours", "peer (same run)", "ours (s)", "peer (s)", "ours edges/s"]).set_index("ours")
     table["speedup over peer"] = table["peer (s)"] / table["ours (s)"]
     return table
 
@@ -133,7 +126,6 @@ def read_records(path) -> tuple[records.Records, pd.DataFrame | None, records.Re
     concentration = dataclasses.replace(concentration, table=concentration.table.drop(columns=kept, errors="ignore"))
     curves_path = path / f"{CURVES}.csv"
     curves = records.read_table(curves_path).drop(columns=kept, errors="ignore") if curves_path.exists() else None
-    speed = records.read_table(path / f"{SPEED}.csv", index_col="ours", dtype={"paper edges/s": str})
-    speed["paper edges/s"] = speed["paper edges/s"].fillna("")
+    speed = records.read_table(path / f"{SPEED}.csv", index_col="ours")
     speed = records.Records(speed.drop(columns=kept, errors="ignore"), concentration.provenance, {}, path / f"{SPEED}.csv")
     return concentration, curves, speed
