@@ -92,7 +92,7 @@ def render(records: Path, out: Path) -> list[Path]:
         f"and then `tierbench prepare --dataset NAME --scorer {SCORER} --force` (prepare), start to exit; peak: its "
         "`ru_maxrss` from `os.wait4` (resident memory, mapped file pages included); size: the built entry on disk. "
         "The load average before each child shows other work on the machine. Projected rows: the fitted model "
-        f"below; on {TARGET_CORES} cores scaled by Amdahl's law (an assumption: see `suite/figures/build_cost.py`).\n\n"
+        f"below; on {TARGET_CORES} cores scaled by Amdahl's law (an assumption: see `suite/experiments/build_cost.py`).\n\n"
         + _shown(table).to_markdown(floatfmt=".3g") + "\n\n" + "\n\n".join(_notes(table, facts)) + "\n"
     )
     out = Path(out)
