@@ -85,7 +85,11 @@ def _cmd_report(args) -> int:
         if not args.dataset:
             raise BadValue("--figure 7 or 9 needs --dataset")
         out = Path(args.out or f"results/profile/{args.dataset}")
-        for path in PROFILE_FIGURES[int(args.figure)].render(out / f"fig{args.figure}-curves.csv", out):
+        curves = out / f"fig{args.figure}-curves.csv"
+        if not curves.exists():
+            raise BadValue(f"{curves} does not exist: run `tierbench profile --dataset {args.dataset} --figure "
+                           f"{args.figure}` first")
+        for path in PROFILE_FIGURES[int(args.figure)].render(curves, out):
             print(f"wrote {path}")
         return 0
     from suite.figures import write_report
