@@ -11,5 +11,22 @@ records and never measure.  Experiments never import figures.
 * ``reuse``: measured feature reuse by scorer and by sampling depth
   (Figures 7 and 9, ``tierbench profile``);
 * ``policies``: every placement policy replayed against recorded epochs
-  (``tierbench policies``).
+  (``tierbench policies``);
+* ``plan``: the projected data-loading time per policy and capacity in a GPU
+  memory budget (``tierbench plan``);
+* ``disk``, ``bucket_orders``, ``bucket_training``: the disk-backed loaders
+  against the disk's ceilings, and Marius's edge-bucket orderings and link
+  prediction through its partition buffer (``tierbench disk``,
+  ``bucket-orders``, ``bucket-train``);
+* ``sar``: full-batch training, vanilla domain parallelism against SAR
+  (``tierbench sar``);
+* ``scorers``, ``datasets``, ``build_cost``: score concentration and speed,
+  dataset statistics and degree curves, what building a dataset costs
+  (``tierbench scorers``, ``datasets info``, ``datasets cost``);
+* ``gpu``: the gather kernel's microbenchmarks on a GPU (``tierbench
+  gpubench``).
+
+Most write a CSV and a sidecar JSON of their facts and provenance through
+``suite.io.records``.  ``tierbench report --figure NAME --records PATH``
+draws any of them again (``suite.figures.FIGURES``).
 """
