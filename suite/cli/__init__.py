@@ -38,6 +38,7 @@ import sys
 import torch
 
 from suite.cli import datasets, disk, machine, policies, sar, sweeps, training
+from suite.cli.output import check_destinations
 from suite.errors import UserError
 from suite.measure.devices import resolve_device
 
@@ -77,6 +78,7 @@ def main(argv=None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what --gpus relaunches under torchrun
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
+        check_destinations(args)  # before any work: an output folder that is a file, or not writable
         if getattr(args, "device", None) is not None:
             resolve_device(args.device)  # before any work: CUDA asked for where there is none, or no such device
         return args.func(args)

@@ -284,3 +284,35 @@ def test_an_internal_error_in_a_command_shows_its_traceback(error, capsys, monke
 def test_a_formerly_unchecked_number_is_refused_in_one_line(argv, option, says, capsys):
     status, _, err = run(argv, capsys)
     assert_one_error_line(status, err, f"argument {option}", says, f"tierbench {argv[0]} --help")
+
+
+
+WRITING_COMMANDS = [
+    ["report", "--experiment", "fig8"], ["train", "--dataset", "tiny"], ["profile", "--dataset", "tiny", "--figure", "7"],
+    ["policies", "--dataset", "tiny"], ["plan", "--dataset", "tiny", "--gpu-memory", "1GB"], ["disk", "--dataset", "tiny"],
+    ["bucket-orders"], ["bucket-train", "--dataset", "tiny"], ["sar", "--dataset", "tiny"], ["datasets", "info", "tiny"],
+    ["datasets", "cost", "tiny"], ["doctor", "--no-measure"], ["scorers", "--dataset", "tiny"], ["gpubench"],
+    ["gpu-suite"], ["run", "--experiment", "fig8"],
+]
+"""Every command that writes files into a folder it is given."""
+
+
+def _destination_options(command: list[str]) -> list[str]:
+    """The folder options (``--out``, ``--runs``) the subcommand ``command`` takes."""
+    action = cli.build_parser()._subparsers._group_actions[0]
+    parser = action.choices[command[0]]
+    if command[0] == "datasets":
+        parser = parser._subparsers._group_actions[0].choices[command[1]]
+    return [f"--{a.dest}" for a in parser._actions if a.dest in ("out", "runs")]
+
+
+@pytest.mark.parametrize(("command", "option"), [(c, o) for c in WRITING_COMMANDS for o in _destination_options(c)],
+                         ids=lambda value: " ".join(value) if isinstance(value, list) else value)
+def test_an_output_folder_that_is_a_file_is_refused_before_any_work(command, option, tmp_path, capsys):
+    not_a_folder = tmp_path / "results.txt"
+    not_a_folder.write_text("kept")
+    status, _, err = run([*command, option, str(not_a_folder)], capsys)
+    assert_one_error_line(status, err, f"{option} {not_a_folder} is a file, not a folder")
+    assert not_a_folder.read_text() == "kept"
+    status, _, err = run([*command, option, str(not_a_folder / "below")], capsys)
+    assert_one_error_line(status, err, f"{not_a_folder}, which is a file, not a folder")
