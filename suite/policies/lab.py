@@ -100,14 +100,16 @@ def cached_trace(dataset, settings: LabSettings, seed: int, epochs: int, *, dire
     """The trace of ``epochs`` epochs from ``seed``: read from ``directory`` (default ``trace_directory()``) when
     recorded before, else recorded and written there."""
     directory = Path(directory) if directory else trace_directory()
-    path = directory / f"{settings.dataset}-{settings.trace_key(seed, epochs, content_fingerprint(dataset))}.npz"
+    fingerprint = content_fingerprint(dataset)
+    path = directory / f"{settings.dataset}-{settings.trace_key(seed, epochs, fingerprint)}.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
+    identity = {"dataset": settings.dataset, "fingerprint": fingerprint}
     with filelock.FileLock(f"{path}.lock"):  # two runs wanting the same trace record it once
-        if path.is_file():
-            return load_trace(path), path
+        if path.is_file():  # a trace claims what it was recorded from: checked against what is asked for
+            return load_trace(path, expect={**identity, "num_nodes": dataset.num_nodes, "fanouts": list(settings.fanouts),
+                                            "batch_size": settings.batch_size, "seed": seed, "epochs": epochs}), path
         trace = record_trace(dataset.graph, dataset.splits["train"], settings.fanouts, settings.batch_size, seed=seed,
-                             epochs=epochs, meta={"dataset": settings.dataset, "regime": settings.regime},
-                             progress=progress)
+                             epochs=epochs, meta={**identity, "regime": settings.regime}, progress=progress)
         save_trace(path, trace)
     return trace, path
 

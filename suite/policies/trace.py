@@ -130,8 +130,9 @@ def _refuse(path, why: str):
     raise BadValue(f"{path} is not a tierbench access trace: {why}")
 
 
-def load_trace(path) -> AccessTrace:
-    """Read and check a trace written by ``save_trace``."""
+def load_trace(path, expect: dict | None = None) -> AccessTrace:
+    """Read and check a trace written by ``save_trace``; ``expect``: what its meta must say (its node count, the
+    dataset and the settings it was recorded with), checked before anything of the trace's size is allocated."""
     path = Path(path)
     if not path.is_file():
         raise BadValue(f"{path} does not exist (record one with `tierbench policies`)")
@@ -159,6 +160,10 @@ def load_trace(path) -> AccessTrace:
     num_nodes = meta.get("num_nodes")
     if not isinstance(num_nodes, int) or num_nodes < 1:
         _refuse(path, f"num_nodes is {num_nodes!r}")
+    for key, value in (expect or {}).items():
+        if meta.get(key) != value:
+            raise BadValue(f"{path} was recorded with {key} {meta.get(key)!r}, not {value!r}: it is the trace of "
+                           "something else (remove it, and the trace is recorded again)")
     deltas, offsets, epochs = arrays["deltas"], arrays["batch_offsets"], arrays["epoch_batches"]
     for name, array, dtype in (("deltas", deltas, np.uint32), ("batch_offsets", offsets, np.int64),
                                ("epoch_batches", epochs, np.int64)):

@@ -128,3 +128,37 @@ def test_bad_plans_are_refused_in_one_line(tiny, tmp_path, monkeypatch, capsys, 
     assert main(["plan", "--dataset", "tiny", "--batch-size", "64", "--fanout", "5,3", "-q", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("tierbench: error:") and message in err and "\n" not in err
+
+
+def _claiming(path, **claims):
+    """Rewrite the trace at ``path`` so that its meta claims ``claims``, its ids left as they are."""
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    meta = json.loads(str(arrays["meta"]))
+    arrays["meta"] = np.array(json.dumps({**meta, **claims}, sort_keys=True))
+    path.unlink()
+    np.savez_compressed(path, **arrays)
+
+
+@pytest.mark.parametrize(("claims", "named"), [
+    ({"num_nodes": 10**9}, "num_nodes 1000000000, not 4096"),  # before: allocated until the OOM killer came
+    ({"dataset": "tiny-rmat"}, "dataset 'tiny-rmat', not 'tiny'"),
+    ({"fingerprint": "another graph"}, "fingerprint 'another graph'"),
+    ({"epochs": 7}, "epochs 7, not 1"),
+    ({"batch_size": 3}, "batch_size 3"),
+    ({"seed": 9}, "seed 9"),
+])
+def test_a_trace_that_claims_another_recording_is_refused_before_anything_is_allocated(tiny, tmp_path, capsys,
+                                                                                     claims, named):
+    argv = ["plan", "--dataset", "tiny", "--gpu-memory", "1.2GB", "--trace-dir", str(tmp_path / "traces"),
+            "--out", str(tmp_path / "plan"), "-q"]
+    assert main(argv) == 0
+    traces = sorted((tmp_path / "traces").glob("tiny-*.npz"))  # the replayed epochs and PreSC's pre-sampled one
+    assert len(traces) == 2
+    for trace in traces:
+        _claiming(trace, **claims)
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and any(err[0].startswith(f"tierbench: error: {trace} was recorded with {named}")
+                                 for trace in traces), err
