@@ -38,7 +38,7 @@ import sys
 import torch
 
 from suite.cli import datasets, disk, machine, policies, sar, sweeps, training
-from suite.cli.output import check_destinations
+from suite.cli.output import check_destinations, writing_into
 from suite.errors import UserError
 from suite.measure.devices import resolve_device
 
@@ -81,7 +81,8 @@ def main(argv=None) -> int:
         check_destinations(args)  # before any work: an output folder that is a file, or not writable
         if getattr(args, "device", None) is not None:
             resolve_device(args.device)  # before any work: CUDA asked for where there is none, or no such device
-        return args.func(args)
+        with writing_into(args):
+            return args.func(args)
     except UserError as err:
         message = str(err)
     except MemoryError as err:  # host RAM, and tiering's HotTierTooLarge and PlacementTooLarge

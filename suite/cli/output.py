@@ -1,31 +1,64 @@
-"""Where a command's files go: checked before it starts, and printed when it is done."""
+"""Where a command's files go: checked before it starts, locked while it writes, and printed when it is done."""
 
 from __future__ import annotations
 
-import os
+import contextlib
+import sys
+import tempfile
 from pathlib import Path
+
+import filelock
 
 from suite.errors import BadValue
 
-DESTINATIONS = ("out", "runs")
-"""The options that name a folder a command writes into."""
+LOCK = ".tierbench.lock"
+"""The lock file a command holds in its --out folder while it writes there."""
+
+DESTINATIONS = {"out": "files", "runs": "records"}
+"""The options that name a folder a command writes into, and what it writes there."""
 
 
 def check_destinations(args) -> None:
-    """Refuse, before any work, a folder option that names a file, or a folder (or the nearest one that exists
-    above it) this process cannot write into; nothing is created here."""
-    for option in DESTINATIONS:
+    """Refuse, before any work, a folder option that names a file, lies below one, or names a folder (or the nearest
+    one that exists above it) this process cannot write into; nothing is left behind."""
+    for option, what in DESTINATIONS.items():
         value = getattr(args, option, None)
         if value is None:
             continue
         path = Path(value)
-        if path.exists() and not path.is_dir():
-            raise BadValue(f"--{option} {path} is a file, not a folder: give a folder for the command's files")
         existing = next(p for p in (path, *path.parents) if p.exists())
+        why = None
         if not existing.is_dir():
-            raise BadValue(f"--{option} {path} is below {existing}, which is a file, not a folder")
-        if not os.access(existing, os.W_OK | os.X_OK):
-            raise BadValue(f"--{option} {path}: {existing} is not writable")
+            why = "it is a file, not a folder" if existing == path else f"{existing} is a file, not a folder"
+        else:
+            try:
+                with tempfile.TemporaryFile(dir=existing):
+                    pass
+            except OSError as err:
+                why = f"{existing}: {err.strerror or err}"
+        if why:
+            raise BadValue(f"cannot write {what} into {path}: {why}; give a writable directory (--{option} DIR)")
+
+
+@contextlib.contextmanager
+def writing_into(args):
+    """Hold the lock of the command's --out folder while it runs, so that two commands writing into one folder take
+    turns and each prints what it wrote itself; the second says it waits."""
+    out = getattr(args, "out", None)
+    if out is None:
+        yield
+        return
+    Path(out).mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(str(Path(out) / LOCK))
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        print(f"tierbench: waiting for another tierbench command writing into {out}", file=sys.stderr)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def show(paths) -> None:

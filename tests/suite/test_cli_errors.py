@@ -312,7 +312,7 @@ def test_an_output_folder_that_is_a_file_is_refused_before_any_work(command, opt
     not_a_folder = tmp_path / "results.txt"
     not_a_folder.write_text("kept")
     status, _, err = run([*command, option, str(not_a_folder)], capsys)
-    assert_one_error_line(status, err, f"{option} {not_a_folder} is a file, not a folder")
+    assert_one_error_line(status, err, f"into {not_a_folder}: it is a file, not a folder", f"({option} DIR)")
     assert not_a_folder.read_text() == "kept"
     status, _, err = run([*command, option, str(not_a_folder / "below")], capsys)
-    assert_one_error_line(status, err, f"{not_a_folder}, which is a file, not a folder")
+    assert_one_error_line(status, err, f"into {not_a_folder / 'below'}: {not_a_folder} is a file, not a folder")

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -162,3 +166,19 @@ def test_a_trace_that_claims_another_recording_is_refused_before_anything_is_all
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and any(err[0].startswith(f"tierbench: error: {trace} was recorded with {named}")
                                  for trace in traces), err
+
+
+def test_two_plans_into_one_folder_take_turns_and_each_prints_its_own(tiny, tmp_path):
+    """Two `tierbench plan` runs with the same --out: each prints the plan it made, not the other's."""
+    repo = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))}
+    budgets = ["1.2GB", "2GB"]
+    runs = [subprocess.Popen([sys.executable, "-m", "suite.cli", "plan", "--dataset", "tiny", "--gpu-memory", budget,
+                              "--out", str(tmp_path / "plan"), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env) for budget in budgets]
+    for budget, run in zip(budgets, runs):
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err
+        (recommendation,) = [line for line in out.splitlines() if line.startswith("Recommended for tiny")]
+        assert recommendation.startswith(f"Recommended for tiny in {budget} of GPU memory"), out
+        assert f"in {budget} of GPU memory" in out.split("wrote ")[0]  # the table it printed is its own too
