@@ -48,8 +48,10 @@ def writing_into(args):
     if out is None:
         yield
         return
-    Path(out).mkdir(parents=True, exist_ok=True)
-    lock = filelock.FileLock(str(Path(out) / LOCK))
+    out = Path(out)
+    made = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(str(out / LOCK))
     try:
         lock.acquire(timeout=0)
     except filelock.Timeout:
@@ -59,6 +61,9 @@ def writing_into(args):
         yield
     finally:
         lock.release()
+        if made and [path.name for path in out.iterdir()] == [LOCK]:  # it wrote nothing: leave no folder behind
+            (out / LOCK).unlink(missing_ok=True)
+            out.rmdir()
 
 
 def show(paths) -> None:

@@ -35,7 +35,7 @@ import torch.distributed as dist
 
 from suite.datasets import load_dataset
 from suite.datasets import regime as regimes
-from suite.datasets.partitions import cached_partition, load_partition, partition_path
+from suite.datasets.partitions import cached_partition, load_partition, partition_meta, partition_path
 from suite.datasets.reordered import load_reordered
 from suite.io import atomic, records
 from suite.io.provenance import provenance
@@ -61,7 +61,8 @@ def worker_records(name: str, aggregation: str, epochs: int, hidden: int, layers
     rank, world = dist.get_rank(), dist.get_world_size()
     baseline = resident_bytes()
     dataset = load_dataset(name, progress=False)
-    partition = load_partition(partition_path(dataset, world, seed), dataset.num_nodes, world)
+    partition = load_partition(partition_path(dataset, world, seed), dataset.num_nodes, world,
+                               expect=partition_meta(dataset, world, seed))
     graph = LocalGraph.build(dataset.graph, partition, rank, world)
     data = WorkerData.of(dataset, graph.nodes)
     in_dim, classes = dataset.feature_dim, dataset.num_classes

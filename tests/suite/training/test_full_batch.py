@@ -1,6 +1,8 @@
 """Domain-parallel full-batch GraphSAGE (SAR): vanilla and SAR give single-process full-batch training's loss
 and gradients with 1, 2 and 4 gloo workers; SAR holds less; a partition that does not fit is refused."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -162,10 +164,19 @@ def test_tierbench_sar_runs_each_worker_count_and_aggregation_under_torchrun(tin
     assert main([*again, "--rerun"]) == 2 and launched == [(1, "vanilla")]
     assert "the 1-worker run of vanilla ended without its records" in capsys.readouterr().err
 
-    bad = next((tiny.path.parent / "partitions").glob("tiny-*-metis-2-seed0.npy"))
-    np.save(bad, np.zeros(7, dtype=np.int32))  # a partition file of another graph
-    assert main(["sar", "--dataset", "tiny", "--workers", "2", "--no-minibatch", "--out", str(tmp_path / "x"),
-                 "-q"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("tierbench: error: partition file ") and "has parts for 7 nodes; the graph has 4,096" in err
-    assert err.count("\n") == 1 and not (tmp_path / "x").exists()
+    bad = next((tiny.path.parent / "partitions").glob("tiny-*-metis-2-seed0.npz"))
+    with np.load(bad) as archive:
+        meta = str(archive["meta"])
+    for parts, claims, message in [
+        (np.zeros(7, dtype=np.int32), {}, "has parts for 7 nodes; the graph has 4,096"),  # of another graph
+        (np.zeros(4096, dtype=np.int32), {}, "leaves part 1 of 2 without a node"),  # all in one part
+        (np.arange(4096, dtype=np.int32) % 2, {"fingerprint": "another graph"}, "computed with fingerprint "
+         "'another graph'"),  # a graph of the same size
+        (np.arange(4096, dtype=np.int32) % 2, {"seed": 5}, "computed with seed 5, not 0"),
+    ]:
+        np.savez(bad, parts=parts, meta=np.array(json.dumps({**json.loads(meta), **claims})))
+        assert main(["sar", "--dataset", "tiny", "--workers", "2", "--no-minibatch", "--out", str(tmp_path / "x"),
+                     "--rerun", "-q"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("tierbench: error: partition file ") and message in err, err
+        assert err.count("\n") == 1 and not (tmp_path / "x").exists()
