@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import sys
 import tempfile
 from pathlib import Path
@@ -11,8 +12,6 @@ import filelock
 
 from suite.errors import BadValue
 
-LOCK = ".tierbench.lock"
-"""The lock file a command holds in its --out folder while it writes there."""
 
 DESTINATIONS = {"out": "files", "runs": "records"}
 """The options that name a folder a command writes into, and what it writes there."""
@@ -40,6 +39,13 @@ def check_destinations(args) -> None:
             raise BadValue(f"cannot write {what} into {path}: {why}; give a writable directory (--{option} DIR)")
 
 
+def lock_path(out) -> Path:
+    """The lock of the folder ``out``: in the temporary directory, named by the folder's absolute path, so that it
+    leaves nothing in the folder and needs no folder to exist."""
+    digest = hashlib.sha256(str(Path(out).resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"tierbench-out-{digest}.lock"
+
+
 @contextlib.contextmanager
 def writing_into(args):
     """Hold the lock of the command's --out folder while it runs, so that two commands writing into one folder take
@@ -48,10 +54,7 @@ def writing_into(args):
     if out is None:
         yield
         return
-    out = Path(out)
-    made = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    lock = filelock.FileLock(str(out / LOCK))
+    lock = filelock.FileLock(str(lock_path(out)), mode=0o666)  # any user's command may wait on it
     try:
         lock.acquire(timeout=0)
     except filelock.Timeout:
@@ -61,9 +64,6 @@ def writing_into(args):
         yield
     finally:
         lock.release()
-        if made and [path.name for path in out.iterdir()] == [LOCK]:  # it wrote nothing: leave no folder behind
-            (out / LOCK).unlink(missing_ok=True)
-            out.rmdir()
 
 
 def show(paths) -> None:

@@ -73,7 +73,7 @@ def test_a_committed_figure_is_drawn_again_from_its_committed_records(records, f
     module = importlib.import_module(f"suite.figures.{figure}")
     written = module.render(Path(records), Path(out))
     assert all(path.is_relative_to(out) for path in written)
-    committed = sorted(name for name in os.listdir(REPO / out) if name not in NOT_COMMITTED_HERE and name[0] != ".")
+    committed = sorted(name for name in os.listdir(REPO / out) if name not in NOT_COMMITTED_HERE)
     assert committed and sorted(path.name for path in written) == committed
     for name in committed:
         if name.endswith(".md"):
@@ -97,7 +97,7 @@ def test_a_figure_beside_its_records_is_drawn_again_from_them(records, figure, t
     from suite.cli import main
 
     assert main(["report", "--figure", figure, "--records", str(REPO / records), "--out", str(tmp_path)]) == 0
-    written = sorted(path for path in tmp_path.iterdir() if not path.name.startswith("."))  # not the command's lock
+    written = sorted(tmp_path.iterdir())
     assert written and all(path.suffix in (".md", ".csv", ".png") for path in written)
     for path in written:
         kept = REPO / Path(records).parent / path.name
