@@ -80,7 +80,7 @@ def _cmd_report(args) -> int:
             print(f"wrote {path}")
         return 0
     if args.figure in ("7", "9"):
-        from suite.figures import PROFILE_FIGURES
+        from suite.figures import redraw
 
         if not args.dataset:
             raise BadValue("--figure 7 or 9 needs --dataset")
@@ -89,7 +89,7 @@ def _cmd_report(args) -> int:
         if not curves.exists():
             raise BadValue(f"{curves} does not exist: run `tierbench profile --dataset {args.dataset} --figure "
                            f"{args.figure}` first")
-        for path in PROFILE_FIGURES[int(args.figure)].render(curves, out):
+        for path in redraw(args.figure, curves, out):
             print(f"wrote {path}")
         return 0
     from suite.figures import write_report

@@ -77,14 +77,14 @@ def _cmd_train(args) -> int:
 
 def _cmd_profile(args) -> int:
     from suite.experiments.reuse import measure
-    from suite.figures import PROFILE_FIGURES
+    from suite.figures import redraw
 
     out = Path(args.out or f"results/profile/{args.dataset}")
     curves = measure(
         args.dataset, args.figure, out, fanouts=args.fanout, epochs=args.epochs, batch_size=args.batch_size,
         regime=args.regime, seed=args.seed, ogb_root=args.ogb_root, progress=not args.quiet,
     )
-    md, csv, png = PROFILE_FIGURES[args.figure].render(curves, out)
+    md, csv, png = redraw(str(args.figure), curves, out)
     show([md, csv, curves, png])
     return 0
 

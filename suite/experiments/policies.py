@@ -24,7 +24,6 @@ from suite.io.provenance import provenance
 from suite.policies.lab import POLICIES, LabSettings, capacities_of, lab_traces, run_lab
 
 GB = 1e9
-PROVENANCE_COLUMNS = ("device", "git_revision", "time")
 TRACE_FACTS = ("row_bytes", "reads_per_epoch", "batches_per_epoch", "trace_file", "trace_bytes_per_epoch")
 """What the lab reports of a trace that a table shows (beside the replay speeds, policy by policy)."""
 FACTS = ("command", "dataset", "num_nodes", "fanouts", "batch_size", "regime", "epochs", "presample_epochs",
@@ -82,7 +81,7 @@ def measure(name: str, out_dir, *, epochs: int = 3, presample_epochs: int = 1, f
     command = (f"`tierbench policies --dataset {name} --epochs {epochs} --presample-epochs {presample_epochs}"
                f"{trace_options(regime, batch, fanouts, name)} --out {out_dir}`")
     return records.write_records(
-        path, rows.assign(dataset=name, **{k: record[k] for k in PROVENANCE_COLUMNS}), record, dict(
+        path, rows.assign(dataset=name, **{k: record[k] for k in records.PROVENANCE_KEYS}), record, dict(
             command=command, dataset=name, num_nodes=dataset.num_nodes, fanouts=list(fanouts), batch_size=batch,
             regime=regime, epochs=epochs, presample_epochs=presample_epochs, **{key: facts[key] for key in TRACE_FACTS},
             replay_reads_per_s=list(facts["replay_reads_per_s"].items())),  # [policy, reads/s] in the lab's order
@@ -102,5 +101,5 @@ def read_records(path) -> PolicyRecords:
     """The epochs at ``path`` (``policies-epochs.csv``) and the facts beside them (``policies-epochs.json``);
     ``BadValue`` naming what is missing."""
     stored = records.read_records(path, FACTS, measured_by="tierbench policies")
-    return PolicyRecords(stored.table.drop(columns=[*PROVENANCE_COLUMNS, "dataset"]),
+    return PolicyRecords(stored.table.drop(columns=[*records.PROVENANCE_KEYS, "dataset"]),
                          {**stored.facts, **stored.provenance})

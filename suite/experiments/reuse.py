@@ -55,7 +55,6 @@ from tiering.sampling.neighbors import NeighborSampler, minibatches
 GRID = np.linspace(0.0, 1.0, 201)
 """The fractions of the nodes every curve is given at: 0 to 100% in steps of 0.5%."""
 IDEAL = "ideal (measured counts)"
-PROVENANCE_COLUMNS = ("device", "git_revision", "time")
 FACTS = ("command", "dataset", "figure", "num_nodes", "train_seeds", "batch_size", "regime", "epochs", "batches",
          "footprint")
 """What the sidecar of a reuse measurement holds besides the provenance."""
@@ -149,7 +148,7 @@ class ReuseRun:
     def write(self, counted: dict, curves: pd.DataFrame) -> Path:
         """Write ``figK-curves.csv`` (``curves`` with the provenance) and ``figK-curves.json`` (``facts(counted)``);
         the path of the curves."""
-        provenance_columns = {k: self.record[k] for k in PROVENANCE_COLUMNS}
+        provenance_columns = {k: self.record[k] for k in records.PROVENANCE_KEYS}
         return records.write_records(self.out_dir / f"fig{self.figure}-curves.csv", curves.assign(**provenance_columns),
                                      self.record, self.facts(counted), index=False)
 
@@ -205,7 +204,7 @@ def read_records(path) -> ReuseRecords:
     """The curves at ``path`` (``figK-curves.csv``) and the facts beside them (``figK-curves.json``, through
     ``suite.io.records``); ``BadValue`` naming what is missing."""
     stored = records.read_records(path, FACTS, measured_by="tierbench profile")
-    return ReuseRecords(stored.table.drop(columns=list(PROVENANCE_COLUMNS)), {**stored.facts, **stored.provenance})
+    return ReuseRecords(stored.table.drop(columns=list(records.PROVENANCE_KEYS)), {**stored.facts, **stored.provenance})
 
 
 def open_run(name: str, figure: int, out_dir, *, fanouts=None, epochs: int = 1, batch_size: int | None = None,

@@ -22,8 +22,8 @@ committed.
   ``write_report`` picks the module by ``SWEEP_FIGURES``; shared tables in
   ``sweep_tables``);
 * ``fig7`` / ``fig9``: measured data reuse by scorer and by sampling depth
-  (``tierbench profile``; measured by ``suite.experiments.reuse``, by number
-  in ``PROFILE_FIGURES``; their tables' shared opening in ``profile``);
+  (``tierbench profile``; measured by ``suite.experiments.reuse``, drawn by
+  their number in ``FIGURES``; their tables' shared opening in ``profile``);
 * ``policies``: every placement policy against the optimum
   (``tierbench policies``; replayed by ``suite.experiments.policies``);
 * ``datasets``, ``training``: dataset statistics and training epochs;
@@ -39,14 +39,11 @@ import importlib
 from pathlib import Path
 
 from suite.errors import BadValue
-from suite.figures import demo, fig7, fig8, fig9, fig10, fig11
+from suite.figures import demo, fig8, fig10, fig11
 from suite.sweep.records import records_path
 
 SWEEP_FIGURES = {"demo": demo, "fig8": fig8, "fig10": fig10, "fig11": fig11}
 """The figures ``tierbench report`` draws from a sweep's records, by the name ``--figure`` spells with its number."""
-
-PROFILE_FIGURES = {7: fig7, 9: fig9}
-"""The figures of measured reuse (``tierbench profile``) by number."""
 
 FIGURES = {"7": "fig7", "8": "fig8", "9": "fig9", "10": "fig10", "11": "fig11", "demo": "demo",
            "policies": "policies", "plan": "plan", "disk": "disk", "bucket-orders": "bucket_orders",

@@ -74,7 +74,7 @@ def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
         "PCIe payload (GB, model)": plotted["pcie_payload_bytes"] / 1e9,
         "PCIe RX (GB, NVML)": plotted["pcie_rx_bytes_measured"] / 1e9,
     })
-    marks, errorbar = tables.spread_marks(tiered, settings)
+    marks, errorbar = tables.spread_marks(table)
     style = dict(hue="setting" if lines else None, hue_order=hue_order, errorbar=errorbar, err_style="bars",
                  legend=False)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))

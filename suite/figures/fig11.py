@@ -72,7 +72,7 @@ def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
         "multi-GPU hot tier (% of rows)": 100 * plotted["hot_fraction"],
         "GPU memory in use, all GPUs (GB)": plotted["gpu_bytes_resident"] / 1e9,
     })
-    marks, errorbar = tables.spread_marks(tiered, settings)
+    marks, errorbar = tables.spread_marks(table)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     for ax, x in zip(axes, ["multi-GPU hot tier (% of rows)", "GPU memory in use, all GPUs (GB)"]):
         sns.lineplot(data=plotted, x=x, y="epoch_s", hue="sampling", style="setting" if styles else None,

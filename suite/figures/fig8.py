@@ -88,7 +88,7 @@ def draw(records: pd.DataFrame, out_dir, command: str, experiment: str = "fig8")
     plotted, hue_order = tables.labelled(records, hue, "setting")
     labels = tables.loader_labels(records)
     plotted = plotted.assign(loader=plotted["loader"].map(labels))
-    marks, errorbar = tables.spread_marks(records, settings)
+    marks, errorbar = tables.spread_marks(table)
     datasets = records["dataset"].nunique()
     grid = sns.catplot(data=plotted, x="loader", y="epoch_s", col="dataset", col_wrap=3 if datasets > 3 else None,
                        hue="setting" if hue else None, hue_order=hue_order, kind="bar",

@@ -199,10 +199,10 @@ def epoch_range(values):
     return values.min(), values.max()
 
 
-def spread_marks(records: pd.DataFrame, settings: list[str]) -> tuple[str, object]:
-    """What a figure's marks are, for its title, and its ``errorbar``: the epoch range where some cell recorded
-    more than one epoch, none where every cell recorded one (a bar of one epoch has no spread)."""
-    if records.groupby(settings, dropna=False, sort=False).size().max() > 1:
+def spread_marks(table: pd.DataFrame) -> tuple[str, object]:
+    """What a figure's marks are, for its title, and its ``errorbar``, from its cells (``per_cell``): the epoch range
+    where some cell recorded more than one epoch, none where every cell recorded one (one epoch has no spread)."""
+    if table["epochs"].max() > 1:
         return MARKS, epoch_range
     return ONE_EPOCH_MARKS, None
 
