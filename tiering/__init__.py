@@ -16,21 +16,23 @@ software prefetch for numba) are primitives the kernels of several
 subpackages share.  Nothing here knows a baseline or the harness exists.
 """
 
-from tiering.disk import DiskTable, DiskTieredLoader
-from tiering.features import (
-    CombinedTensor,
-    FeatureLoader,
-    LoaderStats,
-    MultiGPUCombinedTensor,
-    Placement,
-    plan_placement,
-)
-from tiering.graph import SCORERS, CSRGraph, get_scorer, reorder_graph
-from tiering.sampling import DistributedNeighborSampler, GraphPartition, MiniBatch, NeighborSampler
+import importlib
 
-__all__ = [
-    "CSRGraph", "SCORERS", "get_scorer", "reorder_graph",
-    "MiniBatch", "NeighborSampler", "DistributedNeighborSampler", "GraphPartition",
-    "FeatureLoader", "LoaderStats", "CombinedTensor", "MultiGPUCombinedTensor", "Placement", "plan_placement",
-    "DiskTable", "DiskTieredLoader",
-]
+_EXPORTS = {
+    "CSRGraph": "tiering.graph", "SCORERS": "tiering.graph", "get_scorer": "tiering.graph",
+    "reorder_graph": "tiering.graph",
+    "MiniBatch": "tiering.sampling", "NeighborSampler": "tiering.sampling",
+    "DistributedNeighborSampler": "tiering.sampling", "GraphPartition": "tiering.sampling",
+    "FeatureLoader": "tiering.features", "LoaderStats": "tiering.features", "CombinedTensor": "tiering.features",
+    "MultiGPUCombinedTensor": "tiering.features", "Placement": "tiering.features", "plan_placement": "tiering.features",
+    "DiskTable": "tiering.disk", "DiskTieredLoader": "tiering.disk",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    """The public API, imported when first asked for: importing one module of the package (``tiering.rng`` in a
+    generator's worker, say) does not import torch and every subpackage with it."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'tiering' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
