@@ -385,13 +385,16 @@ class NeighborSampler:
         return counts, neighbors, None
 
 
-def _generator(seed: int, epoch: int, stream: int, device="cpu") -> torch.Generator:
+def epoch_generator(seed: int, epoch: int, stream: int, device="cpu") -> torch.Generator:
+    """The generator of ``stream`` in epoch ``epoch`` of a run seeded ``seed``: stream 0 orders the seeds
+    (``epoch_order``), stream 1 (one per process in a distributed run: 1 + rank) gives the hops' seeds, one draw per
+    hop of each minibatch in turn (``minibatches``)."""
     return torch.Generator(device=device).manual_seed(seed * 1_000_003 + epoch * 7_919 + stream)
 
 
 def epoch_order(ids: torch.Tensor, seed: int, epoch: int) -> torch.Tensor:
     """``ids`` in the epoch's shuffled order, the same in every process for (seed, epoch)."""
-    return ids[torch.randperm(len(ids), generator=_generator(seed, epoch, 0))]
+    return ids[torch.randperm(len(ids), generator=epoch_generator(seed, epoch, 0))]
 
 
 def minibatches(sampler: NeighborSampler, ids: torch.Tensor, batch_size: int, seed: int, epoch: int, shuffle: bool,
@@ -403,6 +406,6 @@ def minibatches(sampler: NeighborSampler, ids: torch.Tensor, batch_size: int, se
     """
     if shuffle:
         ids = epoch_order(ids, seed, epoch)
-    sampling = _generator(seed, epoch, stream, sampler.graph.indptr.device)
+    sampling = epoch_generator(seed, epoch, stream, sampler.graph.indptr.device)
     for start in range(0, len(ids), batch_size):
         yield sampler.sample(ids[start : start + batch_size], sampling)
