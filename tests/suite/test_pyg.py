@@ -1,6 +1,8 @@
 """PyG's NodeLoader over suite.pyg: for every loader, the trainer's minibatches and features, and the loader's counters."""
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,12 @@ from torch_geometric.loader import NodeLoader
 from torch_geometric.sampler import NodeSamplerInput
 
 from suite.datasets.reordered import load_reordered
-from suite.pyg import CSRGraphStore, EpochOrder, LoaderFeatureStore, TierbenchNodeSampler
+from suite.pyg import (
+    CSRGraphStore,
+    EpochOrder,
+    LoaderFeatureStore,
+    TierbenchNodeSampler,
+)
 from suite.registry import LOADERS, create_loader
 from suite.training.trainer import Trainer
 
@@ -69,3 +76,59 @@ def test_pyg_batches_are_the_trainers_minibatches_with_the_loaders_features_and_
         assert stats == expected_stats, name
         loader.close()
         reference.close()
+
+
+def test_gns_importance_weights_are_the_sampler_outputs_metadata(reordered_tiny):
+    dataset = reordered_tiny
+    loader = create_loader("gns", dataset, hot_fraction=0.2)
+    (mini, _), *_ = trainer_batches(dataset, loader, 0)
+    sampler = TierbenchNodeSampler(dataset.graph, FANOUTS, loader=loader, seed=SEED)
+    out = sampler.sample_from_nodes(NodeSamplerInput(None, mini.seeds))  # the epoch's first batch, its first draws
+    assert torch.equal(out.metadata[2], torch.cat([b.edge_weight for b in mini.blocks[::-1]]))
+
+
+def test_the_graph_store_is_the_csr_as_pygs_csc_layout(tiny):
+    store = CSRGraphStore(tiny.graph)
+    (attr,) = store.get_all_edge_attrs()
+    row, colptr = store[attr]
+    assert row is tiny.graph.indices and colptr is tiny.graph.indptr  # no copy
+    src, dst, _ = store.coo()
+    assert torch.equal(torch.stack([src.long(), dst.long()]), torch.from_numpy(tiny.graph.to_edge_index()).long())
+    with pytest.raises(KeyError, match="not found"):
+        store.get_edge_index(("paper", "cites", "paper"), "csc")
+
+
+def test_the_feature_store_serves_x_through_the_loader_and_y_from_the_labels(tiny):
+    loader = create_loader("in-memory", tiny)
+    store = LoaderFeatureStore(loader, tiny.labels)
+    ids = torch.tensor([5, 0, 5])
+    assert torch.equal(store[None, "x", ids], tiny.features[ids]) and loader.stats().accesses == 3
+    assert torch.equal(store[None, "y", ids], tiny.labels[ids])
+    assert store.get_tensor_size(None, "x") == (tiny.num_nodes, tiny.feature_dim)
+    with pytest.raises(KeyError, match="homogeneous node attributes x, y"):
+        store["paper", "x", ids]
+
+
+def test_work_outside_tierbenchs_sampler_is_refused(tiny):
+    loader = create_loader("in-memory", tiny)
+    sampler = TierbenchNodeSampler(tiny.graph, FANOUTS, loader=loader)
+    seeds = torch.tensor([1, 2])
+    with pytest.raises(ValueError, match="homogeneous"):
+        sampler.sample_from_nodes(NodeSamplerInput(None, seeds, input_type="paper"))
+    with pytest.raises(ValueError, match="not temporal"):
+        sampler.sample_from_nodes(NodeSamplerInput(None, seeds, time=torch.zeros(2)))
+    batches = NodeLoader((LoaderFeatureStore(loader), CSRGraphStore(tiny.graph)), node_sampler=sampler,
+                         input_nodes=seeds, batch_size=2, num_workers=1)
+    with pytest.raises(RuntimeError, match="num_workers=0"):
+        next(iter(batches))
+
+
+def test_the_readmes_pyg_example_runs_as_written(tiny):
+    """In a fresh interpreter, on the tiny dataset the session has built (the cache is the test's)."""
+    readme = README.read_text()
+    section = readme[readme.index("## Training a PyG model through tierbench's loaders"):]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    run = subprocess.run([sys.executable, "-c", code], cwd=README.parent, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    printed = run.stdout
+    assert re.search(r"epoch 1: loss [\d.]+, \d+ rows gathered, hit ratio 0\.\d\d", printed), printed
