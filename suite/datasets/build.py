@@ -61,8 +61,15 @@ def is_real_ogb(name: str) -> bool:
 
 
 def regenerate_hint(name: str, ogb_root=None) -> str:
+    """What to do about a damaged cache entry: build it again."""
     root = f" --ogb-root {ogb_root}" if ogb_root is not None else ""
     return f"Rebuild it with `tierbench datasets generate {name}{root} --force`."
+
+
+def ogb_source_hint(name: str, meta: dict) -> str:
+    """What to do about a real dataset's own files, which no rebuild replaces: tierbench reads them where they lie."""
+    return (f"tierbench reads {name} from {meta['dir_path']} in OGB's layout (--ogb-root names the folder above it): "
+            f"put a complete copy of OGB's download there.")
 
 
 def entry_path(name: str, ogb_root=None) -> Path:
@@ -237,10 +244,10 @@ def _build_synthetic(name: str, partial: Path, progress: bool) -> None:
 
 def _build_real(name: str, ogb_root, partial: Path, progress: bool) -> None:
     """Read the real OGB dataset ``name`` through ogb, check and convert it into the build directory ``partial``."""
-    hint = regenerate_hint(name, ogb_root)
     steps = Steps(name, 4, progress)
     try:
         meta = ogb_format.real_meta_dict(name, ogb_root)
+        hint = ogb_source_hint(name, meta)
         num_classes = int(meta["num classes"])
         source = {"kind": "ogb", "dir": str(Path(meta["dir_path"]).resolve())}
         with steps.step("reading through ogb"):
