@@ -277,13 +277,15 @@ def _build(name: str, ogb_root, partial: Path, progress: bool) -> None:
         _build_synthetic(name, partial, progress)
 
 
-def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: bool = True) -> Path:
+def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: bool = True, on_reuse=None) -> Path:
     """Make sure the cache entry of ``name`` exists; build it if not (or if ``force``).
 
-    Concurrent calls for one entry build it once (``cache.build_entry``).
+    Concurrent calls for one entry build it once (``cache.build_entry``);
+    ``on_reuse(entry)`` is called when the entry is there already.
     """
     entry = entry_path(name, ogb_root)
-    return cache.build_entry(entry, lambda partial: _build(name, ogb_root, partial, progress), force=force)
+    return cache.build_entry(entry, lambda partial: _build(name, ogb_root, partial, progress), force=force,
+                             on_reuse=on_reuse)
 
 
 def load_dataset(name: str, *, ogb_root=None, verify: bool = True, progress: bool = True) -> Dataset:
