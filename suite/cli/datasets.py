@@ -3,6 +3,8 @@ cache, its reordered entries, and how the scorers that reorder them compare."""
 
 from __future__ import annotations
 
+import sys
+
 import pandas as pd
 
 from suite.cli import options
@@ -74,10 +76,18 @@ def _verified(hint: str, progress: bool):
 
 def _cmd_generate(args) -> int:
     print(f"dataset cache: {describe_root()}")
+    done = []
     for name in args.names:
         check, reused = _verified(regenerate_hint(name, args.ogb_root), not args.quiet)
-        entry = prepare_dataset(name, ogb_root=args.ogb_root, force=args.force, progress=not args.quiet,
-                                on_reuse=check)
+        try:
+            entry = prepare_dataset(name, ogb_root=args.ogb_root, force=args.force, progress=not args.quiet,
+                                    on_reuse=check)
+        except KeyboardInterrupt:  # the build's directory is removed on the way out (cache.build_entry)
+            ready = f"; {', '.join(done)} ready" if done else ""
+            print(f"tierbench: interrupted: generating {name}; its partial build was removed and the cache holds "
+                  f"what it held before{ready}", file=sys.stderr)
+            return 130
+        done.append(name)
         how = "; reused cached entry, checksums verified" if reused else ""
         print(f"{name}: {entry} ({_human_bytes(entry_bytes(entry))}){how}")
     return 0

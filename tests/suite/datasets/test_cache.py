@@ -359,3 +359,19 @@ def test_a_read_only_cache_is_read_by_policies_disk_and_plan_without_writing(tin
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "tiny-rmat-" in err and "cannot be written" in err and "TIERBENCH_DATA" in err
     assert _snapshot(cache) == before
+
+
+def test_an_interrupted_generate_is_one_line_and_keeps_the_entries_it_finished(copy_of_tiny, capsys, monkeypatch):
+    import suite.datasets.build as build
+    from suite.cli import main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build, "generate_graph", interrupted)
+    assert main(["datasets", "generate", "tiny", "tiny-rmat", "-q"]) == 130
+    out, err = capsys.readouterr()
+    assert err == ("tierbench: interrupted: generating tiny-rmat; its partial build was removed and the cache holds "
+                   "what it held before; tiny ready\n")
+    assert f"tiny: {copy_of_tiny}" in out
+    assert not entry_path("tiny-rmat").exists() and leftovers(entry_path("tiny-rmat")) == []
