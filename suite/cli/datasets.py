@@ -11,7 +11,14 @@ from suite.cli import options
 from suite.cli.output import show
 from suite.datasets import PRESETS, entry_path, prepare_dataset
 from suite.datasets.build import regenerate_hint
-from suite.datasets.cache import cache_root, describe_root, entry_bytes, entry_problem, is_complete, read_manifest
+from suite.datasets.cache import (
+    cache_root,
+    describe_root,
+    entry_bytes,
+    entry_problem,
+    is_complete,
+    read_manifest,
+)
 from suite.datasets.errors import DatasetFileError
 from suite.errors import BadValue
 from suite.registry import SCORERS, scorer_params

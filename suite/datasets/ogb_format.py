@@ -329,7 +329,7 @@ def read_node_dataset(meta: dict, regenerate_hint: str, cache_processed: bool = 
     return graph, labels, split
 
 
-def _read_through_ogb(NodePropPredDataset, meta: dict, sources: dict[str, Path], regenerate_hint: str,  # noqa: N803
+def _read_through_ogb(NodePropPredDataset, meta: dict, sources: dict[str, Path], regenerate_hint: str,
                       cache_processed: bool):
     """``(graph_dict, labels, split_dict)`` as ogb reads them, its failures told as ``DatasetFileError``."""
     chatter = io.StringIO()
