@@ -1,8 +1,9 @@
 """The ``tierbench`` command.
 
-    tierbench datasets list                       presets, their shapes, and whether they are cached
+    tierbench datasets list                       presets, their shapes, and whether they are cached (sizes checked)
     tierbench datasets generate NAME [NAME ...]   build cache entries (synthetic, or a real ogbn-* with --ogb-root)
     tierbench datasets info NAME [NAME ...]       statistics from the manifests; --out DIR writes a table and a figure
+    tierbench datasets verify NAME [NAME ...]     every file of the entries and their reordered ones against its SHA-256
     tierbench datasets cost NAME [NAME ...]       time, peak memory and size of building and preparing, and a projection
     tierbench prepare --dataset NAME --scorer S   score, reorder and cache a dataset (S: see prepare --help)
     tierbench scorers --dataset NAME --out DIR    score concentration and scoring/reordering speed tables

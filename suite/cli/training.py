@@ -48,7 +48,12 @@ def _cmd_train(args) -> int:
     batch_size, regime = regimes.resolve(args.dataset, args.regime, args.batch_size)
     cell = Cell(args.dataset, args.loader, hot_fraction, fanouts, args.scorer or "none", batch_size=batch_size,
                 regime=regime)
-    dataset = open_dataset(cell, args.ogb_root, progress=not args.quiet)
+    try:
+        dataset = open_dataset(cell, args.ogb_root, progress=not args.quiet)
+    except KeyboardInterrupt:  # a cache entry being built is removed on the way out (suite.datasets.cache)
+        print(f"tierbench: interrupted: opening {args.dataset} before training; no epoch ran, nothing written",
+              file=sys.stderr)
+        return 130
     majority = majority_accuracy(dataset)
     print(
         f"{dataset}\nloader {args.loader} (hot fraction {hot_fraction}), fanouts {fanouts}, "
@@ -56,21 +61,35 @@ def _cmd_train(args) -> int:
         f"{majority:.3f}"
     )
 
+    finished = []
+
     def report(r) -> None:
+        finished.append(r)
         print(
             f"epoch {r.epoch}: loss {r.loss:.3f}  valid acc {r.valid_accuracy:.3f}  "
             f"sample {r.sample_s:.2f}s gather {r.gather_s:.2f}s train {r.train_s:.2f}s  epoch {r.epoch_s:.2f}s  "
             f"hit ratio {r.hit_ratio:.3f}  PCIe model {r.pcie_payload_bytes / 1e6:.1f} MB"
         )
 
-    results = train_cell(cell, dataset, epochs=args.epochs, device=device, seed=args.seed, pipeline=args.pipeline,
-                         progress=not args.quiet, on_epoch=report,
-                         model=dict(hidden=args.hidden, dropout=args.dropout, lr=args.lr))
+    settings = {"dataset": args.dataset, "scorer": args.scorer or "none", "fanouts": ",".join(map(str, fanouts)),
+                "batch_size": batch_size, "regime": regime, "loader": args.loader, "hot_fraction": hot_fraction,
+                "majority_valid_accuracy": majority}
+    try:
+        train_cell(cell, dataset, epochs=args.epochs, device=device, seed=args.seed, pipeline=args.pipeline,
+                   progress=not args.quiet, on_epoch=report, model=dict(hidden=args.hidden, dropout=args.dropout,
+                                                                        lr=args.lr))
+    except KeyboardInterrupt:  # the epochs that finished are kept, as a sweep keeps its finished cells
+        kept = "nothing written"
+        if args.out and finished:
+            paths = write_training_report(finished, settings, args.out, device)
+            kept = f"their records are in {' and '.join(map(str, paths))}"
+        elif finished:
+            kept = "their records are printed above (--out writes them)"
+        print(f"tierbench: interrupted: training {args.dataset} after {len(finished)} of {args.epochs} epochs; "
+              f"{kept}", file=sys.stderr)
+        return 130
     if args.out:
-        settings = {"dataset": args.dataset, "scorer": args.scorer or "none", "fanouts": ",".join(map(str, fanouts)),
-                    "batch_size": batch_size, "regime": regime, "loader": args.loader, "hot_fraction": hot_fraction,
-                    "majority_valid_accuracy": majority}
-        for path in write_training_report(results, settings, args.out, device):
+        for path in write_training_report(finished, settings, args.out, device):
             print(f"wrote {path}")
     return 0
 

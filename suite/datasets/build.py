@@ -61,8 +61,15 @@ def is_real_ogb(name: str) -> bool:
 
 
 def regenerate_hint(name: str, ogb_root=None) -> str:
+    """What to do about a damaged cache entry: build it again."""
     root = f" --ogb-root {ogb_root}" if ogb_root is not None else ""
     return f"Rebuild it with `tierbench datasets generate {name}{root} --force`."
+
+
+def ogb_source_hint(name: str, meta: dict) -> str:
+    """What to do about a real dataset's own files, which no rebuild replaces: tierbench reads them where they lie."""
+    return (f"tierbench reads {name} from {meta['dir_path']} in OGB's layout (--ogb-root names the folder above it): "
+            f"put a complete copy of OGB's download there.")
 
 
 def entry_path(name: str, ogb_root=None) -> Path:
@@ -237,10 +244,10 @@ def _build_synthetic(name: str, partial: Path, progress: bool) -> None:
 
 def _build_real(name: str, ogb_root, partial: Path, progress: bool) -> None:
     """Read the real OGB dataset ``name`` through ogb, check and convert it into the build directory ``partial``."""
-    hint = regenerate_hint(name, ogb_root)
     steps = Steps(name, 4, progress)
     try:
         meta = ogb_format.real_meta_dict(name, ogb_root)
+        hint = ogb_source_hint(name, meta)
         num_classes = int(meta["num classes"])
         source = {"kind": "ogb", "dir": str(Path(meta["dir_path"]).resolve())}
         with steps.step("reading through ogb"):
@@ -270,13 +277,15 @@ def _build(name: str, ogb_root, partial: Path, progress: bool) -> None:
         _build_synthetic(name, partial, progress)
 
 
-def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: bool = True) -> Path:
+def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: bool = True, on_reuse=None) -> Path:
     """Make sure the cache entry of ``name`` exists; build it if not (or if ``force``).
 
-    Concurrent calls for one entry build it once (``cache.build_entry``).
+    Concurrent calls for one entry build it once (``cache.build_entry``);
+    ``on_reuse(entry)`` is called when the entry is there already.
     """
     entry = entry_path(name, ogb_root)
-    return cache.build_entry(entry, lambda partial: _build(name, ogb_root, partial, progress), force=force)
+    return cache.build_entry(entry, lambda partial: _build(name, ogb_root, partial, progress), force=force,
+                             on_reuse=on_reuse)
 
 
 def load_dataset(name: str, *, ogb_root=None, verify: bool = True, progress: bool = True) -> Dataset:

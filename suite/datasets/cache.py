@@ -9,7 +9,9 @@ file sizes), so changing a preset never silently reuses old data.
 An entry is complete exactly when its ``manifest.json`` exists.  Building one
 (``build_entry``) holds a per-entry lock (``.<entry>.lock`` in the root), so
 a second process asking for the same entry waits and then uses the first
-one's result.  The build writes into a hidden ``.<entry>.partial-<pid>-<tag>``
+one's result.  A complete entry is read without the lock, so a cache that
+cannot be written (a shared one, or ``chmod -R a-w``) serves every entry it
+holds; one that needs building there is refused in one line.  The build writes into a hidden ``.<entry>.partial-<pid>-<tag>``
 directory, writes the manifest (generating parameters, statistics, and the
 size and SHA-256 of every file) last, and is published by two renames: the
 old entry to ``.<entry>.old-<pid>``, the new one into place.  A process killed
@@ -20,6 +22,8 @@ only when the process named in them is gone.
 Loading checks the manifest's shape and file names (confined to the entry),
 the size of every file and, by default, the checksum of every array it
 loads; a mismatch names the file and the command that rebuilds it.
+``entry_problem`` is the same check without loading (sizes only, or every
+checksum), for ``tierbench datasets list`` and ``datasets verify``.
 """
 
 from __future__ import annotations
@@ -196,9 +200,34 @@ def verify_files(entry: Path, manifest: dict, hint: str, checksums: bool = True,
             raise DatasetFileError(f"{path} is corrupt: its SHA-256 differs from the manifest. {hint}")
 
 
+def entry_problem(entry: Path, hint: str, checksums: bool, progress: bool = True) -> str | None:
+    """What is wrong with the complete entry ``entry`` (its manifest, a file's size, with ``checksums`` a file's
+    SHA-256), in one line that ends with ``hint``; None when nothing is."""
+    try:
+        verify_files(entry, read_manifest(entry, hint), hint, checksums=checksums, progress=progress)
+    except DatasetFileError as err:
+        return str(err)
+    return None
+
+
 # --------------------------------------------------------- build and publish
 def is_complete(entry: Path) -> bool:
     return (entry / MANIFEST).is_file()
+
+
+def writable(directory: Path) -> bool:
+    """Whether files can be made in ``directory``, or, if it does not exist yet, in the folder that would hold it."""
+    path = Path(directory).absolute()
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
+
+
+def check_writable(directory: Path, what: str,
+                   remedy: str = "make it writable, or set TIERBENCH_DATA to a writable dataset cache") -> None:
+    """Refuse, in one line, to build ``what`` in a cache folder that cannot be written."""
+    if not writable(directory):
+        raise BadValue(f"{what} needs building in {directory}, which cannot be written: {remedy}")
 
 
 def _leftovers(entry: Path, kind: str) -> list[Path]:
@@ -255,8 +284,7 @@ def entry_lock(entry: Path, wait: bool = True):
     except OSError as err:
         raise BadValue(f"cannot create the dataset cache {root} ({err.strerror}): set TIERBENCH_DATA to a "
                        f"writable directory") from None
-    if not os.access(root, os.W_OK | os.X_OK):
-        raise BadValue(f"the dataset cache {root} cannot be written: set TIERBENCH_DATA to a writable directory")
+    check_writable(root, entry.name)
     lock = filelock.FileLock(str(root / f".{entry.name}.lock"))
     try:
         lock.acquire(timeout=0)
@@ -273,24 +301,30 @@ def entry_lock(entry: Path, wait: bool = True):
         lock.release()
 
 
-def build_entry(entry: Path, build, force: bool = False) -> Path:
+def build_entry(entry: Path, build, force: bool = False, on_reuse=None) -> Path:
     """Return ``entry``, complete: built by ``build(partial_dir)`` unless it exists (or ``force``).
 
     ``build`` writes every file and the manifest (last) into the directory it
     is given.  The entry's lock is held from the check to the publication, so
     concurrent callers build it once; leftovers of killed builds are
-    recovered first (``recover``).
+    recovered first (``recover``).  A complete entry is returned without
+    taking the lock (a cache that cannot be written is only read), after
+    ``on_reuse(entry)`` when that is given.
     """
     if is_complete(entry) and not force:
-        if _leftovers(entry, "old") or _leftovers(entry, "partial"):
+        if (_leftovers(entry, "old") or _leftovers(entry, "partial")) and writable(entry.parent):
             with entry_lock(entry, wait=False) as locked:
                 if locked:
                     recover(entry)
+        if on_reuse is not None:
+            on_reuse(entry)
         return entry
     with entry_lock(entry):
         recover(entry)
-        if is_complete(entry) and not force:
-            return entry  # another process built it while this one waited
+        if is_complete(entry) and not force:  # another process built it while this one waited
+            if on_reuse is not None:
+                on_reuse(entry)
+            return entry
         partial = entry.parent / f".{entry.name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
         partial.mkdir()
         try:

@@ -33,11 +33,17 @@ ogb slices the edge list and the feature table to the counts in
 ``num-edge-list`` and ``num-node-list``, so a truncated file would pass
 silently; the edge count is checked against the listed one here, and the
 feature and label rows against the node count in ``suite.datasets.validate``.
+Every check runs on what ogb hands over, whether it read the raw files or
+its ``processed/`` pickle of them: once the pickle exists ogb never looks at
+the raw files again, so a pickle of a damaged copy would otherwise be
+trusted for good.
 
 For synthetic datasets ogb is kept from writing its ``processed/`` pickle
 (tierbench keeps its own copy in ``.npy`` files; for papers-l the pickle
-would be 17 GB more).  Nothing is removed from a real dataset; ogb adds its
-``processed/`` cache there, as on any first read.
+would be 17 GB more).  Nothing the user put in a real dataset is removed;
+ogb adds its ``processed/`` cache there, as on any first read, and a read
+that fails (a check, the split files, an interrupt) removes the pickle it
+wrote, so no later read trusts an unchecked one.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ import io
 import logging
 import sys
 import types
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -203,16 +210,16 @@ def check_readable_without_download(meta: dict, regenerate_hint: str) -> None:
     if meta["is hetero"] == "True":
         raise BadValue(f"{meta['dir_path']} holds a heterogeneous graph; tierbench reads homogeneous node datasets")
     root = Path(meta["dir_path"])
+    needed = root / "raw" / ("data.npz" if meta["binary"] == "True" else "edge.csv.gz")
     if not root.is_dir():
-        raise DatasetFileError(f"no dataset directory {root}. {regenerate_hint}")
+        raise DatasetFileError(f"no dataset directory {root}: ogb's layout expects the graph in {needed}. "
+                               f"{regenerate_hint}")
     release = root / f"RELEASE_v{meta['version']}.txt"
     if not release.exists():
         raise DatasetFileError(
             f"{release} is missing, so ogb would ask whether to delete the dataset. If this copy is "
             f"current, create the file (touch it); otherwise replace the dataset. {regenerate_hint}"
         )
-    raw = root / "raw"
-    needed = raw / ("data.npz" if meta["binary"] == "True" else "edge.csv.gz")
     if not needed.exists() and not (root / "processed" / "data_processed").exists():
         raise DatasetFileError(
             f"neither {needed} nor {root / 'processed' / 'data_processed'} exists, so ogb would try "
@@ -239,36 +246,56 @@ def source_files(meta: dict) -> dict[str, Path]:
     return {"edges": edges, "features": features, "labels": labels, **split_files}
 
 
-def _listed_edge_count(meta: dict) -> tuple[int, Path]:
-    """The first graph's edge count as OGB's own count file states it, and that file."""
+def _listed_edge_count(meta: dict, hint: str) -> tuple[int, Path] | None:
+    """The first graph's edge count as OGB's own count file states it, and that file (None without the file)."""
     raw = Path(meta["dir_path"]) / "raw"
-    if meta["binary"] == "True":
-        with np.load(raw / "data.npz") as data:
-            return int(data["num_edges_list"][0]), raw / "data.npz"
-    listed = raw / "num-edge-list.csv.gz"
-    return int(pd.read_csv(listed, header=None, compression="gzip").iloc[0, 0]), listed
+    listed = raw / ("data.npz" if meta["binary"] == "True" else "num-edge-list.csv.gz")
+    if not listed.is_file():
+        return None
+    try:
+        if meta["binary"] == "True":
+            with np.load(listed) as data:
+                return int(data["num_edges_list"][0]), listed
+        return int(pd.read_csv(listed, header=None, compression="gzip").iloc[0, 0]), listed
+    except Exception as err:  # numpy, zipfile, gzip or pandas, on a damaged count file
+        raise DatasetFileError(f"{listed}: the edge count cannot be read ({type(err).__name__}: "
+                               f"{str(err).rstrip('.')}). {hint}") from err
 
 
 def check_edge_count(meta: dict, graph: dict, sources: dict[str, Path], regenerate_hint: str) -> None:
-    """ogb cuts the edge list at the listed count without a word: a shorter edge file is an error here."""
-    if sources["edges"].name == "data_processed":
-        return  # ogb counted when it wrote the pickle; the raw files may be gone
-    listed, count_file = _listed_edge_count(meta)
+    """ogb cuts the edge list at the listed count without a word: a shorter edge list is an error here.
+
+    The list checked is the one ogb handed over, read from the raw files or
+    from its ``processed/`` pickle of them; without a count file (raw files
+    removed after ogb pickled them) there is nothing to count against.
+    """
+    count = _listed_edge_count(meta, regenerate_hint)
+    if count is None:
+        return
+    listed, count_file = count
     per_edge = 2 if meta["add_inverse_edge"] == "True" else 1  # ogb adds the reverse of each edge
     read = graph["edge_index"].shape[1] // per_edge
     if read != listed:
+        source = sources["edges"]
+        cached = (" (ogb's pickle of the raw files: delete it so that ogb reads them again, and check them)"
+                  if source.name == "data_processed" else "")
         raise DatasetFileError(
-            f"{sources['edges']} holds {read} edges but {count_file} lists {listed}: the file is truncated or "
+            f"{source}{cached} holds {read} edges but {count_file} lists {listed}: the edge list is truncated or "
             f"belongs to another dataset. {regenerate_hint}"
         )
 
 
-def _empty_split_file(split_files) -> Path | None:
+def _bad_split_file(split_files) -> str | None:
+    """What is wrong with the first empty or unreadable ``.csv.gz`` split file (None if each holds something)."""
     for path in split_files:
         if path.name.endswith(".csv.gz") and path.is_file():
-            with gzip.open(path, "rb") as f:
-                if not f.read(4096).strip():
-                    return path
+            try:
+                with gzip.open(path, "rb") as f:
+                    empty = not f.read(4096).strip()
+            except (OSError, EOFError, zlib.error) as err:  # gzip's errors on a truncated or corrupt file
+                return f"{path} is truncated or corrupt ({type(err).__name__}: {str(err).rstrip('.') or 'no detail'})"
+            if empty:
+                return f"{path} is empty: every split needs a node id"
     return None
 
 
@@ -276,9 +303,11 @@ def read_node_dataset(meta: dict, regenerate_hint: str, cache_processed: bool = 
     """Read through ``NodePropPredDataset`` and check; returns ``(graph_dict, labels, split_dict)`` as ogb gives them.
 
     The edge count is checked against OGB's count file and the arrays by
-    ``validate.check_ogb_arrays``; a failure names the file it came from
-    (``source_files``), and a ``processed/`` pickle ogb wrote on this read is
-    removed with it, so that the next read does not skip these checks.
+    ``validate.check_ogb_arrays``, whether ogb read the raw files or its
+    ``processed/`` pickle; a failure names the file it came from
+    (``source_files``).  A pickle ogb wrote on this read is kept only when
+    every check passed: a read that fails in any way, or is interrupted,
+    removes it, so that no later read trusts an unchecked pickle.
     ``cache_processed=False`` stops ogb from writing that pickle (a second
     copy of the whole dataset), for data tierbench caches itself.
     """
@@ -289,6 +318,20 @@ def read_node_dataset(meta: dict, regenerate_hint: str, cache_processed: bool = 
     written_now = not processed.exists()
     if cache_processed:
         processed.parent.mkdir(exist_ok=True)  # ogb saves its cache there
+    try:
+        graph, labels, split = _read_through_ogb(NodePropPredDataset, meta, sources, regenerate_hint, cache_processed)
+        check_edge_count(meta, graph, sources, regenerate_hint)
+        validate.check_ogb_arrays(graph, labels, split, int(meta["num classes"]), sources, regenerate_hint, progress)
+    except BaseException:  # removed on any way out but success, then raised on
+        if written_now:
+            processed.unlink(missing_ok=True)
+        raise
+    return graph, labels, split
+
+
+def _read_through_ogb(NodePropPredDataset, meta: dict, sources: dict[str, Path], regenerate_hint: str,
+                      cache_processed: bool):
+    """``(graph_dict, labels, split_dict)`` as ogb reads them, its failures told as ``DatasetFileError``."""
     chatter = io.StringIO()
     try:
         with (
@@ -308,8 +351,7 @@ def read_node_dataset(meta: dict, regenerate_hint: str, cache_processed: bool = 
             try:
                 split = dataset.get_idx_split()
             except Exception as err:
-                empty = _empty_split_file(sources[k] for k in ("train", "valid", "test"))
-                what = f"{empty} is empty: every split needs a node id" if empty else (
+                what = _bad_split_file(sources[k] for k in ("train", "valid", "test")) or (
                     f"ogb could not read the split files in {sources['train'].parent}: {type(err).__name__}: "
                     f"{str(err).rstrip('.')}")
                 raise DatasetFileError(f"{what}. {regenerate_hint}") from err
@@ -317,11 +359,4 @@ def read_node_dataset(meta: dict, regenerate_hint: str, cache_processed: bool = 
         if chatter.getvalue().strip():
             log.debug("ogb: %s", chatter.getvalue().strip())
     graph, labels = dataset[0]
-    try:
-        check_edge_count(meta, graph, sources, regenerate_hint)
-        validate.check_ogb_arrays(graph, labels, split, int(meta["num classes"]), sources, regenerate_hint, progress)
-    except DatasetFileError:
-        if written_now:
-            processed.unlink(missing_ok=True)
-        raise
     return graph, labels, split

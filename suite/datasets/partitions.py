@@ -25,7 +25,7 @@ import filelock
 import numpy as np
 
 from baselines.sar.metis import Partition, metis_partition
-from suite.datasets.cache import cache_root
+from suite.datasets.cache import cache_root, check_writable
 from suite.datasets.dataset import content_fingerprint
 from suite.datasets.errors import DatasetFileError
 from suite.io import atomic
@@ -80,8 +80,11 @@ def load_partition(path, num_nodes: int, num_parts: int, expect: dict | None = N
 def cached_partition(dataset, num_parts: int, seed: int = 0, *, directory=None) -> tuple[Partition, Path, float]:
     """``(partition, its file, seconds METIS took)`` (0 when the file was there already)."""
     path = partition_path(dataset, num_parts, seed, directory)
-    path.parent.mkdir(parents=True, exist_ok=True)
     meta = partition_meta(dataset, num_parts, seed)
+    if path.is_file():  # written whole (renamed into place): read without the lock, which a read-only cache refuses
+        return load_partition(path, dataset.num_nodes, num_parts, expect=meta), path, 0.0
+    check_writable(path.parent, f"the partition {path.name} ({num_parts} parts)")
+    path.parent.mkdir(parents=True, exist_ok=True)
     with filelock.FileLock(f"{path}.lock"):
         if path.is_file():
             return load_partition(path, dataset.num_nodes, num_parts, expect=meta), path, 0.0

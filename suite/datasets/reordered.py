@@ -179,15 +179,20 @@ def reordered_entry_path(name: str, scorer: str, params: dict, base_entry: Path,
 
 
 def prepare_reordered(
-    name: str, scorer: str, params: dict | None = None, *, ogb_root=None, force: bool = False, progress: bool = True
+    name: str, scorer: str, params: dict | None = None, *, ogb_root=None, force: bool = False, progress: bool = True,
+    on_reuse=None,
 ) -> Path:
-    """Make sure the reordered entry exists (build it if not, or if ``force``); returns its directory."""
+    """Make sure the reordered entry exists (build it if not, or if ``force``); returns its directory.
+
+    ``on_reuse(entry)`` is called when the reordered entry is there already.
+    """
     params = get_scorer(scorer).params(**(params or {}))
     base_entry = prepare_dataset(name, ogb_root=ogb_root, progress=progress)
     hint = regenerate_hint(name, ogb_root)
     entry = reordered_entry_path(name, scorer, params, base_entry, hint)
     return cache.build_entry(
-        entry, lambda partial: _build(base_entry, hint, name, scorer, params, partial, progress), force=force
+        entry, lambda partial: _build(base_entry, hint, name, scorer, params, partial, progress), force=force,
+        on_reuse=on_reuse,
     )
 
 

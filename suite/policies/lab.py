@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from suite.datasets.cache import cache_root
+from suite.datasets.cache import cache_root, check_writable
 from suite.datasets.dataset import content_fingerprint
 from suite.datasets.reordered import score_nodes
 from suite.policies import belady, dynamic, static
@@ -102,12 +102,17 @@ def cached_trace(dataset, settings: LabSettings, seed: int, epochs: int, *, dire
     directory = Path(directory) if directory else trace_directory()
     fingerprint = content_fingerprint(dataset)
     path = directory / f"{settings.dataset}-{settings.trace_key(seed, epochs, fingerprint)}.npz"
-    path.parent.mkdir(parents=True, exist_ok=True)
     identity = {"dataset": settings.dataset, "fingerprint": fingerprint}
+    expect = {**identity, "num_nodes": dataset.num_nodes, "fanouts": list(settings.fanouts),
+              "batch_size": settings.batch_size, "seed": seed, "epochs": epochs}
+    if path.is_file():  # written whole (renamed into place): read without the lock, which a read-only cache refuses
+        return load_trace(path, expect=expect), path  # a trace claims what it was recorded from: checked
+    check_writable(directory, f"the trace {path.name} ({settings.dataset}, {epochs} epochs from seed {seed})",
+                   "make it writable (policies and plan also take --trace-dir, a writable folder for traces)")
+    path.parent.mkdir(parents=True, exist_ok=True)
     with filelock.FileLock(f"{path}.lock"):  # two runs wanting the same trace record it once
-        if path.is_file():  # a trace claims what it was recorded from: checked against what is asked for
-            return load_trace(path, expect={**identity, "num_nodes": dataset.num_nodes, "fanouts": list(settings.fanouts),
-                                            "batch_size": settings.batch_size, "seed": seed, "epochs": epochs}), path
+        if path.is_file():
+            return load_trace(path, expect=expect), path
         trace = record_trace(dataset.graph, dataset.splits["train"], settings.fanouts, settings.batch_size, seed=seed,
                              epochs=epochs, meta={**identity, "regime": settings.regime}, progress=progress)
         save_trace(path, trace)

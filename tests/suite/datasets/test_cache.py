@@ -257,3 +257,121 @@ def test_the_cli_says_which_cache_it_uses_and_the_real_size(tiny, capsys):
     assert "(est.)" in next(line for line in out.splitlines() if line.split()[:1] == ["papers-l"])
     assert main(["datasets", "generate", "tiny", "-q"]) == 0
     assert f"tiny: {tiny.path} ({real / 1000:.1f} KB)" in capsys.readouterr().out
+
+
+def test_list_and_info_check_every_files_size_and_verify_every_checksum(copy_of_tiny, capsys):
+    from suite.cli import main
+
+    assert main(["datasets", "verify", "tiny", "-q"]) == 0
+    assert f"{copy_of_tiny.name}: ok" in capsys.readouterr().out
+    labels = copy_of_tiny / "labels.npy"
+    data = bytearray(labels.read_bytes())
+    data[-1] ^= 1
+    labels.write_bytes(bytes(data))  # the same size: only the checksum tells
+    assert main(["datasets", "list"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["tiny"])
+    assert row.split()[-1] == "True"  # the "cached" column
+    assert main(["datasets", "verify", "tiny", "-q"]) == 2
+    out, err = capsys.readouterr()
+    assert f"{labels} is corrupt: its SHA-256 differs" in out and "generate tiny --force" in out
+    assert err.count("\n") == 1 and "1 of 1 entries are damaged" in err
+    for damage in ("truncate", "delete"):
+        labels.write_bytes(bytes(data[:-8])) if damage == "truncate" else labels.unlink()
+        assert main(["datasets", "list"]) == 0
+        out = capsys.readouterr().out
+        row = next(line for line in out.splitlines() if line.split()[:1] == ["tiny"])
+        assert row.split()[-1] == "damaged", damage
+        assert f"damaged: {labels} is {'truncated' if damage == 'truncate' else 'missing'}" in out
+        assert main(["datasets", "info", "tiny"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and str(labels) in err, damage
+
+
+def test_generate_verifies_an_entry_it_reuses_and_says_so(copy_of_tiny, capsys):
+    from suite.cli import main
+
+    assert main(["datasets", "generate", "tiny", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert f"tiny: {copy_of_tiny} (" in out and "; reused cached entry, checksums verified" in out
+    features = copy_of_tiny / "features.npy"
+    data = bytearray(features.read_bytes())
+    data[-1] ^= 1
+    features.write_bytes(bytes(data))
+    assert main(["datasets", "generate", "tiny", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{features} is corrupt" in err
+
+
+@pytest.fixture
+def read_only(monkeypatch):
+    """``chmod -R a-w`` on a folder, undone afterwards; for root, whom permissions do not stop, ``os.access`` answers
+    as it would for anyone else (what tierbench consults before it writes)."""
+    made = []
+
+    def chmod(folder: Path):
+        for path in [folder, *folder.rglob("*")]:
+            path.chmod(path.stat().st_mode & ~0o222)
+        made.append(folder)
+
+    if os.geteuid() == 0:
+        real = os.access
+        monkeypatch.setattr(os, "access", lambda path, mode, **kw: real(path, mode, **kw) and not (
+            mode & os.W_OK and not os.stat(path).st_mode & 0o222))
+    yield chmod
+    for folder in made:
+        for path in [folder, *folder.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)
+
+
+def _snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*")}
+
+
+def test_a_read_only_cache_is_read_by_policies_disk_and_plan_without_writing(tiny, tmp_path, monkeypatch, read_only,
+                                                                            capsys):
+    from suite.cli import main
+    from suite.datasets.reordered import prepare_reordered
+
+    prepare_reordered("tiny", "wrpr", progress=False)  # in the session's cache, then copied
+    cache = tmp_path / "cache"
+    shutil.copytree(tiny.path.parent, cache, ignore=shutil.ignore_patterns("traces", "partitions", ".*"))
+    monkeypatch.setenv("TIERBENCH_DATA", str(cache))
+    commands = [
+        ["policies", "--dataset", "tiny", "--epochs", "1", "--out", str(tmp_path / "policies")],
+        ["disk", "--dataset", "tiny", "--batches", "2", "--out", str(tmp_path / "disk")],
+        ["plan", "--dataset", "tiny", "--gpu-memory", "8GB", "--epochs", "1",
+         "--out", str(tmp_path / "plan")],
+    ]
+    for command in commands:  # records their traces in the cache
+        assert main([*command, "-q"]) == 0, capsys.readouterr().err
+    for lock in cache.rglob("*.lock"):  # the lock files of that recording: reading must not make them again
+        lock.unlink()
+    before = _snapshot(cache)
+    read_only(cache)
+    for command in commands:
+        assert main([*command, "-q"]) == 0, capsys.readouterr().err
+    assert _snapshot(cache) == before  # not even a lock file
+    capsys.readouterr()
+    assert main(["policies", "--dataset", "tiny", "--epochs", "2", "--out", str(tmp_path / "policies"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs building in" in err and "cannot be written" in err and "--trace-dir" in err
+    assert main(["datasets", "generate", "tiny-rmat", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tiny-rmat-" in err and "cannot be written" in err and "TIERBENCH_DATA" in err
+    assert _snapshot(cache) == before
+
+
+def test_an_interrupted_generate_is_one_line_and_keeps_the_entries_it_finished(copy_of_tiny, capsys, monkeypatch):
+    import suite.datasets.build as build
+    from suite.cli import main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build, "generate_graph", interrupted)
+    assert main(["datasets", "generate", "tiny", "tiny-rmat", "-q"]) == 130
+    out, err = capsys.readouterr()
+    assert err == ("tierbench: interrupted: generating tiny-rmat; its partial build was removed and the cache holds "
+                   "what it held before; tiny ready\n")
+    assert f"tiny: {copy_of_tiny}" in out
+    assert not entry_path("tiny-rmat").exists() and leftovers(entry_path("tiny-rmat")) == []

@@ -219,3 +219,75 @@ def test_a_heterogeneous_dataset_is_refused_before_ogb_reads_it(tmp_path):
     meta = ogb_format.real_meta_dict("ogbn-mag", tmp_path)
     with pytest.raises(ValueError, match="ogbn_mag holds a heterogeneous graph"):
         ogb_format.read_node_dataset(meta, HINT)
+
+
+def _generate_products(tmp_path, capsys):
+    from suite.cli import main
+
+    status = main(["datasets", "generate", "ogbn-products", "--ogb-root", str(tmp_path), "-q"])
+    return status, capsys.readouterr().err
+
+
+def _write_split(path, ids):
+    import gzip
+
+    path.write_bytes(gzip.compress("".join(f"{i}\n" for i in ids).encode()))
+
+
+def test_a_failed_import_leaves_no_processed_pickle_that_a_later_import_trusts(tmp_path, capsys):
+    import gzip
+
+    _, _, _, order = write_mini_ogbn_products(tmp_path)
+    base = tmp_path / "ogbn_products"
+    edge_file = base / "raw" / "edge.csv.gz"
+    lines = gzip.decompress(edge_file.read_bytes()).splitlines(keepends=True)
+    edge_file.write_bytes(gzip.compress(b"".join(lines[:-100])))  # 100 edges short of the listed 200
+    valid = base / "split" / "sales_ranking" / "valid.csv.gz"
+    valid.write_bytes(gzip.compress(b""))
+    status, err = _generate_products(tmp_path, capsys)
+    assert status == 2 and err.count("\n") == 1 and "valid.csv.gz is empty" in err
+    assert not (base / "processed" / "data_processed").exists()
+    _write_split(valid, order[10:15])  # the split is fixed; the edge list is still short
+    status, err = _generate_products(tmp_path, capsys)
+    assert status == 2 and err.count("\n") == 1 and "holds 100 edges but" in err and "lists 200" in err
+    assert not (base / "processed" / "data_processed").exists()
+
+
+def test_the_edge_count_is_checked_on_ogbs_processed_pickle_too(tmp_path, capsys):
+    import gzip
+
+    write_mini_ogbn_products(tmp_path)
+    base = tmp_path / "ogbn_products"
+    edge_file = base / "raw" / "edge.csv.gz"
+    lines = gzip.decompress(edge_file.read_bytes()).splitlines(keepends=True)
+    edge_file.write_bytes(gzip.compress(b"".join(lines[:-100])))
+    meta = ogb_format.real_meta_dict("ogbn-products", tmp_path)
+    (base / "processed").mkdir()
+    with ogb_format._ogb_patched(cache_processed=True):  # ogb pickles the short list, unchecked, as ogb alone would
+        ogb_format.import_ogb_node_dataset()(name="ogbn-products", meta_dict=meta)
+    assert (base / "processed" / "data_processed").exists()
+    capsys.readouterr()  # ogb's own progress bars
+    status, err = _generate_products(tmp_path, capsys)
+    assert status == 2 and err.count("\n") == 1
+    assert "data_processed (ogb's pickle of the raw files" in err and "holds 100 edges but" in err
+
+
+def test_a_truncated_split_file_is_one_line_and_leaves_no_pickle(tmp_path, capsys):
+    write_mini_ogbn_products(tmp_path)
+    base = tmp_path / "ogbn_products"
+    valid = base / "split" / "sales_ranking" / "valid.csv.gz"
+    valid.write_bytes(valid.read_bytes()[:-12])  # cut inside the gzip trailer
+    status, err = _generate_products(tmp_path, capsys)
+    assert status == 2 and err.count("\n") == 1, err
+    assert "valid.csv.gz is truncated or corrupt" in err and "Traceback" not in err
+    assert not (base / "processed" / "data_processed").exists()
+
+
+def test_a_missing_real_dataset_says_where_ogbs_layout_expects_it_not_to_force(tmp_path, capsys):
+    for force in ([], ["--force"]):
+        from suite.cli import main
+
+        assert main(["datasets", "generate", "ogbn-products", "--ogb-root", str(tmp_path), "-q", *force]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--force" not in err
+        assert f"ogb's layout expects the graph in {tmp_path / 'ogbn_products' / 'raw' / 'edge.csv.gz'}" in err

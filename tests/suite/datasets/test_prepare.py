@@ -98,3 +98,21 @@ def test_scipy_peers_compute_the_same_results(tiny):
     for v in (0, 1, 17, graph.num_nodes - 1):
         row = slice(new.indptr[v], new.indptr[v + 1])
         assert sorted(permuted.indices[row].tolist()) == sorted(new.indices[row].tolist())
+
+
+def test_prepare_verifies_an_entry_it_reuses_and_says_so(tiny_by_wrpr, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    monkeypatch.setenv("TIERBENCH_DATA", str(tmp_path))
+    shutil.copytree(tiny_by_wrpr.path.parent, tmp_path, dirs_exist_ok=True)
+    assert main(["prepare", "--dataset", "tiny", "--scorer", "wrpr", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert f"{tmp_path / tiny_by_wrpr.path.name}; reused cached entry, checksums verified" in out
+    perm = tmp_path / tiny_by_wrpr.path.name / "new_to_old.npy"
+    data = bytearray(perm.read_bytes())
+    data[-1] ^= 1  # a reordering that no longer matches its manifest, of the same size
+    perm.write_bytes(bytes(data))
+    assert main(["prepare", "--dataset", "tiny", "--scorer", "wrpr", "-q"]) == 2
+    out, err = capsys.readouterr()
+    assert not out.strip().startswith("tiny reordered") and err.count("\n") == 1
+    assert "new_to_old.npy is corrupt" in err and "tierbench prepare --dataset tiny --scorer wrpr --force" in err

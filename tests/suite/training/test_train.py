@@ -222,3 +222,38 @@ def test_stopping_early_shuts_the_pipeline_down(tiny):
             break
     assert threading.active_count() == before
     assert list(Pipeline(range(5), lambda i: i + 1)) == [1, 2, 3, 4, 5]
+
+
+def test_an_interrupted_train_writes_the_epochs_that_finished(tiny, tmp_path, capsys, monkeypatch):
+    real = Trainer.train_epoch
+
+    def interrupted_in_the_third(self, epoch, **kwargs):
+        if epoch == 2:
+            raise KeyboardInterrupt
+        return real(self, epoch, **kwargs)
+
+    monkeypatch.setattr(Trainer, "train_epoch", interrupted_in_the_third)
+    out = tmp_path / "out"
+    assert main(["train", "--dataset", "tiny", "--epochs", "4", "--batch-size", "512", "--out", str(out), "-q"]) == 130
+    captured = capsys.readouterr()
+    csv = out / "train-tiny.csv"
+    assert captured.err == (f"tierbench: interrupted: training tiny after 2 of 4 epochs; their records are in "
+                            f"{out / 'train-tiny.md'} and {csv}\n")
+    import pandas as pd
+
+    assert pd.read_csv(csv)["epoch"].tolist() == [0, 1]
+    assert main(["train", "--dataset", "tiny", "--epochs", "4", "--batch-size", "512", "-q"]) == 130
+    assert capsys.readouterr().err.endswith("after 2 of 4 epochs; their records are printed above (--out writes them)\n")
+
+
+def test_a_train_interrupted_while_opening_its_dataset_is_one_line(tiny, tmp_path, capsys, monkeypatch):
+    import suite.sweep.run
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(suite.sweep.run, "open_dataset", interrupted)
+    assert main(["train", "--dataset", "tiny", "--out", str(tmp_path / "out"), "-q"]) == 130
+    assert capsys.readouterr().err == ("tierbench: interrupted: opening tiny before training; no epoch ran, nothing "
+                                       "written\n")
+    assert not (tmp_path / "out").exists()
