@@ -12,6 +12,7 @@ import math
 
 from suite.datasets import PRESETS
 from suite.datasets.regime import REGIMES
+from suite.measure.host_memory import physical_bytes
 
 DEFAULT_SCORER = "wrpr"  # weighted reverse PageRank, the scorer Data Tiering §3.1 trains with
 DEFAULT_HOT_FRACTION = 0.1
@@ -51,9 +52,12 @@ def integer(text: str) -> int:
     return _number(text, int)
 
 
+MAX_SEED = 2**32 - 1  # a 32-bit seed: one numpy, torch and numba generators all take
+MAX_FANOUT = 2**31 - 1  # the samplers count neighbours in int64: a larger fanout only overflows them
+
 positive_int = _checked(int, lambda v: v >= 1, "must be at least 1")  # epochs, sizes, repeats, processes
 count = _checked(int, lambda v: v >= 0, "must be at least 0")  # partitions read ahead, iterations
-seed = _checked(int, lambda v: v >= 0, "must be at least 0")  # seeds of minibatches, models, partitions
+seed = _checked(int, lambda v: 0 <= v <= MAX_SEED, f"must be at least 0 and at most {MAX_SEED}")  # of minibatches, models
 positive_float = _checked(float, lambda v: v > 0, "must be above 0")  # learning rate, sizes in GiB, tolerances
 fraction = _checked(float, lambda v: 0 <= v <= 1, "must be in [0, 1]")  # a share of rows: hot fractions
 edge_share = _checked(float, lambda v: 0 < v <= 1, "must be above 0 and at most 1")  # a share of the edges
@@ -62,9 +66,22 @@ probability = _checked(float, lambda v: 0 <= v < 1, "is a probability in [0, 1)"
 
 def fanouts(text: str) -> tuple[int, ...]:
     try:
-        return tuple(int(part) for part in text.split(","))
+        values = tuple(int(part) for part in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"fanouts are comma-separated integers such as 12,12,12, got {text!r}") from None
+    if not all(1 <= value <= MAX_FANOUT for value in values):
+        raise argparse.ArgumentTypeError(f"each fanout must be in [1, {MAX_FANOUT}], got {text!r}")
+    return values
+
+
+def host_bytes(text: str) -> int:
+    """A size in bytes of host memory: at least 1, and at most this machine's RAM."""
+    value = _number(text, int)
+    ram = physical_bytes()
+    if not 1 <= value <= ram:
+        raise argparse.ArgumentTypeError(f"must be at least 1 and at most this machine's RAM, {ram:,} bytes, "
+                                         f"got {text!r}")
+    return value
 
 
 def numbers(text: str) -> list[float]:

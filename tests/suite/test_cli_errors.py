@@ -280,6 +280,14 @@ def test_an_internal_error_in_a_command_shows_its_traceback(error, capsys, monke
     (["prepare", "--dataset", "tiny", "--scorer", "wrpr", "--max-iter", "0"], "--max-iter", "must be at least 1"),
     (["train", "--dataset", "tiny", "--seed", "-3"], "--seed", "must be at least 0"),
     (["bucket-train", "--dataset", "tiny", "--seed", "nan"], "--seed", "expected an integer"),
+    (["train", "--dataset", "tiny", "--seed", str(2**70)], "--seed", "must be at least 0 and at most 4294967295"),
+    (["train", "--dataset", "tiny", "--fanout", "99999999999999999999"], "--fanout", "each fanout must be in [1, "),
+    (["run", "--experiment", "demo", "--fanout", "5,0"], "--fanout", "each fanout must be in [1, "),
+    (["doctor", "--host-tier-bytes", str(10**20)], "--host-tier-bytes", "at most this machine's RAM"),
+    (["doctor", "--host-tier-bytes", "0"], "--host-tier-bytes", "must be at least 1"),
+    (["gpu-suite", "--max-minutes", "-5"], "--max-minutes", "must be above 0"),
+    (["gpu-suite", "--max-minutes", "nan"], "--max-minutes", "finite"),
+    (["prepare", "--dataset", "tiny", "--scorer", "wrpr", "--tol", "-1"], "--tol", "must be above 0"),
 ])
 def test_a_formerly_unchecked_number_is_refused_in_one_line(argv, option, says, capsys):
     status, _, err = run(argv, capsys)
