@@ -1,6 +1,7 @@
 """Bad options, devices and sizes end the tierbench command with one line, never a traceback or a silent run."""
 
 import argparse
+import csv
 
 import pytest
 import torch
@@ -324,3 +325,27 @@ def test_an_output_folder_that_is_a_file_is_refused_before_any_work(command, opt
     assert not_a_folder.read_text() == "kept"
     status, _, err = run([*command, option, str(not_a_folder / "below")], capsys)
     assert_one_error_line(status, err, f"into {not_a_folder / 'below'}: {not_a_folder} is a file, not a folder")
+
+
+# ----------------------------------------------------------------- records read back
+@pytest.mark.parametrize("column, bad", [("hot_fraction", "inf"), ("epoch_s", "-1e308"), ("hit_ratio", "7.5")])
+def test_report_refuses_a_record_out_of_range_naming_file_line_and_column(column, bad, tmp_path, capsys):
+    from tests.suite.sweep.test_records import row
+    from suite.sweep.records import store_records
+
+    path = tmp_path / "runs" / "mine.csv"
+    store_records(path, [row()])
+    header, fields = csv.reader(path.read_text().splitlines())
+    fields[header.index(column)] = bad
+    with open(path, "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows([header, fields])
+    status, _, err = run(["report", "--experiment", "mine", "--runs", str(tmp_path / "runs"),
+                          "--out", str(tmp_path / "out")], capsys)
+    assert_one_error_line(status, err, f"mine.csv, line 2, column {column}: '{bad}' is not")
+
+
+def test_report_refuses_records_that_are_not_utf8_naming_the_file(tmp_path, capsys):
+    (tmp_path / "mine.csv").write_bytes(b"dataset,\xff\n")
+    status, _, err = run(["report", "--experiment", "mine", "--runs", str(tmp_path), "--out", str(tmp_path / "o")],
+                         capsys)
+    assert_one_error_line(status, err, "mine.csv: byte 8 is not UTF-8 text")
