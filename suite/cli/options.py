@@ -17,7 +17,8 @@ from suite.measure.host_memory import physical_bytes
 DEFAULT_SCORER = "wrpr"  # weighted reverse PageRank, the scorer Data Tiering §3.1 trains with
 DEFAULT_HOT_FRACTION = 0.1
 
-DATASET_HELP = f"a preset ({', '.join(PRESETS)}), or ogbn-* with --ogb-root"
+PRESET_HELP = f"a preset ({', '.join(PRESETS)})"
+DATASET_HELP = f"{PRESET_HELP}, or ogbn-* with --ogb-root"
 REGIME_HELP = ("the batch's regime (suite/datasets/regime.py): paper, a batch whose footprint (the share of the "
                "graph one minibatch touches) matches the paper's batch on the graph the dataset imitates; unscaled, "
                "the paper's 1024 seeds as they are; --batch-size overrides both")
@@ -109,10 +110,10 @@ def quiet() -> argparse.ArgumentParser:
     return parent
 
 
-def dataset() -> argparse.ArgumentParser:
-    """``--dataset NAME``, required."""
+def dataset(real_ogb: bool = True) -> argparse.ArgumentParser:
+    """``--dataset NAME``, required; ``real_ogb``: the command also takes ``--ogb-root`` and a real ogbn-* dataset."""
     parent = parent_parser()
-    parent.add_argument("--dataset", required=True, help=DATASET_HELP)
+    parent.add_argument("--dataset", required=True, help=DATASET_HELP if real_ogb else PRESET_HELP)
     return parent
 
 

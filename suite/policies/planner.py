@@ -70,12 +70,20 @@ class Machine:
     measured: bool
 
 
+NO_PROFILE = "none"
+"""The ``--machine`` that asks for the nominal numbers even where a profile exists."""
+
+
 def machine(path=None, machines=MACHINES) -> Machine:
-    """The machine profile at ``path``, else the newest GPU profile in ``machines``, else the nominal numbers."""
+    """The machine profile at ``path``, else the newest GPU profile in ``machines``, else the nominal numbers (and
+    those where ``path`` is ``"none"``)."""
+    nominal = Machine("a GPU on PCIe 4.0 x16 (nominal)", dict(NOMINAL), NOMINAL_SOURCE, False)
+    if path == NO_PROFILE:
+        return nominal
     if path is None:
         found = newest_gpu_profile(machines, (ZERO_COPY, D2D))
         if found is None:
-            return Machine("a GPU on PCIe 4.0 x16 (nominal)", dict(NOMINAL), NOMINAL_SOURCE, False)
+            return nominal
         path = found[0]
     elif not Path(path).is_file():
         raise BadValue(f"{path} does not exist: `tierbench doctor` on the GPU machine writes a profile")

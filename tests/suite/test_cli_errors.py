@@ -349,3 +349,11 @@ def test_report_refuses_records_that_are_not_utf8_naming_the_file(tmp_path, caps
     status, _, err = run(["report", "--experiment", "mine", "--runs", str(tmp_path), "--out", str(tmp_path / "o")],
                          capsys)
     assert_one_error_line(status, err, "mine.csv: byte 8 is not UTF-8 text")
+
+
+@pytest.mark.parametrize("command", ["disk", "bucket-train", "sar"])
+def test_a_command_without_ogb_root_does_not_offer_it_in_its_help(command, capsys):
+    status, out, _ = run([command, "--help"], capsys)
+    assert status == 0 and "--ogb-root" not in out and "tiny, tiny-rmat" in out
+    status, _, err = run([command, "--dataset", "tiny", "--ogb-root", "x"], capsys)
+    assert_one_error_line(status, err, "unrecognized arguments: --ogb-root")
