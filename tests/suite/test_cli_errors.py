@@ -357,3 +357,26 @@ def test_a_command_without_ogb_root_does_not_offer_it_in_its_help(command, capsy
     assert status == 0 and "--ogb-root" not in out and "tiny, tiny-rmat" in out
     status, _, err = run([command, "--dataset", "tiny", "--ogb-root", "x"], capsys)
     assert_one_error_line(status, err, "unrecognized arguments: --ogb-root")
+
+
+# ----------------------------------------------------------------- the partition buffer (Marius)
+@pytest.mark.parametrize("options, says", [
+    (["--partitions", "4", "--capacity", "2", "--prefetch", "99"], "at most the p - c = 4 - 2 = 2 partitions outside the buffer, got 99"),
+    (["--partitions", "8", "--capacity", "4", "--prefetch", "0", "5"], "p - c = 8 - 4 = 4 partitions"),
+    (["--partitions", "100000"], "--partitions 100000 makes 10,000,000,000 edge buckets"),
+])
+def test_bucket_train_refuses_a_buffer_it_cannot_hold_before_any_work(options, says, tmp_path, capsys, monkeypatch):
+    import suite.experiments.bucket_training as bucket_training
+
+    monkeypatch.setattr(bucket_training, "load_dataset", lambda *a, **k: pytest.fail("loaded the dataset"))
+    status, _, err = run(["bucket-train", "--dataset", "tiny", *options, "--out", str(tmp_path / "o"), "-q"], capsys)
+    assert_one_error_line(status, err, says)
+
+
+def test_bucket_train_refuses_more_partitions_than_nodes(tiny, tmp_path, capsys, monkeypatch):
+    import suite.experiments.bucket_training as bucket_training
+
+    monkeypatch.setattr(bucket_training, "available_bytes", lambda: 2**60)
+    status, _, err = run(["bucket-train", "--dataset", "tiny", "--partitions", "5000", "--out", str(tmp_path / "o"),
+                          "-q"], capsys)
+    assert_one_error_line(status, err, "--partitions 5000 is more than tiny's 4,096 nodes")
