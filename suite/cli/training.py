@@ -11,6 +11,7 @@ import torch
 from suite.cli import options
 from suite.cli.options import DEFAULT_HOT_FRACTION, DEFAULT_SCORER
 from suite.cli.output import show
+from suite.errors import BadValue
 from suite.registry import LOADERS, SCORERS, hot_tier_loaders, loader, reordered_loaders
 
 
@@ -28,6 +29,18 @@ def _loader_hot_fraction(name: str, hot_fraction: float | None) -> float:
         _warn(f"--hot-fraction {hot_fraction} is ignored: loader {name} has no hot tier (it keeps {spec.gpu_share:.0%} "
               f"of the rows in GPU memory); the loaders with one are {', '.join(hot_tier_loaders())}")
     return spec.gpu_share
+
+
+def _check_model_fits(dataset, layers: int, hidden: int, device: torch.device) -> None:
+    """Refuse a ``--hidden`` whose model could not be held on ``device``, before it is built."""
+    from suite.measure.host_memory import available_bytes, gib
+    from suite.training.model import training_state_bytes
+
+    needed = training_state_bytes(dataset.feature_dim, dataset.num_classes, layers, hidden)
+    available = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else available_bytes()
+    if needed > available:
+        raise BadValue(f"--hidden {hidden}: GraphSAGE's weights, gradients and Adam's two moments take "
+                       f"{gib(needed)}, and {device} has {gib(available)} available: give a smaller --hidden")
 
 
 def _cmd_train(args) -> int:
@@ -49,6 +62,7 @@ def _cmd_train(args) -> int:
     cell = Cell(args.dataset, args.loader, hot_fraction, fanouts, args.scorer or "none", batch_size=batch_size,
                 regime=regime)
     dataset = open_dataset(cell, args.ogb_root, progress=not args.quiet)
+    _check_model_fits(dataset, len(fanouts), args.hidden, device)
     majority = majority_accuracy(dataset)
     print(
         f"{dataset}\nloader {args.loader} (hot fraction {hot_fraction}), fanouts {fanouts}, "

@@ -35,7 +35,7 @@ import pandas as pd
 from suite.errors import BadValue
 from suite.measure.ceilings import newest_gpu_profile, profile_ceilings
 from suite.policies.static import replay_static
-from suite.training.model import GraphSAGE
+from suite.training.model import training_state_bytes
 from tiering.features.placement import hot_rows
 
 MACHINES = Path("results/machines")
@@ -99,8 +99,7 @@ def model_bytes(feature_dim: int, num_classes: int, layers: int, hidden: int, ma
     """GPU memory training needs beside the cache, estimated: the model's parameters four times (weights, gradients,
     Adam's two moments), the largest minibatch's gathered rows and two hidden activations per layer of it, and
     ``CONTEXT_BYTES``."""
-    parameters = sum(p.numel() for p in GraphSAGE(feature_dim, num_classes, layers, hidden).parameters())
-    return 4 * 4 * parameters + max_rows * (row_bytes + 2 * layers * hidden * 4) + CONTEXT_BYTES
+    return training_state_bytes(feature_dim, num_classes, layers, hidden) + max_rows * (row_bytes + 2 * layers * hidden * 4) + CONTEXT_BYTES
 
 
 def projected_seconds(miss_bytes, hit_rows, fill_rows, row_bytes: int, ceilings: dict):

@@ -380,3 +380,9 @@ def test_bucket_train_refuses_more_partitions_than_nodes(tiny, tmp_path, capsys,
     status, _, err = run(["bucket-train", "--dataset", "tiny", "--partitions", "5000", "--out", str(tmp_path / "o"),
                           "-q"], capsys)
     assert_one_error_line(status, err, "--partitions 5000 is more than tiny's 4,096 nodes")
+
+
+def test_a_model_larger_than_the_memory_left_is_refused_naming_both_sizes(tiny, capsys):
+    status, _, err = run(["train", "--dataset", "tiny", "--hidden", "1000000000", "-q"], capsys)
+    assert_one_error_line(status, err, "--hidden 1000000000: GraphSAGE's weights, gradients and Adam's two moments "
+                          "take 1207.0 GiB, and cpu has ", "GiB available: give a smaller --hidden")
