@@ -66,12 +66,22 @@ probability = _checked(float, lambda v: 0 <= v < 1, "is a probability in [0, 1)"
 
 
 def fanouts(text: str) -> tuple[int, ...]:
+    """Comma-separated neighbour counts, each at most ``MAX_FANOUT`` (the sweep checks that each is at least 1,
+    with its other settings)."""
     try:
         values = tuple(int(part) for part in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"fanouts are comma-separated integers such as 12,12,12, got {text!r}") from None
-    if not all(1 <= value <= MAX_FANOUT for value in values):
-        raise argparse.ArgumentTypeError(f"each fanout must be in [1, {MAX_FANOUT}], got {text!r}")
+    if not all(value <= MAX_FANOUT for value in values):
+        raise argparse.ArgumentTypeError(f"fanouts are neighbour counts of at most {MAX_FANOUT}, got {text!r}")
+    return values
+
+
+def positive_fanouts(text: str) -> tuple[int, ...]:
+    """``fanouts``, each at least 1."""
+    values = fanouts(text)
+    if not all(value >= 1 for value in values):
+        raise argparse.ArgumentTypeError(f"fanouts are neighbour counts of at least 1, got {text!r}")
     return values
 
 
@@ -127,7 +137,7 @@ def ogb_root() -> argparse.ArgumentParser:
 def minibatches(fanout_help: str, seed_help: str) -> argparse.ArgumentParser:
     """How minibatches are drawn: ``--fanout``, ``--batch-size``, ``--regime`` and ``--seed``."""
     parent = parent_parser()
-    parent.add_argument("--fanout", type=fanouts, help=fanout_help)
+    parent.add_argument("--fanout", type=positive_fanouts, help=fanout_help)
     parent.add_argument("--batch-size", type=positive_int, help="seed nodes per minibatch (default: --regime's)")
     parent.add_argument("--regime", choices=REGIMES, default="paper", help=REGIME_HELP)
     parent.add_argument("--seed", type=seed, default=0, help=seed_help)

@@ -11,6 +11,7 @@ from suite.cli import datasets as datasets_commands
 from suite.cli import main
 from suite.cli.options import DEFAULT_HOT_FRACTION
 from suite.measure.devices import resolve_device
+from suite.measure.memory_limit import MemoryLimitUnavailable
 from suite.registry import LOADERS, check_gpu_memory, create_loader, hot_tier_loaders
 from tiering.features.combined import HotTierTooLarge
 from tiering.graph.scores import SCORERS
@@ -232,6 +233,8 @@ def test_memory_errors_and_gpu_out_of_memory_are_one_line(capsys, monkeypatch):
 
     status, _, err = fail(MemoryError())
     assert_one_error_line(status, err, "out of host memory")
+    status, _, err = fail(MemoryLimitUnavailable("no writable memory cgroup: /sys/fs/cgroup is not writable"))
+    assert_one_error_line(status, err, "no writable memory cgroup")
     status, _, err = fail(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB.\nmore detail"))
     assert_one_error_line(status, err, "CUDA out of memory. Tried to allocate 2.00 GiB.", "lower --batch-size")
 
@@ -282,8 +285,11 @@ def test_an_internal_error_in_a_command_shows_its_traceback(error, capsys, monke
     (["train", "--dataset", "tiny", "--seed", "-3"], "--seed", "must be at least 0"),
     (["bucket-train", "--dataset", "tiny", "--seed", "nan"], "--seed", "expected an integer"),
     (["train", "--dataset", "tiny", "--seed", str(2**70)], "--seed", "must be at least 0 and at most 4294967295"),
-    (["train", "--dataset", "tiny", "--fanout", "99999999999999999999"], "--fanout", "each fanout must be in [1, "),
-    (["run", "--experiment", "demo", "--fanout", "5,0"], "--fanout", "each fanout must be in [1, "),
+    (["train", "--dataset", "tiny", "--fanout", "99999999999999999999"], "--fanout", "neighbour counts of at most 2147483647"),
+    (["run", "--experiment", "demo", "--fanout", "5,99999999999999999999"], "--fanout", "at most 2147483647"),
+    (["train", "--dataset", "tiny", "--fanout", "5,0"], "--fanout", "neighbour counts of at least 1"),
+    (["profile", "--dataset", "tiny", "--figure", "7", "--fanout", "-3"], "--fanout", "neighbour counts of at least 1"),
+    (["policies", "--dataset", "tiny", "--fanout", "0"], "--fanout", "neighbour counts of at least 1"),
     (["doctor", "--host-tier-bytes", str(10**20)], "--host-tier-bytes", "at most this machine's RAM"),
     (["doctor", "--host-tier-bytes", "0"], "--host-tier-bytes", "must be at least 1"),
     (["gpu-suite", "--max-minutes", "-5"], "--max-minutes", "must be above 0"),
@@ -386,3 +392,12 @@ def test_a_model_larger_than_the_memory_left_is_refused_naming_both_sizes(tiny, 
     status, _, err = run(["train", "--dataset", "tiny", "--hidden", "1000000000", "-q"], capsys)
     assert_one_error_line(status, err, "--hidden 1000000000: GraphSAGE's weights, gradients and Adam's two moments "
                           "take 1207.0 GiB, and cpu has ", "GiB available: give a smaller --hidden")
+
+
+def test_disk_refuses_a_hot_tier_that_leaves_no_room_for_the_host_tier(capsys, tmp_path, monkeypatch):
+    import suite.experiments.disk as disk
+
+    monkeypatch.setattr(disk, "load_dataset", lambda *a, **k: pytest.fail("loaded the dataset"))
+    status, _, err = run(["disk", "--dataset", "tiny", "--hot-fraction", "0.9", "--out", str(tmp_path / "o")], capsys)
+    assert_one_error_line(status, err, "--hot-fraction 0.9 leaves 10% of the rows, less than the largest host tier "
+                          "measured, 40%; give --hot-fraction at most 0.6")
