@@ -32,15 +32,22 @@ def _loader_hot_fraction(name: str, hot_fraction: float | None) -> float:
 
 
 def _check_model_fits(dataset, layers: int, hidden: int, device: torch.device) -> None:
-    """Refuse a ``--hidden`` whose model could not be held on ``device``, before it is built."""
+    """Refuse a ``--hidden`` whose model could not be built in host memory, before it is: its weights, gradients
+    and Adam's two moments on the CPU; its weights alone for a GPU (built on the host, then moved; a GPU that cannot
+    hold the rest is torch's out-of-memory error, one line too)."""
     from suite.measure.host_memory import available_bytes, gib
-    from suite.training.model import training_state_bytes
+    from suite.training.model import parameter_count, training_state_bytes
 
-    needed = training_state_bytes(dataset.feature_dim, dataset.num_classes, layers, hidden)
-    available = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else available_bytes()
+    widths = (dataset.feature_dim, dataset.num_classes, layers, hidden)
+    if device.type == "cpu":
+        needed, what = training_state_bytes(*widths), "GraphSAGE's weights, gradients and Adam's two moments take"
+    else:
+        needed = 4 * parameter_count(*widths)  # float32 weights
+        what = "GraphSAGE's weights, built in host memory before they move to the GPU, take"
+    available = available_bytes()
     if needed > available:
-        raise BadValue(f"--hidden {hidden}: GraphSAGE's weights, gradients and Adam's two moments take "
-                       f"{gib(needed)}, and {device} has {gib(available)} available: give a smaller --hidden")
+        raise BadValue(f"--hidden {hidden}: {what} {gib(needed)}, and the host has {gib(available)} available: give "
+                       "a smaller --hidden")
 
 
 def _cmd_train(args) -> int:

@@ -391,7 +391,7 @@ def test_bucket_train_refuses_more_partitions_than_nodes(tiny, tmp_path, capsys,
 def test_a_model_larger_than_the_memory_left_is_refused_naming_both_sizes(tiny, capsys):
     status, _, err = run(["train", "--dataset", "tiny", "--hidden", "1000000000", "-q"], capsys)
     assert_one_error_line(status, err, "--hidden 1000000000: GraphSAGE's weights, gradients and Adam's two moments "
-                          "take 1207.0 GiB, and cpu has ", "GiB available: give a smaller --hidden")
+                          "take 1207.0 GiB, and the host has ", "GiB available: give a smaller --hidden")
 
 
 def test_disk_refuses_a_hot_tier_that_leaves_no_room_for_the_host_tier(capsys, tmp_path, monkeypatch):
