@@ -53,7 +53,7 @@ def integer(text: str) -> int:
     return _number(text, int)
 
 
-MAX_SEED = 2**32 - 1  # a 32-bit seed: one numpy, torch and numba generators all take
+MAX_SEED = 2**32 - 1  # a 32-bit seed, which numpy's, torch's and numba's generators all take
 MAX_FANOUT = 2**31 - 1  # the samplers count neighbours in int64: a larger fanout only overflows them
 
 positive_int = _checked(int, lambda v: v >= 1, "must be at least 1")  # epochs, sizes, repeats, processes

@@ -50,7 +50,7 @@ def write_records(table_path, table: pd.DataFrame, provenance: dict, facts: dict
 
 
 RANGES = (
-    (lambda c: c.endswith("_fraction") or c.endswith("_ratio"), lambda v: (0 <= v) & (v <= 1), "a share in [0, 1]"),
+    (lambda c: c.endswith(("_fraction", "_ratio")), lambda v: (0 <= v) & (v <= 1), "a share in [0, 1]"),
     (lambda c: c.endswith("_s"), lambda v: (0 <= v) & np.isfinite(v), "a time in seconds, finite and at least 0"),
     (lambda c: c.endswith("_bytes"), lambda v: 0 <= v, "a size in bytes, at least 0"),
 )

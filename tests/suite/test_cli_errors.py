@@ -336,8 +336,8 @@ def test_an_output_folder_that_is_a_file_is_refused_before_any_work(command, opt
 # ----------------------------------------------------------------- records read back
 @pytest.mark.parametrize("column, bad", [("hot_fraction", "inf"), ("epoch_s", "-1e308"), ("hit_ratio", "7.5")])
 def test_report_refuses_a_record_out_of_range_naming_file_line_and_column(column, bad, tmp_path, capsys):
-    from tests.suite.sweep.test_records import row
     from suite.sweep.records import store_records
+    from tests.suite.sweep.test_records import row
 
     path = tmp_path / "runs" / "mine.csv"
     store_records(path, [row()])
@@ -372,7 +372,7 @@ def test_a_command_without_ogb_root_does_not_offer_it_in_its_help(command, capsy
     (["--partitions", "100000"], "--partitions 100000 makes 10,000,000,000 edge buckets"),
 ])
 def test_bucket_train_refuses_a_buffer_it_cannot_hold_before_any_work(options, says, tmp_path, capsys, monkeypatch):
-    import suite.experiments.bucket_training as bucket_training
+    from suite.experiments import bucket_training
 
     monkeypatch.setattr(bucket_training, "load_dataset", lambda *a, **k: pytest.fail("loaded the dataset"))
     status, _, err = run(["bucket-train", "--dataset", "tiny", *options, "--out", str(tmp_path / "o"), "-q"], capsys)
@@ -380,7 +380,7 @@ def test_bucket_train_refuses_a_buffer_it_cannot_hold_before_any_work(options, s
 
 
 def test_bucket_train_refuses_more_partitions_than_nodes(tiny, tmp_path, capsys, monkeypatch):
-    import suite.experiments.bucket_training as bucket_training
+    from suite.experiments import bucket_training
 
     monkeypatch.setattr(bucket_training, "available_bytes", lambda: 2**60)
     status, _, err = run(["bucket-train", "--dataset", "tiny", "--partitions", "5000", "--out", str(tmp_path / "o"),
@@ -395,7 +395,7 @@ def test_a_model_larger_than_the_memory_left_is_refused_naming_both_sizes(tiny, 
 
 
 def test_disk_refuses_a_hot_tier_that_leaves_no_room_for_the_host_tier(capsys, tmp_path, monkeypatch):
-    import suite.experiments.disk as disk
+    from suite.experiments import disk
 
     monkeypatch.setattr(disk, "load_dataset", lambda *a, **k: pytest.fail("loaded the dataset"))
     status, _, err = run(["disk", "--dataset", "tiny", "--hot-fraction", "0.9", "--out", str(tmp_path / "o")], capsys)

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-import suite.experiments.sar as sar
 from suite.cli import main
+from suite.experiments import sar
 
-SETTINGS = dict(epochs=2, hidden=8, layers=3, lr=0.01, seed=0)
+SETTINGS = {"epochs": 2, "hidden": 8, "layers": 3, "lr": 0.01, "seed": 0}
 ARGV = ["sar", "--dataset", "tiny", "--workers", "1", "--epochs", "2", "--hidden", "8", "--no-minibatch", "-q"]
 
 
