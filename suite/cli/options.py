@@ -86,12 +86,11 @@ def positive_fanouts(text: str) -> tuple[int, ...]:
 
 
 def host_bytes(text: str) -> int:
-    """A size in bytes of host memory: at least 1, and at most this machine's RAM."""
+    """A size in bytes of host memory, at most this machine's RAM (doctor checks that it is not negative)."""
     value = _number(text, int)
     ram = physical_bytes()
-    if not 1 <= value <= ram:
-        raise argparse.ArgumentTypeError(f"must be at least 1 and at most this machine's RAM, {ram:,} bytes, "
-                                         f"got {text!r}")
+    if value > ram:
+        raise argparse.ArgumentTypeError(f"must be at most this machine's RAM, {ram:,} bytes, got {text!r}")
     return value
 
 
