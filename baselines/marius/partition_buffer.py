@@ -39,6 +39,16 @@ class PartitionNotBuffered(ValueError):
     """``gather`` asked for rows of a partition that is on disk."""
 
 
+def check_prefetch(num_partitions: int, capacity: int, prefetch: int) -> None:
+    """Refuse a read-ahead that is negative or larger than the partitions outside the buffer, ``p - c``: each
+    partition read ahead takes a spare slot, and with more than ``p - c`` of them the buffer would hold more than
+    the whole table, which a partition buffer exists not to hold (Marius §4)."""
+    if not 0 <= prefetch <= num_partitions - capacity:
+        raise ValueError(f"prefetch must be 0 (synchronous swaps) or more partitions, and at most the p - c = "
+                         f"{num_partitions} - {capacity} = {num_partitions - capacity} partitions outside the buffer, "
+                         f"got {prefetch}")
+
+
 class PartitionBuffer(CountsDiskReads, FeatureLoader):
     def __init__(self, table: DiskTable, boundaries, order: BucketOrder, *, prefetch: int = 1, device="cpu"):
         boundaries = np.asarray(boundaries, dtype=np.int64)
@@ -46,8 +56,7 @@ class PartitionBuffer(CountsDiskReads, FeatureLoader):
                 or boundaries[-1] != table.num_rows or np.any(np.diff(boundaries) < 0)):
             raise ValueError(f"boundaries must cut the table's {table.num_rows:,} rows into the ordering's "
                              f"{order.num_partitions} partitions, in order")
-        if prefetch < 0:
-            raise ValueError(f"prefetch must be 0 (synchronous swaps) or more partitions, got {prefetch}")
+        check_prefetch(order.num_partitions, len(order.states[0]), prefetch)
         super().__init__(table.num_rows, table.feature_dim, device)
         self.table, self.boundaries, self.order, self.prefetch = table, boundaries, order, prefetch
         self._slots = {}  # partition -> its rows in host memory

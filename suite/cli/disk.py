@@ -41,7 +41,7 @@ def add_parsers(sub) -> None:
     """``disk``, ``bucket-orders`` and ``bucket-train``."""
     disk = sub.add_parser("disk", help="the disk-backed loaders (mmap, disk-tiered) on the gathers of a traced epoch's "
                           "minibatches, cold and warm, against the disk's sequential and random-read ceilings",
-                          parents=[options.dataset(), options.quiet()])
+                          parents=[options.dataset(real_ogb=False), options.quiet()])
     disk.add_argument("--hot-fraction", type=options.fraction, default=DEFAULT_HOT_FRACTION,
                       help="disk-tiered's top tier")
     disk.add_argument("--in-flight", type=options.positive_int, default=32, help="disk reads outstanding at a time")
@@ -57,7 +57,7 @@ def add_parsers(sub) -> None:
 
     buckets = sub.add_parser("bucket-train", help="epochs of link prediction through Marius's partition buffer, "
                              "per edge-bucket ordering, with and without prefetching (Marius)",
-                             parents=[options.dataset(), options.quiet()])
+                             parents=[options.dataset(real_ogb=False), options.quiet()])
     buckets.add_argument("--partitions", type=options.positive_int, default=16,
                          help="p: partitions of the feature table")
     buckets.add_argument("--capacity", type=options.positive_int, default=4, help="c: partitions in the host buffer")

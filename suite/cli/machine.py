@@ -55,7 +55,7 @@ def add_parsers(sub) -> None:
     doctor = sub.add_parser("doctor", help="check this machine before a sweep and write its profile (JSON)")
     doctor.add_argument("--out", default="results/machines", help="directory of the machine profiles")
     tier = doctor.add_mutually_exclusive_group()
-    tier.add_argument("--host-tier-bytes", type=options.integer,
+    tier.add_argument("--host-tier-bytes", type=options.host_bytes,
                       help="try cudaHostRegister at this size (default 1 GiB)")
     tier.add_argument("--dataset", help="try cudaHostRegister at the size of this preset's cold rows")
     doctor.add_argument("--hot-fraction", type=options.fraction, help="with --dataset: share of rows in GPU memory "

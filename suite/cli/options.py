@@ -12,11 +12,13 @@ import math
 
 from suite.datasets import PRESETS
 from suite.datasets.regime import REGIMES
+from suite.measure.host_memory import physical_bytes
 
 DEFAULT_SCORER = "wrpr"  # weighted reverse PageRank, the scorer Data Tiering §3.1 trains with
 DEFAULT_HOT_FRACTION = 0.1
 
-DATASET_HELP = f"a preset ({', '.join(PRESETS)}), or ogbn-* with --ogb-root"
+PRESET_HELP = f"a preset ({', '.join(PRESETS)})"
+DATASET_HELP = f"{PRESET_HELP}, or ogbn-* with --ogb-root"
 REGIME_HELP = ("the batch's regime (suite/datasets/regime.py): paper, a batch whose footprint (the share of the "
                "graph one minibatch touches) matches the paper's batch on the graph the dataset imitates; unscaled, "
                "the paper's 1024 seeds as they are; --batch-size overrides both")
@@ -51,9 +53,12 @@ def integer(text: str) -> int:
     return _number(text, int)
 
 
+MAX_SEED = 2**32 - 1  # a 32-bit seed, which numpy's, torch's and numba's generators all take
+MAX_FANOUT = 2**31 - 1  # the samplers count neighbours in int64: a larger fanout only overflows them
+
 positive_int = _checked(int, lambda v: v >= 1, "must be at least 1")  # epochs, sizes, repeats, processes
 count = _checked(int, lambda v: v >= 0, "must be at least 0")  # partitions read ahead, iterations
-seed = _checked(int, lambda v: v >= 0, "must be at least 0")  # seeds of minibatches, models, partitions
+seed = _checked(int, lambda v: 0 <= v <= MAX_SEED, f"must be at least 0 and at most {MAX_SEED}")  # of minibatches, models
 positive_float = _checked(float, lambda v: v > 0, "must be above 0")  # learning rate, sizes in GiB, tolerances
 fraction = _checked(float, lambda v: 0 <= v <= 1, "must be in [0, 1]")  # a share of rows: hot fractions
 edge_share = _checked(float, lambda v: 0 < v <= 1, "must be above 0 and at most 1")  # a share of the edges
@@ -61,10 +66,32 @@ probability = _checked(float, lambda v: 0 <= v < 1, "is a probability in [0, 1)"
 
 
 def fanouts(text: str) -> tuple[int, ...]:
+    """Comma-separated neighbour counts, each at most ``MAX_FANOUT`` (the sweep checks that each is at least 1,
+    with its other settings)."""
     try:
-        return tuple(int(part) for part in text.split(","))
+        values = tuple(int(part) for part in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"fanouts are comma-separated integers such as 12,12,12, got {text!r}") from None
+    if not all(value <= MAX_FANOUT for value in values):
+        raise argparse.ArgumentTypeError(f"fanouts are neighbour counts of at most {MAX_FANOUT}, got {text!r}")
+    return values
+
+
+def positive_fanouts(text: str) -> tuple[int, ...]:
+    """``fanouts``, each at least 1."""
+    values = fanouts(text)
+    if not all(value >= 1 for value in values):
+        raise argparse.ArgumentTypeError(f"fanouts are neighbour counts of at least 1, got {text!r}")
+    return values
+
+
+def host_bytes(text: str) -> int:
+    """A size in bytes of host memory, at most this machine's RAM (doctor checks that it is not negative)."""
+    value = _number(text, int)
+    ram = physical_bytes()
+    if value > ram:
+        raise argparse.ArgumentTypeError(f"must be at most this machine's RAM, {ram:,} bytes, got {text!r}")
+    return value
 
 
 def numbers(text: str) -> list[float]:
@@ -92,10 +119,10 @@ def quiet() -> argparse.ArgumentParser:
     return parent
 
 
-def dataset() -> argparse.ArgumentParser:
-    """``--dataset NAME``, required."""
+def dataset(real_ogb: bool = True) -> argparse.ArgumentParser:
+    """``--dataset NAME``, required; ``real_ogb``: the command also takes ``--ogb-root`` and a real ogbn-* dataset."""
     parent = parent_parser()
-    parent.add_argument("--dataset", required=True, help=DATASET_HELP)
+    parent.add_argument("--dataset", required=True, help=DATASET_HELP if real_ogb else PRESET_HELP)
     return parent
 
 
@@ -109,7 +136,7 @@ def ogb_root() -> argparse.ArgumentParser:
 def minibatches(fanout_help: str, seed_help: str) -> argparse.ArgumentParser:
     """How minibatches are drawn: ``--fanout``, ``--batch-size``, ``--regime`` and ``--seed``."""
     parent = parent_parser()
-    parent.add_argument("--fanout", type=fanouts, help=fanout_help)
+    parent.add_argument("--fanout", type=positive_fanouts, help=fanout_help)
     parent.add_argument("--batch-size", type=positive_int, help="seed nodes per minibatch (default: --regime's)")
     parent.add_argument("--regime", choices=REGIMES, default="paper", help=REGIME_HELP)
     parent.add_argument("--seed", type=seed, default=0, help=seed_help)

@@ -35,7 +35,7 @@ def add_parsers(sub) -> None:
     """``sar``."""
     sar = sub.add_parser("sar", help="full-batch GraphSAGE on W gloo workers (torchrun), vanilla domain parallelism "
                          "against SAR: peak memory per worker, epoch time, accuracy (SAR Figure 1)",
-                         parents=[options.dataset(), options.quiet()])
+                         parents=[options.dataset(real_ogb=False), options.quiet()])
     sar.add_argument("--workers", type=options.positive_int, nargs="+", default=[1, 2, 4],
                      help="worker counts, each a run")
     sar.add_argument("--epochs", type=options.positive_int, default=3, help="full-batch epochs per aggregation")

@@ -28,6 +28,7 @@ from baselines.sar.metis import Partition, metis_partition
 from suite.datasets.cache import cache_root, check_writable
 from suite.datasets.dataset import content_fingerprint
 from suite.datasets.errors import DatasetFileError
+from suite.errors import BadValue
 from suite.io import atomic
 
 
@@ -89,7 +90,10 @@ def cached_partition(dataset, num_parts: int, seed: int = 0, *, directory=None) 
         if path.is_file():
             return load_partition(path, dataset.num_nodes, num_parts, expect=meta), path, 0.0
         start = time.perf_counter()
-        partition = metis_partition(dataset.graph, num_parts, seed)
+        try:
+            partition = metis_partition(dataset.graph, num_parts, seed)
+        except ValueError as err:  # more parts than nodes: the number of workers the user asked for
+            raise BadValue(f"{dataset.name}: {err}; give fewer workers (--workers)") from None
         seconds = time.perf_counter() - start
         with atomic.atomic_path(path) as tmp, open(tmp, "wb") as out:
             np.savez(out, parts=partition.parts, meta=np.array(json.dumps(meta, sort_keys=True)))

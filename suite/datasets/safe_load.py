@@ -13,7 +13,9 @@ processed files are passed around with datasets.
 unpickler whose ``find_class`` allows only numpy's array and dtype
 reconstruction (the "restricting globals" recipe of the ``pickle`` docs).
 Archives that hold torch tensors (ogb's optional ``split_dict.pt``) go to
-``torch.load(weights_only=True)``, which handles those safely.
+``torch.load(weights_only=True)``, which handles those safely; what it
+refuses is refused in one line that names the object, without torch's
+advice to load the file with ``weights_only=False``.
 """
 
 from __future__ import annotations
@@ -58,4 +60,20 @@ def safe_torch_load(path, *args, **kwargs):
             has_storages = any("/data/" in n for n in names)
             if len(pickles) == 1 and not has_storages:
                 return _NumpyOnlyUnpickler(io.BytesIO(archive.read(pickles[0]))).load()
-    return torch.load(path, weights_only=True)
+    try:
+        return torch.load(path, weights_only=True)
+    except pickle.UnpicklingError as err:
+        raise pickle.UnpicklingError(f"{path} holds {_refused_object(str(err))}, which no dataset file holds; it was "
+                                     "not loaded, as loading it could run code") from None
+
+
+def _refused_object(message: str) -> str:
+    """What torch's weights-only unpickler refused, from the one line of its message that says it ("Unsupported
+    global: GLOBAL print was not an allowed global ..."), in a few words."""
+    for line in message.splitlines():
+        _, found, detail = line.partition("WeightsUnpickler error: ")
+        if found:
+            detail = detail.split(" was not ")[0].split(". ")[0].rstrip(".")
+            prefix = "Unsupported global: GLOBAL "
+            return f"a reference to {detail[len(prefix):]}" if detail.startswith(prefix) else f"what torch refuses ({detail})"
+    return "what torch's weights-only unpickler refuses"

@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 
 from baselines.marius.bucket_order import ORDERS, bucket_order, swap_lower_bound
-from baselines.marius.partition_buffer import PartitionBuffer
+from baselines.marius.partition_buffer import PartitionBuffer, check_prefetch
 from suite.datasets import load_dataset
 from suite.datasets.dataset import array_file
 from suite.errors import BadValue
@@ -43,6 +43,7 @@ from suite.io import records
 from suite.io.progress import Steps
 from suite.io.provenance import provenance
 from suite.measure.disk_ceilings import sequential_ceiling
+from suite.measure.host_memory import available_bytes, gib
 from suite.training.link_prediction import (
     DistMultOverFeatures,
     bucket_edges,
@@ -63,6 +64,9 @@ FACTS = ("command", "name", "num_nodes", "feature_dim", "num_edges", "table_byte
 DEFAULTS = {"partitions": 16, "capacity": 4, "edge_fraction": list(EDGE_FRACTIONS), "prefetch": [0, 1], "repeats": 2,
             "seed": 0}
 """``tierbench bucket-train``'s defaults, which a table's command line leaves out."""
+BUCKET_BYTES = 400
+"""Host memory per edge bucket (p² of them), measured with tracemalloc at p = 300: an ordering's buckets as Python
+pairs (up to 380 bytes, row-major's the most) and the buckets' offsets (two int64)."""
 
 
 def command_line(name: str, out_dir, **options) -> str:
@@ -103,9 +107,18 @@ def measure(name: str, records_dir, *, partitions: int = DEFAULTS["partitions"],
     ``records_dir`` and return their path."""
     try:
         swap_lower_bound(partitions, capacity)
-    except ValueError as err:  # a buffer that is not 2 <= c < p: the user's --partitions and --capacity
-        raise BadValue(str(err)) from None
+        for prefetch in prefetches:
+            check_prefetch(partitions, capacity, prefetch)
+    except ValueError as err:  # a buffer that is not 2 <= c < p, a read-ahead beyond p - c: the user's options
+        raise BadValue(f"{err} (--partitions, --capacity, --prefetch)") from None
+    needed, available = BUCKET_BYTES * partitions**2, available_bytes()
+    if needed > available:
+        raise BadValue(f"--partitions {partitions} makes {partitions**2:,} edge buckets, whose orderings take about "
+                       f"{gib(needed)} of host memory, and {gib(available)} is available: give fewer --partitions")
     dataset = load_dataset(name, progress=progress)
+    if partitions > dataset.num_nodes:
+        raise BadValue(f"--partitions {partitions} is more than {name}'s {dataset.num_nodes:,} nodes: every "
+                       "partition needs a row; give fewer")
     path = array_file(dataset.path, "features")
     boundaries = np.linspace(0, dataset.num_nodes, partitions + 1).round().astype(np.int64)
     sequential, mode = sequential_ceiling(path)

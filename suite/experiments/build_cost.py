@@ -59,6 +59,7 @@ from suite.datasets.reordered import reordered_entry_path
 from suite.errors import BadValue
 from suite.io import records
 from suite.io.provenance import provenance
+from suite.measure.host_memory import physical_bytes
 from suite.registry import scorer_params
 
 log = logging.getLogger(__name__)
@@ -214,7 +215,7 @@ def measure(names: list[str], records_dir, one_thread: str | None = None, progre
         table = pd.concat([measured, project(everywhere, coefficients, factors, cores)], ignore_index=True)
     command = " ".join(["tierbench datasets cost", *names, "--out", str(records_dir)]
                        + (["--one-thread", one_thread] if one_thread else []))
-    facts = {"command": command, "cpu_count": os.cpu_count(), "memory_bytes": _memory_bytes(), "cores": cores,
+    facts = {"command": command, "cpu_count": os.cpu_count(), "memory_bytes": physical_bytes(), "cores": cores,
              "one_thread": one_thread,
              "coefficients": None if coefficients is None else {cost: list(row) for cost, row in coefficients.iterrows()},
              "factors": factors}
@@ -226,6 +227,3 @@ def read_records(path) -> records.Records:
     path = Path(path)
     return records.read_records(path / f"{STEM}.csv" if path.is_dir() else path, FACTS)
 
-
-def _memory_bytes() -> int:
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

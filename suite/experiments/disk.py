@@ -48,6 +48,7 @@ from suite.datasets import load_dataset
 from suite.datasets import regime as regimes
 from suite.datasets.dataset import array_file
 from suite.datasets.reordered import load_reordered
+from suite.errors import BadValue
 from suite.io import records
 from suite.io.provenance import provenance
 from suite.measure.disk_ceilings import (
@@ -122,6 +123,10 @@ def _limited_epoch(path, budget_bytes: int, batches, label: str, progress: bool)
 def measure(name: str, records_dir, *, hot_fraction: float = 0.1, host_fractions=HOST_FRACTIONS, in_flight: int = 32,
                 batches: int = BATCHES, seed: int = 0, progress: bool = True) -> list[Path]:
     """Measure the disk loaders on ``name`` and write the records into ``records_dir``; their path."""
+    if hot_fraction + max(host_fractions) > 1:
+        raise BadValue(f"disk-tiered's GPU and host tiers are shares of one table: --hot-fraction {hot_fraction:g} "
+                       f"leaves {1 - hot_fraction:.0%} of the rows, less than the largest host tier measured, "
+                       f"{max(host_fractions):.0%}; give --hot-fraction at most {1 - max(host_fractions):g}")
     batch, regime = regimes.resolve(name, "paper", None)
     fanouts = regimes.default_fanouts(name)
     dataset = load_dataset(name, progress=progress)

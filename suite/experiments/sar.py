@@ -11,9 +11,14 @@ the same initial model (fresh, so that neither inherits the other's heap).
 Every step, each worker's peak resident memory (``PeakMemory``) and time;
 the slowest worker's time is the epoch's and the largest peak the figure's.
 Rank 0 writes the records of each run (``sar-<W>-<aggregation>.json``, a
-temporary file renamed), with the settings it ran with; a later ``tierbench
-sar`` with the same settings reuses them instead of running again (so an
-interrupted run resumes), unless told ``--rerun``.  Then tierbench's minibatch training of the same model
+temporary file renamed), with the settings it ran with and the dataset's
+fingerprint (``suite.datasets.dataset.content_fingerprint``); a later
+``tierbench sar`` with the same settings on the same graph reuses them instead
+of running again (so an interrupted run resumes), unless told ``--rerun``; a
+run of other settings or of another graph (a dataset regenerated since) is run
+again.  Records read back, to reuse or to report, are checked step by step
+(``check_steps``: types, keys and ranges) and a malformed one is refused
+naming the file and the field.  Then tierbench's minibatch training of the same model
 (``tiered`` at 10% hot, the dataset's fanouts) for the same number of
 epochs, for its accuracy and epoch time.  Records: ``sar.csv`` (one row per
 worker count and aggregation) with its sidecar (the settings, the minibatch
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import os
 import subprocess
 from pathlib import Path
@@ -35,8 +41,10 @@ import torch.distributed as dist
 
 from suite.datasets import load_dataset
 from suite.datasets import regime as regimes
+from suite.datasets.dataset import content_fingerprint
 from suite.datasets.partitions import cached_partition, load_partition, partition_meta, partition_path
 from suite.datasets.reordered import load_reordered
+from suite.errors import BadValue
 from suite.io import atomic, records
 from suite.io.provenance import provenance
 from suite.measure.process_memory import resident_bytes
@@ -95,28 +103,76 @@ def run_workers(name: str, runs_dir, aggregation: str, *, epochs: int, hidden: i
     try:
         records = worker_records(name, aggregation, epochs, hidden, layers, lr, seed)
         if dist.get_rank() == 0:
-            settings = run_settings(name, epochs, hidden, layers, lr, seed)
+            settings = run_settings(load_dataset(name, progress=False), epochs, hidden, layers, lr, seed)
             atomic.write_json(records_file(runs_dir, dist.get_world_size(), aggregation),
                               {"settings": settings, "steps": records})
     finally:
         distributed.destroy_process_group()
 
 
-def run_settings(name: str, epochs: int, hidden: int, layers: int, lr: float, seed: int) -> dict:
-    """What makes two runs' records the same measurement."""
-    return {"dataset": name, "epochs": epochs, "hidden": hidden, "layers": layers, "lr": lr, "seed": seed}
+def run_settings(dataset, epochs: int, hidden: int, layers: int, lr: float, seed: int) -> dict:
+    """What makes two runs' records the same measurement: the settings, and the graph they ran on (its
+    fingerprint)."""
+    return {"dataset": dataset.name, "fingerprint": content_fingerprint(dataset), "epochs": epochs, "hidden": hidden,
+            "layers": layers, "lr": lr, "seed": seed}
 
 
-def recorded_steps(path: Path, settings: dict) -> list[dict] | None:
-    """The steps recorded in ``path`` if it holds a finished run with ``settings``; else None."""
+def recorded_steps(path: Path, settings: dict, workers: int, aggregation: str) -> list[dict] | None:
+    """The steps recorded in ``path`` if it holds a finished run with ``settings`` (checked by ``check_steps``);
+    else None."""
     try:
         recorded = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(recorded, dict) or recorded.get("settings") != settings or not isinstance(
-            recorded.get("steps"), list):
+    if not isinstance(recorded, dict) or recorded.get("settings") != settings:
         return None
-    return recorded["steps"]
+    return check_steps(path, recorded.get("steps"), workers, aggregation, settings["epochs"])
+
+
+STEP_KEYS = {"workers", "aggregation", "epoch", "loss", "per_worker"}
+PER_WORKER = ("peak", "added", "seconds", "held", "baseline", "halo", "nodes")
+"""What each worker reports per step (``worker_records``), in this order, each a number of at least 0."""
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_steps(path: Path, steps, workers: int, aggregation: str, epochs: int | None = None) -> list[dict]:
+    """``steps`` as ``worker_records`` makes them for the run of ``workers`` and ``aggregation`` (epochs 0, 1, ...
+    in turn, ``epochs`` of them where given), else ``BadValue`` naming ``path`` and the field."""
+    def refuse(field: str, what: str):
+        raise BadValue(f"{path}: {field} {what}; it is not the records of a tierbench sar run (delete it, or give "
+                       "--rerun, to run it again)")
+
+    if not isinstance(steps, list) or not steps:
+        refuse("steps", "is not a list of steps")
+    if epochs is not None and len(steps) != epochs:
+        refuse("steps", f"holds {len(steps)} epochs, not {epochs}")
+    for k, step in enumerate(steps):
+        field = f"steps[{k}]"
+        if not isinstance(step, dict) or not STEP_KEYS <= set(step):
+            refuse(field, f"is not an object with {', '.join(sorted(STEP_KEYS))}")
+        if step["workers"] != workers or isinstance(step["workers"], bool):
+            refuse(f"{field}.workers", f"is {step['workers']!r}, not {workers}")
+        if step["aggregation"] != aggregation:
+            refuse(f"{field}.aggregation", f"is {step['aggregation']!r}, not {aggregation!r}")
+        if step["epoch"] != k or isinstance(step["epoch"], bool):
+            refuse(f"{field}.epoch", f"is {step['epoch']!r}, not {k}")
+        if not _number(step["loss"]):
+            refuse(f"{field}.loss", f"is {step['loss']!r}, not a finite number")
+        per_worker = step["per_worker"]
+        if not isinstance(per_worker, list) or len(per_worker) != workers:
+            refuse(f"{field}.per_worker", f"is not a list of {workers} workers' numbers")
+        for w, numbers in enumerate(per_worker):
+            if (not isinstance(numbers, list) or len(numbers) != len(PER_WORKER)
+                    or not all(_number(v) and v >= 0 for v in numbers)):
+                refuse(f"{field}.per_worker[{w}]", f"is not {len(PER_WORKER)} finite numbers of at least 0 "
+                       f"({', '.join(PER_WORKER)})")
+        if "accuracy" in step and not (isinstance(step["accuracy"], dict) and all(
+                isinstance(split, str) and _number(v) and 0 <= v <= 1 for split, v in step["accuracy"].items())):
+            refuse(f"{field}.accuracy", "is not each split's accuracy in [0, 1]")
+    return steps
 
 
 def launch(argv: list[str], workers: int) -> None:
@@ -126,14 +182,16 @@ def launch(argv: list[str], workers: int) -> None:
         raise WorkersFailed(f"the {workers}-worker run failed (exit status {status}); its workers' errors are above")
 
 
-def steps_of(recorded) -> list[dict] | None:
-    """The steps in a run's records: ``{"settings", "steps"}``, or the bare list of steps that runs wrote before
-    their settings were kept with them (the committed runs of results/sar)."""
-    if isinstance(recorded, list):
-        return recorded
-    if isinstance(recorded, dict) and isinstance(recorded.get("steps"), list):
-        return recorded["steps"]
-    return None
+def steps_of(path: Path, workers: int, aggregation: str) -> list[dict]:
+    """The steps in a run's records at ``path``, checked: ``{"settings", "steps"}``, or the bare list of steps that
+    runs wrote before their settings were kept with them (the committed runs of results/sar)."""
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadValue(f"{path} does not exist: the records of the runs behind a tierbench sar table") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise BadValue(f"{path}: not the JSON records of a tierbench sar run ({err})") from None
+    return check_steps(path, recorded.get("steps") if isinstance(recorded, dict) else recorded, workers, aggregation)
 
 
 def per_step_table(records: list[dict]) -> pd.DataFrame:
@@ -166,16 +224,16 @@ def measure(name: str, records_dir, *, workers=(1, 2, 4), epochs: int = 3, hidde
         cut = partition.edge_cut(dataset.graph)
         partitions.append({"workers": count, "edge cut": cut, "edge cut %": 100 * cut / dataset.graph.num_edges,
                            "balance": partition.balance(), "METIS s": seconds or float("nan")})
-    settings = run_settings(name, epochs, hidden, layers, lr, seed)
+    settings = run_settings(dataset, epochs, hidden, layers, lr, seed)
     recorded = []
     for count in workers:
         for aggregation in AGGREGATIONS:
             path = records_file(runs_dir, count, aggregation)
-            steps = None if rerun else recorded_steps(path, settings)
+            steps = None if rerun else recorded_steps(path, settings, count, aggregation)
             if steps is None:
                 path.unlink(missing_ok=True)  # only this launch's records may be read after it
                 launch(argv_of(count, aggregation, runs_dir), count)
-                steps = recorded_steps(path, settings)
+                steps = recorded_steps(path, settings, count, aggregation)
             elif progress:
                 print(f"reusing {path}: {count} workers, {aggregation}, recorded with the same settings")
             if steps is None:
@@ -221,10 +279,7 @@ def read_records(path) -> tuple[records.Records, pd.DataFrame]:
     recorded = []
     for count in table.facts["workers"]:
         for aggregation in AGGREGATIONS:
-            steps = steps_of(json.loads(records_file(runs, count, aggregation).read_text()))
-            if steps is None:
-                raise ValueError(f"{records_file(runs, count, aggregation)} holds no steps of a run")
-            recorded += steps
+            recorded += steps_of(records_file(runs, count, aggregation), count, aggregation)
     return table, per_step_table(recorded)
 
 

@@ -12,6 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from suite.errors import BadValue
@@ -48,11 +49,43 @@ def write_records(table_path, table: pd.DataFrame, provenance: dict, facts: dict
     return table_path
 
 
+RANGES = (
+    (lambda c: c.endswith(("_fraction", "_ratio")), lambda v: (0 <= v) & (v <= 1), "a share in [0, 1]"),
+    (lambda c: c.endswith("_s"), lambda v: (0 <= v) & np.isfinite(v), "a time in seconds, finite and at least 0"),
+    (lambda c: c.endswith("_bytes"), lambda v: 0 <= v, "a size in bytes, at least 0"),
+)
+"""The ranges of a table's numbers, by the name of their column: ``*_fraction`` and ``*_ratio`` are shares, ``*_s``
+times and ``*_bytes`` sizes.  A missing value (empty, NaN) is in every range."""
+
+
+def _check_ranges(path: Path, table: pd.DataFrame) -> None:
+    for column in table.columns:
+        values = table[column]
+        if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+            continue
+        for applies, within, requirement in RANGES:
+            if applies(str(column)):
+                outside = values.notna() & ~within(values.astype(float))
+                if outside.any():
+                    row = int(np.flatnonzero(outside.to_numpy())[0])
+                    raise BadValue(f"{path}, line {row + 2}, column {column}: {values.iloc[row]} is not "
+                                   f"{requirement}; fix or delete the line")
+
+
 def read_table(path, **options) -> pd.DataFrame:
-    """A CSV written by ``write_records``, with its provenance columns as strings."""
-    header = pd.read_csv(path, nrows=0).columns
-    dtype = {**{c: t for c, t in PROVENANCE_COLUMNS.items() if c in header}, **options.pop("dtype", {})}
-    return pd.read_csv(path, dtype=dtype, **options)
+    """A CSV written by ``write_records``, with its provenance columns as strings, its numbers checked to be in their
+    columns' ``RANGES``."""
+    path = Path(path)
+    try:
+        header = pd.read_csv(path, nrows=0).columns
+        dtype = {**{c: t for c, t in PROVENANCE_COLUMNS.items() if c in header}, **options.pop("dtype", {})}
+        table = pd.read_csv(path, dtype=dtype, **options)
+    except UnicodeDecodeError:
+        raise BadValue(f"{path} is not UTF-8 text: it is not a table of tierbench's records") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise BadValue(f"{path}: not a CSV table ({str(err).strip().splitlines()[0]})") from None
+    _check_ranges(path, table)
+    return table
 
 
 def read_records(table_path, facts: tuple[str, ...], measured_by: str | None = None, **options) -> Records:
@@ -68,6 +101,8 @@ def read_records(table_path, facts: tuple[str, ...], measured_by: str | None = N
     except FileNotFoundError:
         raise BadValue(f"{sidecar} does not exist: {table_path} lacks the sidecar of an experiment's records"
                        f"{hint}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise BadValue(f"{sidecar}: not the JSON sidecar of an experiment's records ({err}){hint}") from None
     provenance, known = stored.get("provenance", {}), stored.get("facts", {})
     missing = [k for k in PROVENANCE_KEYS if not isinstance(provenance.get(k), str)]
     missing += [f"facts.{k}" for k in facts if k not in known]

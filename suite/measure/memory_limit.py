@@ -32,13 +32,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from suite.errors import UserError
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PROC_CGROUP = Path("/proc/self/cgroup")
 _groups = itertools.count()
 
 
-class MemoryLimitUnavailable(RuntimeError):
-    """No memory cgroup this process can create a group in and move itself into."""
+class MemoryLimitUnavailable(UserError, RuntimeError):
+    """No memory cgroup this process can create a group in and move itself into; the message says why and what
+    to change (a machine or container that gives the process a writable memory cgroup)."""
 
 
 def _proc_cgroup_path(version: str) -> str:

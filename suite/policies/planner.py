@@ -35,7 +35,7 @@ import pandas as pd
 from suite.errors import BadValue
 from suite.measure.ceilings import newest_gpu_profile, profile_ceilings
 from suite.policies.static import replay_static
-from suite.training.model import GraphSAGE
+from suite.training.model import training_state_bytes
 from tiering.features.placement import hot_rows
 
 MACHINES = Path("results/machines")
@@ -70,12 +70,20 @@ class Machine:
     measured: bool
 
 
+NO_PROFILE = "none"
+"""The ``--machine`` that asks for the nominal numbers even where a profile exists."""
+
+
 def machine(path=None, machines=MACHINES) -> Machine:
-    """The machine profile at ``path``, else the newest GPU profile in ``machines``, else the nominal numbers."""
+    """The machine profile at ``path``, else the newest GPU profile in ``machines``, else the nominal numbers (and
+    those where ``path`` is ``"none"``)."""
+    nominal = Machine("a GPU on PCIe 4.0 x16 (nominal)", dict(NOMINAL), NOMINAL_SOURCE, False)
+    if path == NO_PROFILE:
+        return nominal
     if path is None:
         found = newest_gpu_profile(machines, (ZERO_COPY, D2D))
         if found is None:
-            return Machine("a GPU on PCIe 4.0 x16 (nominal)", dict(NOMINAL), NOMINAL_SOURCE, False)
+            return nominal
         path = found[0]
     elif not Path(path).is_file():
         raise BadValue(f"{path} does not exist: `tierbench doctor` on the GPU machine writes a profile")
@@ -91,8 +99,7 @@ def model_bytes(feature_dim: int, num_classes: int, layers: int, hidden: int, ma
     """GPU memory training needs beside the cache, estimated: the model's parameters four times (weights, gradients,
     Adam's two moments), the largest minibatch's gathered rows and two hidden activations per layer of it, and
     ``CONTEXT_BYTES``."""
-    parameters = sum(p.numel() for p in GraphSAGE(feature_dim, num_classes, layers, hidden).parameters())
-    return 4 * 4 * parameters + max_rows * (row_bytes + 2 * layers * hidden * 4) + CONTEXT_BYTES
+    return training_state_bytes(feature_dim, num_classes, layers, hidden) + max_rows * (row_bytes + 2 * layers * hidden * 4) + CONTEXT_BYTES
 
 
 def projected_seconds(miss_bytes, hit_rows, fill_rows, row_bytes: int, ceilings: dict):

@@ -123,6 +123,11 @@ def check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distr
                        f"scorer {scorer!r}; choose from {', '.join(SCORERS)} (--scorer)")
     _check_shares(hot_fractions, "hot")
     _check_shares(dict.fromkeys(cell.host_fraction for cell in todo if cell.host_fraction is not None), "host")
+    for cell in todo:
+        if LOADERS[cell.loader].hot_tier and cell.host_fraction is not None and cell.hot_fraction + cell.host_fraction > 1:
+            raise BadValue(f"{cell.loader}'s GPU and host tiers are shares of one table: hot fraction "
+                           f"{cell.hot_fraction:g} + host fraction {cell.host_fraction:g} is more than 1 "
+                           "(--hot-fractions, --host-fractions)")
     for fanout in {cell.fanouts for cell in todo}:
         if not fanout or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in fanout):
             raise BadValue(f"fanouts are one or more neighbour counts of at least 1, got {fanout!r} (--fanout)")

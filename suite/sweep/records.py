@@ -59,48 +59,70 @@ class Column:
     kind: str
     nullable: bool = False
     default: object = None
+    within: str | None = None  # "share", "seconds" or "count": the range of its values, in RANGES
+
+
+RANGES = {
+    "share": (lambda v: 0 <= v <= 1, "a share in [0, 1]"),
+    "seconds": (lambda v: 0 <= v < math.inf, "a time in seconds, finite and at least 0"),
+    "count": (lambda v: v >= 0, "a count, at least 0"),
+}
+"""A column's range: whether a value is in it, and what it is in words.  A missing value (NaN, <NA>) is in every
+range."""
+
+
+def _share(**kw) -> Column:
+    return Column("float", within="share", **kw)
+
+
+def _seconds() -> Column:
+    return Column("float", within="seconds")
+
+
+def _count(**kw) -> Column:
+    return Column("int", within="count", **kw)
 
 
 SCHEMA = {
     "dataset": Column("str"),
-    "num_nodes": Column("int"),
-    "num_edges": Column("int"),
-    "feature_dim": Column("int"),
+    "num_nodes": _count(),
+    "num_edges": _count(),
+    "feature_dim": _count(),
     "fanouts": Column("str"),
-    "batch_size": Column("int"),
+    "batch_size": _count(),
     "regime": Column("str", default="unscaled"),
     "loader": Column("str"),
     "scorer": Column("str"),
-    "hot_fraction": Column("float"),
-    "host_fraction": Column("float", nullable=True),
+    "hot_fraction": _share(),
+    "host_fraction": _share(nullable=True),
     "sampling": Column("str", default="cpu"),
-    "processes": Column("int", default=1),
-    "gpus": Column("int"),
+    "processes": _count(default=1),
+    "gpus": _count(),
     "device": Column("str"),
     "git_revision": Column("str"),
     "time": Column("str"),
     "host": Column("str"),
     "torch": Column("str"),
     "machine_profile": Column("str", nullable=True),
-    "epoch": Column("int"),
+    "epoch": _count(),
     "loss": Column("float"),
-    "valid_accuracy": Column("float"),
-    "sample_s": Column("float"),
-    "gather_s": Column("float"),
-    "train_s": Column("float"),
-    "epoch_s": Column("float"),
-    "batches": Column("int"),
-    "sampled_edges": Column("int"),
-    "hit_ratio": Column("float"),
-    "rows_gathered": Column("int", nullable=True),
-    "nodes_touched": Column("int", nullable=True),
-    "row_bytes": Column("int", nullable=True),
-    "pcie_payload_bytes": Column("int"),
-    "pcie_requests": Column("int"),
-    "host_bytes_touched": Column("int"),
-    "gpu_bytes_resident": Column("int"),
-    "disk_bytes_read": Column("int", default=0),
-    "pcie_rx_bytes_measured": Column("int", nullable=True),
+    "valid_accuracy": _share(),
+    "sample_s": _seconds(),
+    "gather_s": _seconds(),
+    "train_s": _seconds(),
+    "epoch_s": _seconds(),
+    "batches": _count(),
+    "sampled_edges": _count(),
+    "hit_ratio": _share(),
+    "rows_gathered": _count(nullable=True),
+    "nodes_touched": _count(nullable=True),
+    "row_bytes": _count(nullable=True),
+    "pcie_payload_bytes": _count(),
+    "pcie_requests": _count(),
+    "host_bytes_touched": _count(),
+    "gpu_bytes_resident": _count(),
+    "disk_bytes_read": _count(default=0),
+    "pcie_rx_bytes_measured": _count(nullable=True),
     "pcie_measured_scope": Column("str", nullable=True),
     "pipeline": Column("bool", default=False),
 }
@@ -160,7 +182,10 @@ class _Table:
 
 
 def _read_table(path: Path) -> _Table:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise BadValue(f"{path}: byte {err.start} is not UTF-8 text; it is not a records file of tierbench run") from None
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()  # the file ends with a line end
@@ -207,11 +232,17 @@ def _parse(text: str, spec: Column):
     if spec.kind == "int":
         if not _INTEGER.fullmatch(text):
             raise ValueError(f"{text!r} is not an integer")
-        return int(text.split(".")[0])
-    try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a number") from None
+        value = int(text.split(".")[0])
+    else:
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a number") from None
+    if spec.within is not None and not math.isnan(value):
+        within, requirement = RANGES[spec.within]
+        if not within(value):
+            raise ValueError(f"{text!r} is not {requirement}")
+    return value
 
 
 def _dtype(spec: Column) -> str:

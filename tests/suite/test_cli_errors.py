@@ -1,6 +1,7 @@
 """Bad options, devices and sizes end the tierbench command with one line, never a traceback or a silent run."""
 
 import argparse
+import csv
 
 import pytest
 import torch
@@ -10,6 +11,7 @@ from suite.cli import datasets as datasets_commands
 from suite.cli import main
 from suite.cli.options import DEFAULT_HOT_FRACTION
 from suite.measure.devices import resolve_device
+from suite.measure.memory_limit import MemoryLimitUnavailable
 from suite.registry import LOADERS, check_gpu_memory, create_loader, hot_tier_loaders
 from tiering.features.combined import HotTierTooLarge
 from tiering.graph.scores import SCORERS
@@ -231,6 +233,8 @@ def test_memory_errors_and_gpu_out_of_memory_are_one_line(capsys, monkeypatch):
 
     status, _, err = fail(MemoryError())
     assert_one_error_line(status, err, "out of host memory")
+    status, _, err = fail(MemoryLimitUnavailable("no writable memory cgroup: /sys/fs/cgroup is not writable"))
+    assert_one_error_line(status, err, "no writable memory cgroup")
     status, _, err = fail(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB.\nmore detail"))
     assert_one_error_line(status, err, "CUDA out of memory. Tried to allocate 2.00 GiB.", "lower --batch-size")
 
@@ -280,6 +284,16 @@ def test_an_internal_error_in_a_command_shows_its_traceback(error, capsys, monke
     (["prepare", "--dataset", "tiny", "--scorer", "wrpr", "--max-iter", "0"], "--max-iter", "must be at least 1"),
     (["train", "--dataset", "tiny", "--seed", "-3"], "--seed", "must be at least 0"),
     (["bucket-train", "--dataset", "tiny", "--seed", "nan"], "--seed", "expected an integer"),
+    (["train", "--dataset", "tiny", "--seed", str(2**70)], "--seed", "must be at least 0 and at most 4294967295"),
+    (["train", "--dataset", "tiny", "--fanout", "99999999999999999999"], "--fanout", "neighbour counts of at most 2147483647"),
+    (["run", "--experiment", "demo", "--fanout", "5,99999999999999999999"], "--fanout", "at most 2147483647"),
+    (["train", "--dataset", "tiny", "--fanout", "5,0"], "--fanout", "neighbour counts of at least 1"),
+    (["profile", "--dataset", "tiny", "--figure", "7", "--fanout", "-3"], "--fanout", "neighbour counts of at least 1"),
+    (["policies", "--dataset", "tiny", "--fanout", "0"], "--fanout", "neighbour counts of at least 1"),
+    (["doctor", "--host-tier-bytes", str(10**20)], "--host-tier-bytes", "must be at most this machine's RAM"),
+    (["gpu-suite", "--max-minutes", "-5"], "--max-minutes", "must be above 0"),
+    (["gpu-suite", "--max-minutes", "nan"], "--max-minutes", "finite"),
+    (["prepare", "--dataset", "tiny", "--scorer", "wrpr", "--tol", "-1"], "--tol", "must be above 0"),
 ])
 def test_a_formerly_unchecked_number_is_refused_in_one_line(argv, option, says, capsys):
     status, _, err = run(argv, capsys)
@@ -316,3 +330,73 @@ def test_an_output_folder_that_is_a_file_is_refused_before_any_work(command, opt
     assert not_a_folder.read_text() == "kept"
     status, _, err = run([*command, option, str(not_a_folder / "below")], capsys)
     assert_one_error_line(status, err, f"into {not_a_folder / 'below'}: {not_a_folder} is a file, not a folder")
+
+
+# ----------------------------------------------------------------- records read back
+@pytest.mark.parametrize("column, bad", [("hot_fraction", "inf"), ("epoch_s", "-1e308"), ("hit_ratio", "7.5")])
+def test_report_refuses_a_record_out_of_range_naming_file_line_and_column(column, bad, tmp_path, capsys):
+    from suite.sweep.records import store_records
+    from tests.suite.sweep.test_records import row
+
+    path = tmp_path / "runs" / "mine.csv"
+    store_records(path, [row()])
+    header, fields = csv.reader(path.read_text().splitlines())
+    fields[header.index(column)] = bad
+    with open(path, "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows([header, fields])
+    status, _, err = run(["report", "--experiment", "mine", "--runs", str(tmp_path / "runs"),
+                          "--out", str(tmp_path / "out")], capsys)
+    assert_one_error_line(status, err, f"mine.csv, line 2, column {column}: '{bad}' is not")
+
+
+def test_report_refuses_records_that_are_not_utf8_naming_the_file(tmp_path, capsys):
+    (tmp_path / "mine.csv").write_bytes(b"dataset,\xff\n")
+    status, _, err = run(["report", "--experiment", "mine", "--runs", str(tmp_path), "--out", str(tmp_path / "o")],
+                         capsys)
+    assert_one_error_line(status, err, "mine.csv: byte 8 is not UTF-8 text")
+
+
+@pytest.mark.parametrize("command", ["disk", "bucket-train", "sar"])
+def test_a_command_without_ogb_root_does_not_offer_it_in_its_help(command, capsys):
+    status, out, _ = run([command, "--help"], capsys)
+    assert status == 0 and "--ogb-root" not in out and "tiny, tiny-rmat" in out
+    status, _, err = run([command, "--dataset", "tiny", "--ogb-root", "x"], capsys)
+    assert_one_error_line(status, err, "unrecognized arguments: --ogb-root")
+
+
+# ----------------------------------------------------------------- the partition buffer (Marius)
+@pytest.mark.parametrize("options, says", [
+    (["--partitions", "4", "--capacity", "2", "--prefetch", "99"], "at most the p - c = 4 - 2 = 2 partitions outside the buffer, got 99"),
+    (["--partitions", "8", "--capacity", "4", "--prefetch", "0", "5"], "p - c = 8 - 4 = 4 partitions"),
+    (["--partitions", "100000"], "--partitions 100000 makes 10,000,000,000 edge buckets"),
+])
+def test_bucket_train_refuses_a_buffer_it_cannot_hold_before_any_work(options, says, tmp_path, capsys, monkeypatch):
+    from suite.experiments import bucket_training
+
+    monkeypatch.setattr(bucket_training, "load_dataset", lambda *a, **k: pytest.fail("loaded the dataset"))
+    status, _, err = run(["bucket-train", "--dataset", "tiny", *options, "--out", str(tmp_path / "o"), "-q"], capsys)
+    assert_one_error_line(status, err, says)
+
+
+def test_bucket_train_refuses_more_partitions_than_nodes(tiny, tmp_path, capsys, monkeypatch):
+    from suite.experiments import bucket_training
+
+    monkeypatch.setattr(bucket_training, "available_bytes", lambda: 2**60)
+    status, _, err = run(["bucket-train", "--dataset", "tiny", "--partitions", "5000", "--out", str(tmp_path / "o"),
+                          "-q"], capsys)
+    assert_one_error_line(status, err, "--partitions 5000 is more than tiny's 4,096 nodes")
+
+
+def test_a_model_larger_than_the_memory_left_is_refused_naming_both_sizes(tiny, capsys):
+    status, _, err = run(["train", "--dataset", "tiny", "--hidden", "1000000000", "-q"], capsys)
+    assert_one_error_line(status, err, "--hidden 1000000000: GraphSAGE's weights, gradients and Adam's two moments "
+                          "take 1207.0 GiB, and the host has ", "GiB available: give a smaller --hidden")
+
+
+def test_disk_refuses_a_hot_tier_that_leaves_no_room_for_the_host_tier(capsys, tmp_path, monkeypatch):
+    from suite.experiments import disk
+
+    monkeypatch.setattr(disk, "load_dataset", lambda *a, **k: pytest.fail("loaded the dataset"))
+    status, _, err = run(["disk", "--dataset", "tiny", "--hot-fraction", "0.9", "--out", str(tmp_path / "o")], capsys)
+    assert_one_error_line(status, err, "--hot-fraction 0.9 leaves 10% of the rows, less than the largest host tier "
+                          "measured, 40%; give --hot-fraction at most 0.6")

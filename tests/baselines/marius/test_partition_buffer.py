@@ -95,6 +95,8 @@ def test_bad_settings_are_refused(table_file):
         PartitionBuffer(DiskTable(path), [0, 10, 999], beta_order(2 + 1, 2))
     with pytest.raises(ValueError, match="prefetch must be 0 .synchronous swaps. or more"):
         PartitionBuffer(DiskTable(path), boundaries(4), beta_order(4, 2), prefetch=-1)
+    with pytest.raises(ValueError, match="at most the p - c = 4 - 2 = 2 partitions outside the buffer, got 3"):
+        PartitionBuffer(DiskTable(path), boundaries(4), beta_order(4, 2), prefetch=3)
     buffer = PartitionBuffer(DiskTable(path), boundaries(4), beta_order(4, 2))
     with pytest.raises(RuntimeError, match="start"):
         buffer.advance()

@@ -98,6 +98,19 @@ def test_a_processed_pickle_with_code_in_it_is_refused(tmp_path, capsys):
     assert "arbitrary code ran" not in capsys.readouterr().out
 
 
+def test_a_processed_pickle_with_code_beside_tensors_is_refused_in_one_line_without_torchs_advice(tmp_path, capsys):
+    _, meta = write_and_read(tmp_path, PRESETS["tiny"])
+    processed = tmp_path / "ogb_dataset" / "processed"
+    processed.mkdir(exist_ok=True)
+    torch.save({"graph": _Exploit(), "labels": torch.zeros(3)}, processed / "data_processed")  # torch.load's path
+    with pytest.raises(DatasetFileError) as refused:
+        ogb_format.read_node_dataset(meta, HINT)
+    message = str(refused.value)
+    assert "holds a reference to print" in message and "could run code" in message
+    assert "\n" not in message and "weights_only" not in message
+    assert "arbitrary code ran" not in capsys.readouterr().out
+
+
 def test_real_meta_dict_comes_from_ogbs_master_table(tmp_path):
     meta = ogb_format.real_meta_dict("ogbn-arxiv", tmp_path)
     assert meta["dir_path"] == str(tmp_path / "ogbn_arxiv")

@@ -40,6 +40,8 @@ def test_the_newest_measured_profile_is_taken_and_a_cpu_one_is_not(tmp_path):
     assert machine.measured and machine.device == "new.json" and machine.ceilings[planner.ZERO_COPY] == 50e9
     with pytest.raises(ValueError, match="holds no measured zero-copy and D2D ceilings"):
         planner.machine(tmp_path / "cpu.json")
+    nominal = planner.machine("none", machines=tmp_path)  # plan --machine none, as its help says
+    assert not nominal.measured and nominal.ceilings == planner.NOMINAL
 
 
 def test_the_overhead_fit_recovers_a_cost_per_minibatch_and_per_row():

@@ -58,6 +58,11 @@ def test_revisions_stay_strings_and_earlier_lines_are_never_rewritten(tmp_path):
     ("epoch", "1.5", "'1.5' is not an integer"),
     ("hit_ratio", "high", "'high' is not a number"),
     ("dataset", "", "it is empty"),
+    ("hot_fraction", "inf", r"'inf' is not a share in \[0, 1\]"),
+    ("hit_ratio", "7.5", r"'7.5' is not a share in \[0, 1\]"),
+    ("epoch_s", "-1e308", "'-1e308' is not a time in seconds, finite and at least 0"),
+    ("gather_s", "inf", "'inf' is not a time in seconds"),
+    ("pcie_payload_bytes", "-4", "'-4' is not a count, at least 0"),
 ])
 def test_a_value_that_does_not_parse_is_refused_with_its_line_and_column(tmp_path, column, bad, message):
     path = tmp_path / "r.csv"
@@ -85,6 +90,14 @@ def test_a_line_with_the_wrong_number_of_fields_is_refused(tmp_path):
         read_records(path)
     path.write_text("\n".join([text[0], 'tiny,"10,10']) + "\n")
     with pytest.raises(ValueError, match="line 2: not a CSV record"):
+        read_records(path)
+
+
+def test_a_file_that_is_not_utf8_text_is_refused_naming_it(tmp_path):
+    path = tmp_path / "r.csv"
+    store_records(path, [row()])
+    path.write_bytes(path.read_bytes().replace(b"tiny", b"t\xffny"))
+    with pytest.raises(ValueError, match="r.csv: byte .* is not UTF-8 text"):
         read_records(path)
 
 

@@ -171,6 +171,8 @@ RUN = ["--datasets", "tiny", "--loaders", "in-memory,tiered", "--fanout", "4,4",
     (["--warmup", "-1"], "warmup (--warmup) must be an integer of at least 0, got -1"),
     (["--batch-size", "0"], "batch size (--batch-size) must be an integer of at least 1, got 0"),
     (["--fanout", "4,0"], "fanouts are one or more neighbour counts of at least 1"),
+    (["--loaders", "disk-tiered", "--hot-fractions", "0.9", "--host-fractions", "0.9"],
+     "disk-tiered's GPU and host tiers are shares of one table: hot fraction 0.9 + host fraction 0.9 is more than 1"),
     (["--sampling", "distributed"], "distributed sampling is for multi-process runs: add --gpus G"),
     (["--experiment", "../../x"], "experiment name '../../x' is not a plain name"),
 ])
