@@ -21,7 +21,14 @@ from suite.datasets import load_dataset
 from suite.datasets import regime as regimes
 from suite.io import records
 from suite.io.provenance import provenance
-from suite.policies.lab import POLICIES, WINDOWS, LabSettings, capacities_of, lab_traces, run_lab
+from suite.policies.lab import (
+    POLICIES,
+    WINDOWS,
+    LabSettings,
+    capacities_of,
+    lab_traces,
+    run_lab,
+)
 
 GB = 1e9
 TRACE_FACTS = ("row_bytes", "reads_per_epoch", "batches_per_epoch", "trace_file", "trace_bytes_per_epoch",

@@ -36,8 +36,8 @@ from suite.datasets.reordered import score_nodes
 from suite.policies import belady, dynamic, lookahead, static
 from suite.policies.trace import AccessTrace, load_trace, record_trace, save_trace
 from suite.registry import scorer_params
-from tiering.sampling.neighbors import NeighborSampler, minibatches
 from tiering.features.traffic import zero_copy_row_payload
+from tiering.sampling.neighbors import NeighborSampler, minibatches
 
 CAPACITY_PERCENTS = (1, 2, 5, 10, 15, 20, 25, 30, 40)
 """The capacities the lab replays, in percent of the rows."""

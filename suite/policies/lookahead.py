@@ -33,7 +33,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from suite.policies.belady import NEVER, next_use
+from suite.policies.belady import next_use
 from suite.policies.heap import push, replace_top, sift_down, sift_up
 from suite.policies.replay import Replay, check_capacity, counters, epoch_of_batch
 
