@@ -15,11 +15,12 @@ it builds anything, then dispatches to the loader's factory.
 | ``degree-cache`` | top-degree rows cached behind a node -> slot map (PaGraph) | hot fraction |
 | ``gns`` | a degree-sampled node set cached, neighbour sampling biased towards it (GNS; changes the sampler) | hot fraction |
 | ``tiered`` | data tiering: rows [0, H) on the GPU, the rest zero-copy (Data Tiering) | hot fraction |
+| ``lookahead`` | a GPU slot table kept by Belady's rule over the next ``window`` minibatches sampled ahead, the dataset's order beyond them; misses zero-copy (Ginex's rule, ``tiering.features.lookahead``) | hot fraction |
 | ``in-memory`` | all features on the device: the upper bound (PyTorch-Direct) | all rows |
 | ``mmap`` | the table's file memory-mapped: the page cache decides (Ginex, GraphBolt's baseline) | none |
 | ``disk-tiered`` | data tiering over three tiers: hot rows on the GPU, the next ``host_fraction`` in host memory, the rest read from disk on demand (Data Tiering + Marius) | hot fraction |
 
-``tiered`` needs a dataset reordered hottest-first (``tierbench prepare`` /
+``tiered`` (and ``lookahead``, whose order beyond its window is the row order) needs a dataset reordered hottest-first (``tierbench prepare`` /
 ``load_reordered``); the hot tier is then simply its first rows.  In a
 multi-process run (``create_distributed_loader``) it is the multi-GPU
 combined tensor, its hot tier interleaved over every process's GPU.
@@ -63,6 +64,7 @@ from tiering.disk.table import DiskTable
 from tiering.disk.tiered import DiskTieredLoader
 from tiering.features.combined import CombinedTensor, check_fits
 from tiering.features.loader import FeatureLoader
+from tiering.features.lookahead import LookaheadLoader
 from tiering.features.multi_gpu import MultiGPUCombinedTensor
 from tiering.features.placement import hot_rows, plan_placement
 from tiering.graph.scores import SCORERS, ScorerSpec
@@ -153,6 +155,8 @@ LOADERS = {
             features, dataset.graph.appearances(), hot, device, **o), hot_tier=True, slot_map=True),
         LoaderSpec("tiered", lambda features, dataset, hot, device, **o: CombinedTensor(features, hot, device, **o),
                    hot_tier=True, reordered=True, zero_copy=True, build_distributed=_multi_gpu_tiered),
+        LoaderSpec("lookahead", lambda features, dataset, hot, device, **o: LookaheadLoader(features, hot, device, **o),
+                   hot_tier=True, reordered=True, zero_copy=True),
         LoaderSpec("in-memory", lambda features, dataset, hot, device, **o: InMemoryLoader(features, device),
                    gpu_share=1.0),
         LoaderSpec("mmap", lambda features, dataset, hot, device, **o: _mmap(dataset, device, **o), disk=True),

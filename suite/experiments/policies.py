@@ -21,10 +21,18 @@ from suite.datasets import load_dataset
 from suite.datasets import regime as regimes
 from suite.io import records
 from suite.io.provenance import provenance
-from suite.policies.lab import POLICIES, LabSettings, capacities_of, lab_traces, run_lab
+from suite.policies.lab import (
+    POLICIES,
+    WINDOWS,
+    LabSettings,
+    capacities_of,
+    lab_traces,
+    run_lab,
+)
 
 GB = 1e9
-TRACE_FACTS = ("row_bytes", "reads_per_epoch", "batches_per_epoch", "trace_file", "trace_bytes_per_epoch")
+TRACE_FACTS = ("row_bytes", "reads_per_epoch", "batches_per_epoch", "trace_file", "trace_bytes_per_epoch",
+               "window_bytes_per_batch", "sample_s_per_batch")
 """What the lab reports of a trace that a table shows (beside the replay speeds, policy by policy)."""
 FACTS = ("command", "dataset", "num_nodes", "fanouts", "batch_size", "regime", "epochs", "presample_epochs",
          *TRACE_FACTS, "replay_reads_per_s")
@@ -56,6 +64,18 @@ def display(summary: pd.DataFrame, row_bytes: int) -> pd.DataFrame:
         "pcie": "PCIe GB / epoch", "fill_rows": "rows admitted / epoch", "fill": "fill GB / epoch"})
     return table[["policy", "kind", "capacity (%)", "capacity (rows)", "hit ratio", "of Belady", "of static optimum",
                   "PCIe GB / epoch", "rows admitted / epoch", "fill GB / epoch"]]
+
+
+def window_cost(summary: pd.DataFrame, window_bytes_per_batch: float, sample_s_per_batch: float) -> pd.DataFrame:
+    """One row per lookahead window: the ids it holds (MiB), the time to sample it ahead on this CPU, and its hits
+    over Belady's bound at every capacity."""
+    ahead = summary[summary["policy"].isin(list(WINDOWS))]
+    share = ahead.pivot_table(index="policy", columns="capacity_percent", values="of Belady", observed=True)
+    share = share.rename(columns=lambda p: f"of Belady at {p:g}%")
+    windows = share.index.map(WINDOWS)
+    table = pd.DataFrame({"window (minibatches)": windows, "ids held (MiB)": windows * window_bytes_per_batch / 2**20,
+                          "sampling lead (s)": windows * sample_s_per_batch}, index=share.index)
+    return table.join(share).sort_values("window (minibatches)").reset_index(drop=True)
 
 
 def trace_options(regime: str, batch: int, fanouts, name: str) -> str:

@@ -13,12 +13,18 @@ epochs at capacities of 1-40% of the rows).  Written into ``--out``:
   ``policies-epochs.csv`` (every epoch of every replay, with the provenance);
 * ``policies.png``: hit ratio, fraction of Belady's bound, the static
   placements' fraction of the static optimum and PCIe GB per epoch against
-  capacity, one line and marker per policy.
+  capacity, one line and marker per policy; and the lookahead cache's
+  fraction of Belady's bound against its window, one line per capacity.
+
+The lookahead rows come with what their window costs: the ids of W
+minibatches held ahead and the time this CPU takes to sample them.
 
 Reading it: a policy's gap to ``Belady MIN`` is what any smarter cache could
 still gain at that capacity; its gap to ``static optimum`` what a better
 static order could gain.  Dynamic caches start empty, so their first epoch
-is their worst (``policies-epochs.csv``).
+is their worst (``policies-epochs.csv``).  The lookahead cache closes the
+gap to Belady's bound as its window grows: the window panel shows how many
+minibatches ahead a capacity needs.
 """
 
 from __future__ import annotations
@@ -29,16 +35,17 @@ import numpy as np
 import pandas as pd
 
 from suite.datasets import regime as regimes
-from suite.experiments.policies import GB, display, read_records, summarise
+from suite.experiments.policies import GB, display, read_records, summarise, window_cost
 from suite.io.plotting import pyplot, write_table_and_figure
 from suite.io.provenance import caption
-from suite.policies.lab import POLICIES
+from suite.policies.lab import POLICIES, WINDOWS
 
 
 def plot(summary: pd.DataFrame, title: str):
     """Four panels against capacity, one line and one marker per policy: hit ratio, hits over Belady's bound, the
     static placements' hits over the static optimum (on an axis of their own, where the scorers a few per cent
-    apart can be told apart) and the PCIe bytes of the misses."""
+    apart can be told apart) and the PCIe bytes of the misses; a fifth, the lookahead cache's hits over Belady's
+    bound against its window, one line per capacity (the lookahead policies in shades of one colour)."""
     plt, sns = pyplot()
     shown = summary.assign(label=summary["policy"].map(lambda p: POLICIES[p].label),
                            kind=summary["policy"].map(lambda p: POLICIES[p].kind),
@@ -48,8 +55,11 @@ def plot(summary: pd.DataFrame, title: str):
     panels = [(shown, "hit_ratio", "hit ratio"), (shown, "of Belady", "hits / Belady's bound"),
               (static, "of static optimum", "static placements: hits / static optimum"),
               (shown, "pcie_gb", "PCIe GB / epoch (model)")]
-    fig, axes = plt.subplots(1, len(panels), figsize=(20, 4.6))
-    palette = dict(zip(order, sns.color_palette(n_colors=len(order))))
+    fig, axes = plt.subplots(1, len(panels) + 1, figsize=(25, 4.8))
+    ahead = [POLICIES[p].label for p in WINDOWS if p in set(summary["policy"])]
+    others = [label for label in order if label not in ahead]
+    palette = {**dict(zip(others, sns.color_palette(n_colors=len(others)))),
+               **dict(zip(ahead, sns.color_palette("flare", n_colors=len(ahead))))}
     for ax, (data, column, label) in zip(axes, panels):
         sns.lineplot(data=data, x="capacity_percent", y=column, hue="label", hue_order=order, style="label",
                      style_order=order, palette=palette, markers=True, dashes=False, ax=ax, legend=ax is axes[0])
@@ -57,8 +67,15 @@ def plot(summary: pd.DataFrame, title: str):
     handles, labels = axes[0].get_legend_handles_labels()
     axes[0].get_legend().remove()
     fig.legend(handles, labels, title="policy", loc="center right", frameon=False)
+    windows = shown[shown["policy"].isin(list(WINDOWS))].assign(window=lambda t: t["policy"].map(WINDOWS),
+                                                                capacity=lambda t: t["capacity_percent"].map("{:g}%".format))
+    ax = axes[-1]
+    sns.lineplot(data=windows, x="window", y="of Belady", hue="capacity", palette="crest", marker="o", ax=ax)
+    ax.set(xscale="log", xlabel="lookahead window (minibatches sampled ahead)", ylabel="lookahead: hits / Belady's bound")
+    ax.set_xticks(sorted(WINDOWS.values()), [str(w) for w in sorted(WINDOWS.values())])
+    ax.legend(title="capacity", fontsize="small", ncols=2)
     fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.04, 0.9, 0.95))
+    fig.tight_layout(rect=(0, 0.04, 0.91, 0.95))
     return fig
 
 
@@ -75,6 +92,7 @@ def render(records: Path, out: Path) -> list[Path]:
     per_batch = np.mean(reads) / facts["batches_per_epoch"]
     one_epoch = ", ".join(f"{POLICIES[p].label} {reads[0] / v:.2f} s" for p, v in facts["replay_reads_per_s"])
     table = display(summary, facts["row_bytes"])
+    windows = window_cost(summary, facts["window_bytes_per_batch"], facts["sample_s_per_batch"])
     markdown = (
         f"# Placement policies against the optimum, {name}\n\nMade by {facts['command']}; {caption(facts)}.\n\n"
         f"{name}: {num_nodes:,} rows of {facts['row_bytes']} B; fanouts {fanouts}, "
@@ -93,7 +111,14 @@ def render(records: Path, out: Path) -> list[Path]:
         f"(`{Path(facts['trace_file']).name}` in the dataset cache's `traces/`; "
         f"{np.mean(reads) * 4 / 2**20:.1f} MiB as int32 ids). "
         f"Replay speed on this CPU, reads per second: {speeds}; one epoch: {one_epoch}.\n\n"
-        + table.to_markdown(index=False, floatfmt=".3f", intfmt=",") + "\n"
+        + table.to_markdown(index=False, floatfmt=".3f", intfmt=",") + "\n\n"
+        f"## What a lookahead window costs\n\nThe lookahead cache keeps, after each minibatch, the rows the next W "
+        f"minibatches need soonest (Belady's rule within the window) and ranks the rest by the dataset's scorer; it "
+        f"admits only rows a minibatch read from host memory anyway. Sampling W minibatches ahead holds their ids "
+        f"({facts['window_bytes_per_batch'] / 2**10:.1f} KiB a minibatch as int64) and must start W minibatches "
+        f"early ({1e3 * facts['sample_s_per_batch']:.2f} ms to sample one on this CPU, the lead a window needs "
+        f"when nothing else hides it).\n\n"
+        + windows.to_markdown(index=False, floatfmt=(".0f", ".2f", ".3f") + (".3f",) * (windows.shape[1] - 3)) + "\n"
     )
     fig = plot(summary, f"Placement policies on {name} (fanouts {','.join(map(str, fanouts))}, batch {batch})")
     return write_table_and_figure(out, "policies", markdown, table, fig, facts, index=False)

@@ -12,8 +12,8 @@ its rows: so the bound covers every policy of the lab, the static ones
 alike, and no policy's hit count can exceed it.
 
 One pass computes every access's next use (O(accesses + N)); the replay
-keeps the cached rows in an indexed max-heap on next use, O(log C) per
-access.
+keeps the cached rows in an indexed max-heap on next use
+(``suite.policies.heap``), O(log C) per access.
 """
 
 from __future__ import annotations
@@ -21,48 +21,23 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from suite.policies.heap import push, replace_top, sift_up
 from suite.policies.replay import Replay, check_capacity, counters, epoch_of_batch
 
-_NEVER = np.iinfo(np.int64).max
+NEVER = np.iinfo(np.int64).max
+"""The next use of a row that no later minibatch reads."""
 
 
 @numba.njit(cache=True, nogil=True)
-def _next_use(ids, offsets, num_nodes):
-    """For every access, the next minibatch that reads the same row (``_NEVER``: none); and every row's first."""
+def next_use(ids, offsets, num_nodes):
+    """For every access, the next minibatch that reads the same row (``NEVER``: none); and every row's first."""
     following = np.empty(len(ids), np.int64)
-    upcoming = np.full(num_nodes, _NEVER, np.int64)
+    upcoming = np.full(num_nodes, NEVER, np.int64)
     for b in range(len(offsets) - 2, -1, -1):
         for a in range(offsets[b], offsets[b + 1]):
             following[a] = upcoming[ids[a]]
             upcoming[ids[a]] = b
     return following, upcoming
-
-
-@numba.njit(cache=True, nogil=True)
-def _swap(heap, where, i, j):
-    heap[i], heap[j] = heap[j], heap[i]
-    where[heap[i]] = i
-    where[heap[j]] = j
-
-
-@numba.njit(cache=True, nogil=True)
-def _sift_up(heap, key, where, i):
-    while i > 0 and key[heap[(i - 1) // 2]] < key[heap[i]]:
-        _swap(heap, where, i, (i - 1) // 2)
-        i = (i - 1) // 2
-
-
-@numba.njit(cache=True, nogil=True)
-def _sift_down(heap, key, where, i, size):
-    while True:
-        largest = i
-        for child in (2 * i + 1, 2 * i + 2):
-            if child < size and key[heap[child]] > key[heap[largest]]:
-                largest = child
-        if largest == i:
-            return
-        _swap(heap, where, i, largest)
-        i = largest
 
 
 @numba.njit(cache=True, nogil=True)
@@ -74,12 +49,7 @@ def _min(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost, followin
     hit_in = np.full(num_nodes, -1, np.int64)  # the minibatch in which the row last was a hit
     size = 0
     for i in range(len(start_rows)):  # the free start
-        v = start_rows[i]
-        heap[size] = v
-        where[v] = size
-        key[v] = start_keys[i]
-        size += 1
-        _sift_up(heap, key, where, size - 1)
+        size = push(heap, key, where, size, start_rows[i], start_keys[i])
     for b in range(len(offsets) - 1):
         e = epoch_of[b]
         for a in range(offsets[b], offsets[b + 1]):
@@ -88,27 +58,19 @@ def _min(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost, followin
                 hits[e] += 1
                 hit_in[v] = b
                 key[v] = following[a]  # later than before: the row rises
-                _sift_up(heap, key, where, where[v])
+                sift_up(heap, key, where, where[v])
         for a in range(offsets[b], offsets[b + 1]):
             v = ids[a]
             if hit_in[v] == b:
                 continue
             miss_bytes[e] += cost[v]
             upcoming = following[a]
-            if upcoming == _NEVER:
+            if upcoming == NEVER:
                 continue
             if size < capacity:
-                heap[size] = v
-                where[v] = size
-                key[v] = upcoming
-                size += 1
-                _sift_up(heap, key, where, size - 1)
+                size = push(heap, key, where, size, v, upcoming)
             elif upcoming < key[heap[0]]:
-                where[heap[0]] = -1
-                heap[0] = v
-                where[v] = 0
-                key[v] = upcoming
-                _sift_down(heap, key, where, 0, size)
+                replace_top(heap, key, where, size, v, upcoming)
             else:
                 continue
             fills[e] += 1
@@ -118,8 +80,8 @@ def _min(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost, followin
 def replay_belady(trace, capacity: int, row_cost: np.ndarray) -> Replay:
     """Belady's MIN over ``trace`` at ``capacity`` rows, starting with the ``capacity`` rows read first."""
     capacity = check_capacity(capacity, trace.num_nodes)
-    following, first = _next_use(trace.ids, trace.batch_offsets, trace.num_nodes)
-    read = np.flatnonzero(first != _NEVER)
+    following, first = next_use(trace.ids, trace.batch_offsets, trace.num_nodes)
+    read = np.flatnonzero(first != NEVER)
     start = read[np.argsort(first[read], kind="stable")[:capacity]]
     hits, miss_bytes, fills = _min(trace.ids, trace.batch_offsets, epoch_of_batch(trace.epoch_batches),
                                    trace.num_epochs, trace.num_nodes, capacity, np.asarray(row_cost, dtype=np.int64),

@@ -2,7 +2,9 @@
 
 Which rows to keep in GPU memory is answered differently by each system:
 data tiering places by a score (Data Tiering §3), GNNLab by pre-sampled
-frequencies (PreSC), PaGraph by degree, DGL GraphBolt with dynamic caches.
+frequencies (PreSC), PaGraph by degree, DGL GraphBolt with dynamic caches,
+and the lookahead cache by the minibatches sampled ahead (Ginex's rule,
+``suite.policies.lookahead``).
 Here they all serve the same trace (``suite.policies.trace``) at the same
 capacities, beside two references: the static optimum (the best fixed set of
 C rows for these epochs) and Belady's MIN (the best any cache of C rows can
@@ -31,10 +33,11 @@ from tqdm.auto import tqdm
 from suite.datasets.cache import cache_root, check_writable
 from suite.datasets.dataset import content_fingerprint
 from suite.datasets.reordered import score_nodes
-from suite.policies import belady, dynamic, static
+from suite.policies import belady, dynamic, lookahead, static
 from suite.policies.trace import AccessTrace, load_trace, record_trace, save_trace
 from suite.registry import scorer_params
 from tiering.features.traffic import zero_copy_row_payload
+from tiering.sampling.neighbors import NeighborSampler, minibatches
 
 CAPACITY_PERCENTS = (1, 2, 5, 10, 15, 20, 25, 30, 40)
 """The capacities the lab replays, in percent of the rows."""
@@ -44,8 +47,9 @@ PRESAMPLE_SEED = 1_000
 
 @dataclasses.dataclass(frozen=True)
 class PolicySpec:
-    """A placement policy: ``kind`` is ``static`` (a fixed set of rows), ``dynamic`` (a cache that admits and evicts)
-    or ``bound`` (a reference no policy of its kind can beat)."""
+    """A placement policy: ``kind`` is ``static`` (a fixed set of rows), ``dynamic`` (a cache that admits and evicts),
+    ``lookahead`` (a cache that sees the minibatches sampled ahead) or ``bound`` (a reference no policy of its kind
+    can beat)."""
 
     name: str
     label: str
@@ -64,12 +68,19 @@ POLICIES = {
         PolicySpec("lru", "LRU", "dynamic", "least recently used evicted (GraphBolt)"),
         PolicySpec("clock", "CLOCK", "dynamic", "FIFO with reinsertion of referenced rows (GraphBolt)"),
         PolicySpec("s3-fifo", "S3-FIFO", "dynamic", "small, main and ghost FIFOs (GraphBolt; Yang et al. 2023)"),
+        *(PolicySpec(lookahead.policy_name(w), f"lookahead W={w}", "lookahead",
+                     f"Belady's rule over the next {w} minibatch(es), the dataset's scorer beyond them (Ginex)")
+          for w in lookahead.WINDOWS),
         PolicySpec("belady", "Belady MIN", "bound", "the farthest next use evicted, with a free start: the bound"),
     )
 }
 """Every policy of the lab, in the order tables and figures show them."""
 SCORED = ("degree", "rpr", "wrpr")
 """The policies that are a scorer of ``tiering.graph.scores`` under the same name."""
+WINDOWS = {lookahead.policy_name(w): w for w in lookahead.WINDOWS}
+"""The lookahead policies and their windows, in minibatches sampled ahead."""
+ID_BYTES = 8
+"""Bytes of one sampled id held for the window (int64, as the sampler returns them)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,6 +172,26 @@ def static_orders(dataset, counts: np.ndarray, presample: AccessTrace) -> dict[s
     return orders
 
 
+def lookahead_order(dataset, orders: dict[str, np.ndarray]) -> np.ndarray:
+    """The static order the lookahead cache falls back on beyond its window: that of the scorer ``dataset`` was
+    reordered by, else data tiering's (weighted reverse PageRank)."""
+    return orders[dataset.scorer if dataset.scorer in SCORED else "wrpr"]
+
+
+def sampling_seconds(dataset, settings: LabSettings, batches: int = 64) -> float:
+    """Seconds the sampler takes per minibatch under ``settings`` on this CPU (the mean of ``batches``, after one
+    untimed): how long a window of W minibatches takes to sample ahead."""
+    sampler = NeighborSampler(dataset.graph, settings.fanouts)
+    stream = minibatches(sampler, dataset.splits["train"], settings.batch_size, settings.seed, 0, shuffle=True)
+    next(stream, None)
+    start, timed = time.perf_counter(), 0
+    for _ in range(batches):
+        if next(stream, None) is None:
+            break
+        timed += 1
+    return (time.perf_counter() - start) / max(timed, 1)
+
+
 def capacities_of(num_nodes: int, percents=CAPACITY_PERCENTS) -> list[int]:
     """Capacities in rows for ``percents`` of ``num_nodes`` rows (at least one row each)."""
     return sorted({max(1, round(num_nodes * p / 100)) for p in percents})
@@ -172,8 +203,10 @@ def run_lab(dataset, settings: LabSettings, capacities, traces: LabTraces, *,
 
     Returns ``(rows, facts)``: one row per (policy, capacity, epoch) with
     reads, hits, miss bytes and rows admitted; ``facts`` about the trace
-    (its file and size, reads per epoch) and the replay speed of each
-    dynamic policy (reads per second).
+    (its file and size, reads per epoch), the replay speed of each policy
+    that is replayed access by access (reads per second), and what a
+    lookahead window costs: the bytes of one minibatch's ids and the seconds
+    to sample one.
     """
     trace, presample = traces.trace, traces.presample
     row_bytes = dataset.feature_dim * dataset.features.element_size()
@@ -181,18 +214,24 @@ def run_lab(dataset, settings: LabSettings, capacities, traces: LabTraces, *,
     capacities = sorted(set(capacities))
     counts = trace.counts()
     replays = []
-    for name, order in static_orders(dataset, counts, presample).items():
+    orders = static_orders(dataset, counts, presample)
+    for name, order in orders.items():
         replays += static.replay_static(name, counts, order, capacities, cost)
     seconds = {}
-    replayed = [name for name, spec in POLICIES.items() if spec.kind == "dynamic"] + ["belady"]
+    replayed = [name for name, spec in POLICIES.items() if spec.kind in ("dynamic", "lookahead")] + ["belady"]
     with tqdm(total=len(replayed) * len(capacities), desc="replaying", unit="replay", disable=not progress,
               leave=False) as bar:
         for name in replayed:
             start = time.perf_counter()
             for capacity in capacities:
                 bar.set_postfix_str(f"{name} at {capacity:,} rows")
-                replays.append(belady.replay_belady(trace, capacity, cost) if name == "belady"
-                               else dynamic.replay_dynamic(name, trace, capacity, cost))
+                if name == "belady":
+                    replays.append(belady.replay_belady(trace, capacity, cost))
+                elif name in WINDOWS:
+                    replays.append(lookahead.replay_lookahead(trace, capacity, cost, WINDOWS[name],
+                                                              lookahead_order(dataset, orders)))
+                else:
+                    replays.append(dynamic.replay_dynamic(name, trace, capacity, cost))
                 bar.update(1)
             seconds[name] = time.perf_counter() - start
     rows = pd.DataFrame([
@@ -210,5 +249,7 @@ def run_lab(dataset, settings: LabSettings, capacities, traces: LabTraces, *,
         "counts": counts,
         "row_cost": cost,
         "replay_reads_per_s": {name: len(capacities) * trace.num_accesses / s for name, s in seconds.items()},
+        "window_bytes_per_batch": ID_BYTES * trace.num_accesses / trace.num_batches,
+        "sample_s_per_batch": sampling_seconds(dataset, settings),
     }
     return rows, facts

@@ -152,6 +152,7 @@ class Trainer:
         losses, edges = [], 0
         touched = torch.zeros(self.dataset.num_nodes, dtype=torch.bool, device=self.sampler.graph.indptr.device)
         batches, total, _ = self._batches("train", epoch, shuffle=True)
+        batches = self.loader.announce(batches)
         bar = tqdm(total=total, desc=f"epoch {epoch}", unit="batch", disable=not progress, leave=False)
         self.pcie.start()
         epoch_start = time.perf_counter()

@@ -171,7 +171,7 @@ def test_gpu_memory_needed_by_every_loader_that_keeps_rows_there(monkeypatch):
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: seen.append(device) or (2**40, 2**41))
     for name in LOADERS:
         check_gpu_memory(name, dataset, 0.5, "cuda:0")
-    assert seen == [torch.device("cuda", 0)] * 5  # in-memory, degree-cache, gns, tiered, disk-tiered
+    assert seen == [torch.device("cuda", 0)] * 6  # in-memory, degree-cache, gns, tiered, lookahead, disk-tiered
 
     def free(nbytes):
         monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (nbytes, 2**41))

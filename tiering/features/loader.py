@@ -78,6 +78,11 @@ class FeatureLoader(abc.ABC):
     def start_epoch(self, epoch: int) -> None:  # noqa: B027 (most loaders keep no per-epoch state)
         """Called before each training epoch; loaders that refresh their cache (GNS) do it here."""
 
+    def announce(self, batches):
+        """The minibatch iterator an epoch gathers from, told to the loader ahead of its gathers where the loader
+        uses the future (``tiering.features.lookahead``); every other loader takes ``batches`` as they are."""
+        return batches
+
     def make_sampler(self, graph, fanouts):
         """The neighbour sampler this loader needs training to use, or ``None`` for the ordinary one.
 

@@ -53,7 +53,7 @@ def test_only_the_zero_copy_loaders_on_a_gpu_read_the_table_into_memory(name, ti
     features = tiny.features
     assert loaders.host_table(name, features, "cpu") is features  # no pinning on the CPU: nothing changes
     on_gpu = loaders.host_table(name, features, torch.device("cuda", 0), progress=False)
-    if name in ("uva", "uva-naive", "tiered"):
+    if name in ("uva", "uva-naive", "tiered", "lookahead"):
         assert on_gpu is not features and torch.equal(on_gpu, features) and on_gpu.data_ptr() % 4096 == 0
     else:
         assert on_gpu is features

@@ -1,0 +1,298 @@
+"""The lookahead cache as a feature loader: a GPU slot table run by Belady's rule over the minibatches sampled ahead.
+
+Ginex (Park et al., VLDB 2022, §4) samples a superbatch of minibatches
+ahead and runs Belady's rule within it; here the rule keeps a GPU feature
+cache of C rows.  The loader is told each minibatch as it is sampled
+(``look_ahead``), up to ``window`` ahead of the one being gathered, and
+after each gather it keeps the rows needed soonest within the window, the
+rest ranked by a static order (the dataset's scorer: on a dataset reordered
+hottest-first, its row order).  It admits only rows the gather read from
+host memory anyway, and only those needed again within the window; it
+starts, before training, with the rows the first ``window`` minibatches
+need, by first use, then the static order's first rows.  The policy lab
+replays the same rule over a whole trace (``suite.policies.lookahead``), and
+the tests check the two agree exactly.
+
+Layout: ``cache`` holds C rows in GPU memory; the node -> slot map and the
+rule's bookkeeping (an indexed max-heap on each cached row's next use, and
+each row's last announced minibatch) live in host memory, where the sampler
+produces the ids, and a gather copies the minibatch's slots to the device.
+A gather serves hits from ``cache`` and misses by zero-copy from the pinned
+host table (``tiering.features.combined``, with no hot tier), then writes the
+admitted misses into their slots: one host decision per minibatch, which
+synchronises nothing on the device.
+
+A gather of ids that were not announced (an evaluation pass, or a caller
+that never looks ahead) is served from the cache as it stands, and changes
+nothing.  ``announce`` wraps an epoch's minibatch iterator so that it looks
+ahead ``window`` minibatches for the caller (the trainer uses it).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+
+import numba
+import numpy as np
+import torch
+
+from tiering.features.combined import CombinedTensor
+from tiering.features.loader import FeatureLoader
+from tiering.features.traffic import zero_copy_traffic_tensors
+from tiering.features.zero_copy import DEFAULT_VARIANT
+
+BEYOND = np.int64(2**62)
+"""The key of a row not needed within the window: ``BEYOND`` plus its static rank, above any minibatch number."""
+_UNSET = np.int64(-1)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _above(key, u, v):
+    return key[u] > key[v] or (key[u] == key[v] and u > v)
+
+
+@numba.njit(cache=True, nogil=True)
+def _sift_up(heap, key, where, i):
+    while i > 0 and _above(key, heap[i], heap[(i - 1) // 2]):
+        parent = (i - 1) // 2
+        heap[i], heap[parent] = heap[parent], heap[i]
+        where[heap[i]] = i
+        where[heap[parent]] = parent
+        i = parent
+
+
+@numba.njit(cache=True, nogil=True)
+def _sift_down(heap, key, where, i, size):
+    while True:
+        top = i
+        for child in (2 * i + 1, 2 * i + 2):
+            if child < size and _above(key, heap[child], heap[top]):
+                top = child
+        if top == i:
+            return
+        heap[i], heap[top] = heap[top], heap[i]
+        where[heap[i]] = i
+        where[heap[top]] = top
+        i = top
+
+
+@numba.njit(cache=True, nogil=True)
+def _announce(ids, batch, gathered, start, following, base, last_seen, last_pos, where, heap, key, size):
+    """Minibatch ``batch`` (its ids at absolute positions ``start``...) enters the window: earlier announced reads of
+    the same rows learn their next use, and cached rows that no pending minibatch reads are promoted to it."""
+    for i in range(len(ids)):
+        v = ids[i]
+        seen = last_seen[v]
+        if seen >= gathered:  # a pending minibatch reads v before this one
+            following[last_pos[v] - base] = batch
+        elif where[v] >= 0:  # cached, not needed within the window until now
+            key[v] = batch
+            _sift_down(heap, key, where, where[v], size)
+        last_seen[v] = batch
+        last_pos[v] = start + i
+
+
+@numba.njit(cache=True, nogil=True)
+def _serve(ids, following, batch, rank, heap, where, key, slot_of, hit_in, capacity, size):
+    """One announced minibatch: its hits' slots (-1: a miss), and the misses it admits, by position in ``ids`` with
+    their slots (only the admissions still cached at the end); the heap's new size."""
+    slots = np.full(len(ids), -1, np.int64)
+    for i in range(len(ids)):
+        v = ids[i]
+        if where[v] >= 0:
+            slots[i] = slot_of[v]
+            hit_in[v] = batch
+            key[v] = following[i] if following[i] != _UNSET else BEYOND + rank[v]
+            _sift_up(heap, key, where, where[v])
+    admitted = np.empty(len(ids), np.int64)
+    admitted_slots = np.empty(len(ids), np.int64)
+    count = 0
+    for i in range(len(ids)):
+        v = ids[i]
+        if hit_in[v] == batch or following[i] == _UNSET:
+            continue
+        if size < capacity:
+            slot = size
+            heap[size] = v
+            where[v] = size
+            key[v] = following[i]
+            size += 1
+            _sift_up(heap, key, where, size - 1)
+        elif following[i] < key[heap[0]]:
+            gone = heap[0]
+            slot = slot_of[gone]
+            slot_of[gone] = -1
+            where[gone] = -1
+            heap[0] = v
+            where[v] = 0
+            key[v] = following[i]
+            _sift_down(heap, key, where, 0, size)
+        else:
+            continue
+        slot_of[v] = slot
+        admitted[count] = i
+        admitted_slots[count] = slot
+        count += 1
+    kept = np.zeros(count, np.bool_)
+    for j in range(count):
+        kept[j] = slot_of[ids[admitted[j]]] == admitted_slots[j]
+    return slots, admitted[:count][kept], admitted_slots[:count][kept], count, size
+
+
+class LookaheadLoader(FeatureLoader):
+    """A GPU cache of ``capacity`` rows kept by Belady's rule over the next ``window`` announced minibatches.
+
+    Parameters
+    ----------
+    features : the (N, D) host table, read by zero-copy on a GPU (pinned in place)
+    capacity : C, rows of the GPU slot table
+    order : the static order beyond the window (row ids, the first kept longest); default: the row order
+    window : how many minibatches ahead ``announce`` looks
+    variant : the zero-copy kernel's access pattern for the misses
+
+    ``rows_admitted`` counts the rows written into the cache since the last ``reset_stats``.
+    """
+
+    def __init__(self, features: torch.Tensor, capacity: int, device="cpu", *, order=None, window: int = 16,
+                 variant: str = DEFAULT_VARIANT, max_blocks: int | None = None):
+        super().__init__(features.shape[0], features.shape[1], device)
+        if not 0 <= capacity <= self.num_rows:
+            raise ValueError(f"capacity must be in [0, {self.num_rows}], got {capacity}")
+        if window < 0:
+            raise ValueError(f"the window must be at least 0 minibatches, got {window}")
+        order = np.arange(self.num_rows) if order is None else np.asarray(order, dtype=np.int64)
+        if order.shape != (self.num_rows,) or not np.array_equal(np.sort(order), np.arange(self.num_rows)):
+            raise ValueError(f"the static order must hold every one of the {self.num_rows:,} rows once")
+        self.capacity, self.window, self.order = capacity, window, order
+        self.rank = np.empty(self.num_rows, np.int64)
+        self.rank[order] = np.arange(self.num_rows)
+        self.host = CombinedTensor(features, 0, self.device, variant=variant, max_blocks=max_blocks)
+        self.row_bytes = self.host.row_bytes
+        self.cache = torch.empty((capacity, self.feature_dim), dtype=features.dtype, device=self.device)
+        self._stats.gpu_bytes_resident = capacity * self.row_bytes
+        self.rows_admitted = 0
+        self._heap = np.empty(max(capacity, 1), np.int64)
+        self._where = np.full(self.num_rows, -1, np.int64)
+        self._key = np.empty(self.num_rows, np.int64)
+        self._slot_of = np.full(self.num_rows, -1, np.int64)
+        self._hit_in = np.full(self.num_rows, -1, np.int64)
+        self._last_seen = np.full(self.num_rows, -1, np.int64)
+        self._last_pos = np.zeros(self.num_rows, np.int64)
+        self._size = 0
+        self._placed = False
+        self._announced = 0  # minibatches announced so far
+        self._gathered = 0  # announced minibatches gathered so far
+        self._pending = collections.deque()  # (ids, following) of announced minibatches not yet gathered
+        self._base = 0  # the absolute position of the first pending id
+        self._ids = np.zeros(0, np.int64)  # the pending minibatches' ids, concatenated
+        self._following = np.zeros(0, np.int64)  # each pending id's next announced use (-1: none yet)
+        self._lock = threading.Lock()  # a pipeline announces from its sampling thread while another gathers
+
+    def look_ahead(self, ids) -> None:
+        """Announce the next minibatch's input nodes (distinct ids), sampled ahead of its gather."""
+        ids = np.ascontiguousarray(torch.as_tensor(ids).cpu().numpy(), dtype=np.int64)
+        with self._lock:
+            if not self._placed and self._announced == self.window:
+                self._place()
+            start = self._base + len(self._ids)
+            self._ids = np.concatenate([self._ids, ids])
+            self._following = np.concatenate([self._following, np.full(len(ids), _UNSET)])
+            _announce(ids, self._announced, self._gathered, start, self._following, self._base, self._last_seen,
+                      self._last_pos, self._where, self._heap, self._key, self._size)
+            self._pending.append(len(ids))
+            self._announced += 1
+
+    def _place(self) -> None:
+        """Fill the cache before training: the rows the announced minibatches read, by first use, then the static
+        order's first rows (the free start of a static placement)."""
+        first = np.full(self.num_rows, np.iinfo(np.int64).max, np.int64)
+        seen = np.zeros(self.num_rows, bool)
+        ahead, offset = [], 0
+        for batch, count in enumerate(self._pending):
+            ids = self._ids[offset:offset + count]
+            offset += count
+            new = ids[~seen[ids]]
+            seen[new] = True
+            first[new] = self._gathered + batch
+            ahead.append(new)
+        ahead = np.concatenate(ahead) if ahead else np.zeros(0, np.int64)
+        ahead = ahead[np.lexsort((ahead, first[ahead]))][:self.capacity]
+        rest = self.order[~np.isin(self.order, ahead)][:self.capacity - len(ahead)]
+        rows = np.concatenate([ahead, rest])
+        keys = np.concatenate([first[ahead], BEYOND + self.rank[rest]])
+        for slot, (v, k) in enumerate(zip(rows, keys)):
+            self._heap[slot], self._where[v], self._key[v], self._slot_of[v] = v, slot, k, slot
+            _sift_up(self._heap, self._key, self._where, slot)
+        self._size = len(rows)
+        if len(rows):
+            self.host.launch_kernel(torch.as_tensor(rows).to(self.device), self.cache[:len(rows)])
+        self._placed = True
+
+    def announce(self, batches):
+        """``batches`` (an iterator of minibatches with ``input_nodes``), each announced ``window`` minibatches
+        before it is yielded."""
+        queue = collections.deque()
+        for batch in batches:
+            self.look_ahead(batch.input_nodes)
+            queue.append(batch)
+            if len(queue) > self.window:
+                yield queue.popleft()
+        while queue:
+            yield queue.popleft()
+
+    def _next_announced(self, ids: np.ndarray):
+        """The pending minibatch ``ids`` is, with its ids' next uses, or None if it was not announced next."""
+        if not self._pending:
+            return None
+        count = self._pending[0]
+        if count != len(ids) or not np.array_equal(self._ids[:count], ids):
+            return None
+        following = self._following[:count]
+        self._pending.popleft()
+        self._ids, self._following = self._ids[count:], self._following[count:]
+        self._base += count
+        return following
+
+    def _gather(self, ids: torch.Tensor) -> torch.Tensor:
+        host_ids = np.ascontiguousarray(ids.cpu().numpy(), dtype=np.int64)
+        with self._lock:
+            if not self._placed:
+                self._place()
+            following = self._next_announced(host_ids)
+            if following is None:  # not announced: served as the cache stands
+                slots = self._slot_of[host_ids]
+                admitted = admitted_slots = np.zeros(0, np.int64)
+            else:
+                slots, admitted, admitted_slots, count, self._size = _serve(
+                    host_ids, following, self._gathered, self.rank, self._heap, self._where, self._key,
+                    self._slot_of, self._hit_in, self.capacity, self._size)
+                self._gathered += 1
+                self.rows_admitted += count
+        slots = torch.from_numpy(slots).to(self.device)
+        ids = ids.to(self.device, dtype=torch.int64)
+        hit = slots >= 0
+        payload, requests = zero_copy_traffic_tensors(ids, self.row_bytes, self.host.host_offset, self.host.variant,
+                                                      counted=~hit)
+        self._stats.accesses += len(ids)
+        self._stats.hits += int(hit.sum())
+        self._stats.pcie_payload_bytes += int(payload)
+        self._stats.pcie_requests += int(requests)
+        self._stats.host_bytes_touched += int(payload)
+        out = torch.empty((len(ids), self.feature_dim), dtype=self.cache.dtype, device=self.device)
+        out[hit] = torch.index_select(self.cache, 0, slots[hit])
+        misses = torch.nonzero(~hit).squeeze(1)
+        cold = torch.empty((len(misses), self.feature_dim), dtype=self.cache.dtype, device=self.device)
+        self.host.launch_kernel(ids[misses], cold)
+        out[misses] = cold
+        if len(admitted):
+            self.cache[torch.from_numpy(admitted_slots).to(self.device)] = out[torch.from_numpy(admitted).to(self.device)]
+        return out
+
+    def reset_stats(self) -> None:
+        super().reset_stats()
+        self.rows_admitted = 0
+
+    def close(self) -> None:
+        self.host.close()
+        self.cache = None
