@@ -1,6 +1,7 @@
 """Why the GPU numbers miss their goals: four diagnostics that `tierbench gpubench` and the sweeps do not make.
 
-Each part prints JSON lines (the first one the provenance), or a profiler table, to stdout; ``report`` turns a
+Each part prints a JSON line with the provenance (device, revision, source digest, time), then JSON lines or a
+profiler table, to stdout; ``report`` turns a
 folder of their outputs into ``diagnostics.md`` and ``reach.png``.
 
 * ``reach``: the cold zero-copy gather (PyTorch-Direct §3.2) of random rows drawn from the first 128 MiB, 1 GiB or
@@ -307,8 +308,7 @@ def main(argv=None) -> None:
     from suite.io.provenance import provenance
 
     device = torch.device("cuda", 0)
-    if args.part != "ncu-target":
-        emit(**provenance(device))
+    emit(**provenance(device))
     parts[args.part](device)
 
 

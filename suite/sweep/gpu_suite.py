@@ -14,6 +14,10 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
    one dataset per step (records in ``runs/``);
 6. ``report-fig8``, ``report-fig10``: their tables and figures (``fig8/``, ``fig10/``).
 
+Every step runs with ``TIERBENCH_REVISION`` set to the revision the suite found when it started (the caller's value
+where set, else git's; ``suite.io.provenance``), so every record of the visit names the same revision; the state file
+and each log's second line carry the device, that revision, the source digest and the time.
+
 The state file ``gpu-suite.json`` records each step's status, return code, wall time, log and command; it is
 written through a temporary file and a rename, under a file lock that also keeps two suites out of one folder.
 A rerun skips the steps done (and says when they were), runs the failed, timed-out and interrupted ones again,
@@ -40,7 +44,7 @@ import filelock
 
 from suite.errors import BadValue
 from suite.io import atomic
-from suite.io.provenance import device_name, slug
+from suite.io.provenance import REVISION_ENV, device_name, git_revision, slug, source_digest
 
 STATE_FILE = "gpu-suite.json"
 MEASURED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nvidia-h100-80gb-hbm3), rounded up
@@ -187,16 +191,18 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
 
 
-def run_command(command: tuple[str, ...], log: Path, timeout_s: float) -> int:
+def run_command(command: tuple[str, ...], log: Path, timeout_s: float, *, header: str = "",
+                environment: dict | None = None) -> int:
     """Run ``command`` in its own process group with its output in ``log``; kill the group after ``timeout_s``.
 
+    The log starts with the command and then ``header``; ``environment`` is added to this process's for the command.
     Returns the exit status, ``TIMEOUT_RC`` after a timeout.  Interrupted (Ctrl-C, SIGTERM), it kills the group too.
     """
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_IMPORT_ROOT), os.environ.get("PYTHONPATH")])),
-           REQUIRE_GPU: "1"}  # a GPU test that finds no GPU fails instead of skipping
+           REQUIRE_GPU: "1", **(environment or {})}  # a GPU test that finds no GPU fails instead of skipping
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
-        out.write(f"$ {shlex.join(command)}\n")
+        out.write(f"$ {shlex.join(command)}\n" + (f"{header}\n" if header else ""))
         out.flush()
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
                                    preexec_fn=_die_with_parent)
@@ -277,7 +283,8 @@ def run_suite(out_root="results/gpu", *, dry_run: bool = False, rerun=(), skip=(
 
 def _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo) -> int:
     state = read_state(folder)
-    state["device"] = gpu or device_name("cpu")
+    stamp = {"device": gpu or device_name("cpu"), "git_revision": git_revision(), "source_sha256": source_digest()}
+    state.update(stamp)
     began = time.monotonic()
     summary, failed = [], False
     for step in steps:
@@ -295,11 +302,13 @@ def _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo) -> int:
         log = folder / "logs" / f"{step.name}.log"
         echo(f"[run] {step.name} ({why}; ~{step.estimate_s} s)\n    $ {shlex.join(step.command)}")
         entry = {"status": "running", "command": list(step.command), "log": str(log), "started": _now(),
-                 "finished": None, "rc": None, "seconds": None}
+                 "finished": None, "rc": None, "seconds": None, **stamp}
         state["steps"][step.name] = entry
         write_state(folder, state)
         start = time.monotonic()
-        rc = run_command(step.command, log, STEP_TIMEOUT_S)
+        header = " | ".join(f"{key} {value}" for key, value in {**stamp, "time": entry["started"]}.items())
+        rc = run_command(step.command, log, STEP_TIMEOUT_S, header=f"# {header}",
+                         environment={REVISION_ENV: stamp["git_revision"]})
         status = "done" if rc == 0 else "timed out" if rc == TIMEOUT_RC else "failed"
         entry.update(status=status, rc=rc, seconds=round(time.monotonic() - start, 1), finished=_now())
         write_state(folder, state)

@@ -100,6 +100,7 @@ SCHEMA = {
     "gpus": _count(),
     "device": Column("str"),
     "git_revision": Column("str"),
+    "source_sha256": Column("str", nullable=True),
     "time": Column("str"),
     "host": Column("str"),
     "torch": Column("str"),

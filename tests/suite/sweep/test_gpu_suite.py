@@ -23,12 +23,14 @@ class FakeRunner:
     def __init__(self, statuses=None):
         self.statuses = statuses or {}
         self.names = []
+        self.environments = {}
 
-    def __call__(self, command, log, timeout_s):
+    def __call__(self, command, log, timeout_s, *, header="", environment=None):
         name = log.stem
         self.names.append(name)
+        self.environments[name] = environment
         log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(f"$ {' '.join(command)}\nfake output of {name}\n")
+        log.write_text(f"$ {' '.join(command)}\n{header}\nfake output of {name}\n")
         return self.statuses.get(name, 0)
 
 
@@ -157,7 +159,7 @@ def test_the_state_file_survives_a_crash_while_it_is_written(tmp_path, fake_gpu,
 
 
 def test_a_step_interrupted_by_a_crash_runs_again(tmp_path, fake_gpu, monkeypatch):
-    def crash_in_gpubench(command, log, timeout_s):
+    def crash_in_gpubench(command, log, timeout_s, **options):
         if log.stem == "gpubench":
             raise KeyboardInterrupt
         return 0
@@ -234,3 +236,21 @@ def test_the_real_doctor_step_runs_inside_the_suite(tmp_path):
     assert state["steps"]["doctor"]["status"] == "done" and "--no-measure" in state["steps"]["doctor"]["command"]
     assert "wrote" in (folder / "logs" / "doctor.log").read_text()
     assert "[skip] gpubench: --skip asked for it" in lines
+
+
+def test_every_step_runs_with_the_revision_the_suite_started_at(tmp_path, fake_gpu, runner, monkeypatch):
+    monkeypatch.setenv("TIERBENCH_REVISION", "0123456789ab")
+    assert _suite(tmp_path, []) == 0
+    assert {env["TIERBENCH_REVISION"] for env in runner.environments.values()} == {"0123456789ab"}
+    state = _state(tmp_path)
+    assert state["git_revision"] == "0123456789ab" and len(state["source_sha256"]) == 16
+    assert {step["git_revision"] for step in state["steps"].values()} == {"0123456789ab"}
+
+
+def test_the_real_runner_passes_the_environment_and_heads_the_log_with_the_stamp(tmp_path):
+    log = tmp_path / "logs" / "stamp.log"
+    command = (sys.executable, "-c", "import os; print(os.environ['TIERBENCH_REVISION'])")
+    assert gpu_suite.run_command(command, log, 60, header="# device cuda: X | git_revision abc",
+                                 environment={"TIERBENCH_REVISION": "abc"}) == 0
+    lines = log.read_text().splitlines()
+    assert lines[0].startswith("$ ") and lines[1] == "# device cuda: X | git_revision abc" and lines[2] == "abc"
