@@ -1,6 +1,7 @@
 """tierbench gpu-suite on the CPU: the step runner is replaced, except where the real doctor runs."""
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -191,10 +192,10 @@ def test_a_dry_run_after_a_failure_shows_what_would_run_again(tmp_path, fake_gpu
 
 def test_the_time_budget_stops_before_a_step_that_would_pass_it(tmp_path, fake_gpu, runner):
     lines = []
-    budget = (gpu_suite.MEASURED_S["doctor"] + gpu_suite.MEASURED_S["gpu-tests"] / 2) / 60  # doctor fits, the tests not
+    budget = (gpu_suite.TYPED_S["doctor"] + gpu_suite.TYPED_S["gpu-tests"] / 2) / 60  # doctor fits, the tests not
     assert _suite(tmp_path, lines, max_minutes=budget) == 0
     assert runner.names == ["doctor"]
-    stop = f"[stop] gpu-tests: its ~{gpu_suite.MEASURED_S['gpu-tests']} s would pass --max-minutes {budget:g}"
+    stop = f"[stop] gpu-tests: its ~{gpu_suite.TYPED_S['gpu-tests']} s, typed would pass --max-minutes {budget:g}"
     assert any(line.startswith(stop) for line in lines)
     table = lines[-1]
     assert "report-fig10" in table and "not started" in table
@@ -254,3 +255,48 @@ def test_the_real_runner_passes_the_environment_and_heads_the_log_with_the_stamp
                                  environment={"TIERBENCH_REVISION": "abc"}) == 0
     lines = log.read_text().splitlines()
     assert lines[0].startswith("$ ") and lines[1] == "# device cuda: X | git_revision abc" and lines[2] == "abc"
+
+
+def _fake_state(tmp_path, seconds: dict, status="done"):
+    """A state file of an earlier run in which the steps in ``seconds`` finished with that status after that long."""
+    folder = tmp_path / "gpu" / "cuda-fake-gpu-80gb"
+    steps = {name: {"status": status, "rc": 0 if status == "done" else 1, "seconds": s, "command": [], "log": "",
+                    "started": "2026-11-22T11:00:00+00:00", "finished": "2026-11-22T11:01:00+00:00"}
+             for name, s in seconds.items()}
+    atomic.write_json(folder / gpu_suite.STATE_FILE, {"device": "cuda: Fake GPU 80GB", "steps": steps})
+
+
+def test_the_plan_uses_the_times_the_state_file_recorded_and_typed_ones_only_for_the_rest(tmp_path, fake_gpu, runner):
+    _fake_state(tmp_path, {"doctor": 3.2, "gpu-tests": 600.1})
+    lines = []
+    assert _suite(tmp_path, lines, dry_run=True, rerun=["doctor", "gpu-tests"]) == 0
+    assert "plan: 2 of 13 step times measured" in lines[0] and "11 typed" in lines[0]
+    text = "\n".join(lines)
+    assert "doctor: would run (--rerun asked for it); ~4 s, measured" in text
+    assert "gpu-tests: would run (--rerun asked for it); ~601 s, measured" in text
+    assert f"gpubench: would run (not done yet); ~{gpu_suite.TYPED_S['gpubench']} s, typed" in text
+
+
+def test_the_time_budget_plans_with_the_measured_time_where_there_is_one(tmp_path, fake_gpu, runner):
+    _fake_state(tmp_path, {"gpu-tests": 600.0})  # far longer than typed: the budget below would let the typed time in
+    lines = []
+    budget = (gpu_suite.TYPED_S["doctor"] + 2 * gpu_suite.TYPED_S["gpu-tests"]) / 60
+    assert _suite(tmp_path, lines, max_minutes=budget, rerun=["gpu-tests"]) == 0
+    assert runner.names == ["doctor"]
+    assert any(line.startswith("[stop] gpu-tests: its ~600 s, measured would pass") for line in lines)
+
+
+def test_a_step_that_failed_last_time_is_planned_with_its_typed_time(tmp_path, fake_gpu, runner):
+    _fake_state(tmp_path, {"gpubench": 2.0}, status="failed")
+    lines = []
+    assert _suite(tmp_path, lines, dry_run=True) == 0
+    assert f"~{gpu_suite.TYPED_S['gpubench']} s, typed" in next(line for line in lines if line.startswith("gpubench"))
+
+
+def test_each_finished_step_records_its_wall_time_for_the_next_plan(tmp_path, fake_gpu, runner):
+    assert _suite(tmp_path, [], skip=[name for name in STEPS if name != "doctor"]) == 0
+    seconds = _state(tmp_path)["steps"]["doctor"]["seconds"]
+    assert isinstance(seconds, float) and seconds >= 0
+    lines = []
+    _suite(tmp_path, lines, dry_run=True)
+    assert f"~{math.ceil(seconds)} s, measured" in next(line for line in lines if line.startswith("doctor"))
