@@ -6,7 +6,12 @@ import torch
 from suite.experiments import gpu as gpu_bench
 from suite.io.provenance import device_name, slug
 from suite.sweep import variants
-from suite.sweep.variants import choose, gpubench_records, kernel_variant, measured_row_bytes
+from suite.sweep.variants import (
+    choose,
+    gpubench_records,
+    kernel_variant,
+    measured_row_bytes,
+)
 from tiering.features.zero_copy import DEFAULT_VARIANT
 
 CEILINGS = {"h2d_memcpy_bytes_per_s": 50e9, "zero_copy_read_bytes_per_s": 40e9, "d2d_copy_bytes_per_s": 1500e9}
