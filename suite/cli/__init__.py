@@ -14,9 +14,9 @@
     tierbench bucket-orders --out DIR             partition swaps of BETA, Hilbert and row-major orderings (Marius)
     tierbench bucket-train --dataset NAME         link prediction through the partition buffer, per ordering (Marius)
     tierbench sar --dataset NAME                  full-batch training, vanilla domain parallelism against SAR
-    tierbench doctor                              preflight: versions, GPUs, PCIe links, pinning, ceilings -> results/machines
+    tierbench doctor                              preflight: versions, GPUs, PCIe links, pinning, ceilings -> out/machines
     tierbench gpubench --out DIR                  gather microbenchmarks against same-run peers (needs a GPU)
-    tierbench gpu-suite [--dry-run]               a first GPU visit in one resumable command -> results/gpu/<device>
+    tierbench gpu-suite [--dry-run]               a first GPU visit in one resumable command -> out/gpu/<device>
     tierbench run --experiment fig8|fig10|demo    a sweep of training epochs over loaders and hot fractions
     tierbench run --experiment fig11 --gpus G     the same on G processes, one per GPU (torchrun, DDP)
     tierbench report --experiment NAME            tables and figures from a sweep's records (Figures 8, 10, 11)

@@ -148,7 +148,7 @@ def add_parsers(sub) -> None:
     cost = dsub.add_parser("cost", help="build and prepare presets in child processes: time, peak memory, size, "
                            "and a projection", parents=[options.quiet()])
     cost.add_argument("names", nargs="+", metavar="NAME", help="a preset name (each is rebuilt, as with --force)")
-    cost.add_argument("--out", default="results/datasets", help="directory for build-cost.md, .csv and .png")
+    cost.add_argument("--out", default="out/datasets", help="directory for build-cost.md, .csv and .png")
     cost.add_argument("--one-thread", metavar="NAME", help="also measure NAME with one numba thread, for the "
                       "projection to 16 cores")
     cost.set_defaults(func=_cmd_cost)

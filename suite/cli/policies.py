@@ -13,7 +13,7 @@ def _cmd_policies(args) -> int:
     from suite.experiments.policies import measure
     from suite.figures import policies
 
-    out = Path(args.out or f"results/policies/{args.dataset}")
+    out = Path(args.out or f"out/policies/{args.dataset}")
     records = measure(
         args.dataset, out, epochs=args.epochs, presample_epochs=args.presample_epochs, fanouts=args.fanout,
         batch_size=args.batch_size, regime=args.regime, seed=args.seed, trace_dir=args.trace_dir,
@@ -44,13 +44,13 @@ def add_parsers(sub) -> None:
                               "hit ratio and PCIe bytes against capacity, beside Belady's bound and the static optimum",
                               parents=options.traces(3, "epochs traced and replayed"))
     policies.add_argument("--presample-epochs", type=options.positive_int, default=1, help="epochs PreSC pre-samples")
-    policies.add_argument("--out", help="output directory (default results/policies/<dataset>)")
+    policies.add_argument("--out", help="output directory (default out/policies/<dataset>)")
     policies.set_defaults(func=_cmd_policies)
 
     plan = sub.add_parser("plan", help="project data-loading time per policy and hot fraction within a GPU memory "
                           "budget, and recommend one", parents=options.traces(1, "epochs traced"))
     plan.add_argument("--gpu-memory", required=True, help="GPU memory to plan for: 40GB, 24GiB, ...")
     plan.add_argument("--machine", help="a machine profile of `tierbench doctor` (default: the newest GPU one in "
-                      "results/machines; none: nominal link numbers, labelled so)")
+                      "out/machines or results/machines; none: nominal link numbers, labelled so)")
     plan.add_argument("--out", help="output directory (default out/plan/<dataset>)")
     plan.set_defaults(func=_cmd_plan)

@@ -84,7 +84,7 @@ def _cmd_report(args) -> int:
 
         if not args.dataset:
             raise BadValue("--figure 7 or 9 needs --dataset")
-        out = Path(args.out or f"results/profile/{args.dataset}")
+        out = Path(args.out or f"out/profile/{args.dataset}")
         curves = out / f"fig{args.figure}-curves.csv"
         if not curves.exists():
             raise BadValue(f"{curves} does not exist: run `tierbench profile --dataset {args.dataset} --figure "
@@ -97,7 +97,7 @@ def _cmd_report(args) -> int:
     if not args.experiment:
         raise BadValue("give --experiment (a sweep's name) or --figure 7|9 with --dataset")
     figure = f"fig{args.figure}" if args.figure else None
-    for path in write_report(args.experiment, args.runs, args.out, figure):
+    for path in write_report(args.experiment, args.runs, args.out or f"out/{args.experiment}", figure):
         print(f"wrote {path}")
     return 0
 
@@ -134,7 +134,8 @@ def add_parsers(sub) -> None:
     run.add_argument("--seed", type=options.seed, default=0)
     run.add_argument("--rerun", action="store_true", help="measure cells again even when recorded")
     run.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training (recorded per row)")
-    run.add_argument("--runs", default="results/runs", help="directory of the records CSVs")
+    run.add_argument("--runs", default="out/runs", help="directory of the records CSVs (the committed ones are in "
+                     "results/runs)")
     run.add_argument("--gpus", type=options.positive_int, help="run on G processes, one per GPU, launched with torchrun "
                      "(with --device cpu: G gloo processes standing in for GPUs)")
     run.add_argument("--sampling", type=options.names, help="with --gpus: comma-separated samplers, cpu, uva (needs a "
@@ -150,6 +151,8 @@ def add_parsers(sub) -> None:
     report.add_argument("--records", help="with --figure: draw it from these records (the CSV or folder its "
                         "command wrote), e.g. --figure policies --records results/policies/papers-s/policies-epochs.csv")
     report.add_argument("--dataset", help="with --figure 7 or 9")
-    report.add_argument("--runs", default="results/runs")
-    report.add_argument("--out", help="output directory (default results/<experiment>, or the profile's)")
+    report.add_argument("--runs", default="out/runs", help="directory of the records CSVs (the committed ones: "
+                        "--runs results/runs)")
+    report.add_argument("--out", help="output directory (default out/<experiment>, or out/profile/<dataset> for "
+                        "--figure 7 or 9)")
     report.set_defaults(func=_cmd_report)

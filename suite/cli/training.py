@@ -79,7 +79,7 @@ def _cmd_profile(args) -> int:
     from suite.experiments.reuse import measure
     from suite.figures import redraw
 
-    out = Path(args.out or f"results/profile/{args.dataset}")
+    out = Path(args.out or f"out/profile/{args.dataset}")
     curves = measure(
         args.dataset, args.figure, out, fanouts=args.fanout, epochs=args.epochs, batch_size=args.batch_size,
         regime=args.regime, seed=args.seed, ogb_root=args.ogb_root, progress=not args.quiet,
@@ -121,5 +121,5 @@ def add_parsers(sub) -> None:
     profile.add_argument("--figure", type=int, required=True, choices=[7, 9], help="7: reuse by scorer; 9: reuse by "
                          "sampling depth")
     profile.add_argument("--epochs", type=options.positive_int, default=1, help="epochs of sampling to count over")
-    profile.add_argument("--out", help="output directory (default results/profile/<dataset>)")
+    profile.add_argument("--out", help="output directory (default out/profile/<dataset>)")
     profile.set_defaults(func=_cmd_profile)

@@ -13,7 +13,7 @@ and which of tierbench's dependencies are missing or too old.
 Every probe runs on its own: an error inside one is reported in its row and
 the others still run.  Without CUDA the GPU rows say so and the rest is
 reported.  The profile is JSON, written through a temporary file under
-``results/machines/`` with the name ``suite.io.provenance.machine_profile_name``
+``out/machines/`` (by default) with the name ``suite.io.provenance.machine_profile_name``
 gives it, which is how every later record finds it.
 """
 

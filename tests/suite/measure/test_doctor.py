@@ -91,8 +91,8 @@ def test_records_reference_the_machine_profile_once_doctor_wrote_it(tmp_path, mo
     assert machine_profile_path() is None and provenance()["machine_profile"] is None
     assert "machine" not in caption(provenance())
     _, path = doctor.run_doctor(measure=False)
-    assert path.resolve() == tmp_path / "results" / "machines" / machine_profile_name()
-    assert machine_profile_path("cpu") == f"results/machines/{machine_profile_name()}"
+    assert path.resolve() == tmp_path / "out" / "machines" / machine_profile_name()
+    assert machine_profile_path("cpu") == f"out/machines/{machine_profile_name()}"
     record = provenance("cpu")
     assert record["machine_profile"] == machine_profile_path()
     assert caption(record).endswith(f" | machine {record['machine_profile']}")
