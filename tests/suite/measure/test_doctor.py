@@ -130,6 +130,26 @@ def test_missing_packages_lists_absent_and_too_old_distributions(monkeypatch):
     assert doctor.missing_packages()[0].startswith("tierbench (pip install --no-deps --no-build-isolation -e .")
 
 
+def test_a_machine_without_a_gpu_reads_no_nvml_error_and_no_missing_cupy(monkeypatch, tmp_path):
+    """Without a CUDA GPU, NVML failing to load (no driver) and CuPy not installed are what a CPU machine is: their
+    rows say there is no GPU, and the gpu extra is not listed as missing."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+    def no_driver():
+        raise RuntimeError("NVML Shared Library Not Found")
+
+    monkeypatch.setattr(doctor, "_nvml", no_driver)
+    requires = ["torch>=2.4", 'cupy-cuda13x>=14; extra == "gpu"']
+    _fake_metadata(monkeypatch, requires, {"torch": "2.11.0"}, {})
+    profile, _ = doctor.run_doctor(tmp_path, measure=False)
+    table = doctor.format_profile(profile)
+    assert _row(table, "driver") == "none: no CUDA GPU visible"
+    assert _row(table, "cupy") == "not installed, not needed: no CUDA GPU visible"
+    assert profile["missing_packages"] == [] and _row(table, "missing packages") == "none"
+    assert "error" not in table
+    assert doctor.missing_packages(gpu=True) == ["cupy-cuda13x"]  # a GPU machine needs it
+
+
 def test_missing_packages_of_this_installation_agree_with_pyproject():
     try:
         import tomllib
