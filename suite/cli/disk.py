@@ -33,6 +33,7 @@ def _cmd_bucket_train(args) -> int:
     out = args.out or f"out/marius/{args.dataset}"
     show(render(measure(args.dataset, out, partitions=args.partitions, capacity=args.capacity,
                         edge_fractions=args.edge_fraction, prefetches=args.prefetch, repeats=args.repeats,
+                        warmup=args.warmup,
                         seed=args.seed, progress=not args.quiet), out))
     return 0
 
@@ -65,7 +66,9 @@ def add_parsers(sub) -> None:
                          help="shares of the edges one epoch trains, each a setting of its own")
     buckets.add_argument("--prefetch", type=options.count, nargs="+", default=[0, 1],
                          help="partitions read ahead (0: synchronous swaps)")
-    buckets.add_argument("--repeats", type=options.positive_int, default=2, help="epochs per setting, alternating")
+    buckets.add_argument("--repeats", type=options.positive_int, default=2, help="timed epochs per setting, "
+                         "alternating (the table shows their median and range)")
+    buckets.add_argument("--warmup", type=options.count, default=1, help="untimed epochs per setting before them")
     buckets.add_argument("--seed", type=options.seed, default=0,
                          help="seed of the edges drawn, the model and the negatives")
     buckets.add_argument("--out", help="output directory (default out/marius/<dataset>)")
