@@ -27,6 +27,10 @@ Every subcommand's --help lists its options with their defaults.  A user error (
 an option's type refuses) and running out of memory end the command with one line, "tierbench: error: ...", and exit
 status 2; any other exception is a bug, and shows its traceback.  Each module of this package adds one family of
 subcommands and holds their handlers; ``suite.cli.options`` holds the options they share and the types that check them.
+
+Building the parser imports nothing heavy: a subcommand's options (whose choices and help come from the registry,
+the presets and the regimes, which import torch and numba) are added when that subcommand is parsed or asked for
+its help, and each handler imports what it runs; ``tierbench --help`` takes a fraction of a second.
 """
 
 from __future__ import annotations
@@ -35,12 +39,9 @@ import argparse
 import logging
 import sys
 
-import torch
-
 from suite.cli import datasets, disk, machine, policies, sar, sweeps, training
 from suite.cli.output import check_destinations, writing_into
 from suite.errors import UserError
-from suite.measure.devices import resolve_device
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -55,10 +56,38 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
 
 
 class _Parser(argparse.ArgumentParser):
-    """tierbench's parser and its subcommands': defaults shown in --help, a bad option reported in one line."""
+    """tierbench's parser and its subcommands': defaults shown in --help, a bad option reported in one line.
 
-    def __init__(self, *args, formatter_class=_HelpFormatter, **kwargs):
+    ``arguments(parser)``, where given, adds the parser's options when they are first needed (``complete``): when
+    the subcommand is parsed or its help or usage printed, never while the whole parser is built."""
+
+    def __init__(self, *args, formatter_class=_HelpFormatter, arguments=None, **kwargs):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
+        self._arguments = arguments
+
+    def complete(self) -> "_Parser":
+        """Add the options ``arguments`` adds, once; the parser."""
+        arguments, self._arguments = self._arguments, None
+        if arguments is not None:
+            arguments(self)
+        return self
+
+    def take(self, *parents: argparse.ArgumentParser) -> None:
+        """The options of ``parents`` (``suite.cli.options``), as ``parents=`` would have added them."""
+        for parent in parents:
+            self._add_container_actions(parent)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self.complete()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self):
+        self.complete()
+        return super().format_usage()
+
+    def format_help(self):
+        self.complete()
+        return super().format_help()
 
     def error(self, message):
         self.exit(2, f"tierbench: error: {message} (see {self.prog} --help)\n")
@@ -75,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    import torch
+
+    from suite.measure.devices import resolve_device
+
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what --gpus relaunches under torchrun
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:

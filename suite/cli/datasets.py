@@ -3,15 +3,9 @@ its reordered entries, and how the scorers that reorder them compare."""
 
 from __future__ import annotations
 
-import pandas as pd
-
 from suite.cli import options
 from suite.cli.output import show
-from suite.datasets import PRESETS, entry_path, prepare_dataset
-from suite.datasets.build import regenerate_hint
-from suite.datasets.cache import describe_root, entry_bytes, is_complete, read_manifest
 from suite.errors import BadValue
-from suite.registry import SCORERS, scorer_params
 
 
 def _human_bytes(n: float) -> str:
@@ -24,6 +18,11 @@ def _human_bytes(n: float) -> str:
 
 
 def _cmd_list(args) -> int:
+    import pandas as pd
+
+    from suite.datasets import PRESETS, entry_path
+    from suite.datasets.cache import describe_root, entry_bytes, is_complete
+
     rows = []
     for p in PRESETS.values():
         entry = entry_path(p.name)
@@ -51,6 +50,9 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_generate(args) -> int:
+    from suite.datasets import prepare_dataset
+    from suite.datasets.cache import describe_root, entry_bytes
+
     print(f"dataset cache: {describe_root()}")
     for name in args.names:
         entry = prepare_dataset(name, ogb_root=args.ogb_root, force=args.force, progress=not args.quiet)
@@ -59,6 +61,9 @@ def _cmd_generate(args) -> int:
 
 
 def _cmd_info(args) -> int:
+    from suite.datasets import entry_path
+    from suite.datasets.build import regenerate_hint
+    from suite.datasets.cache import describe_root, is_complete, read_manifest
     from suite.experiments.datasets import measure, summarize
     from suite.figures.datasets import render
 
@@ -80,6 +85,7 @@ def _cmd_info(args) -> int:
 
 
 def _cmd_cost(args) -> int:
+    from suite.datasets.cache import describe_root
     from suite.experiments.build_cost import measure
     from suite.figures.build_cost import render
 
@@ -89,7 +95,9 @@ def _cmd_cost(args) -> int:
 
 
 def _cmd_prepare(args) -> int:
+    from suite.datasets.cache import read_manifest
     from suite.datasets.reordered import prepare_reordered
+    from suite.registry import scorer_params
 
     overrides = {"damping": args.damping, "iterations": args.iterations, "tol": args.tol, "max_iter": args.max_iter}
     applicable = {k: v for k, v in overrides.items() if k in scorer_params(args.scorer)}
@@ -120,6 +128,8 @@ def _cmd_scorers(args) -> int:
 
 def _scorer_param_help(name: str, what: str) -> str:
     """Which scorers take parameter ``name`` and its default in each (from the scorers' defaults)."""
+    from suite.registry import SCORERS
+
     takers = {scorer: spec.defaults[name] for scorer, spec in SCORERS.items() if name in spec.defaults}
     if len(set(takers.values())) == 1:
         defaults = f"{next(iter(takers.values())):g}"
@@ -154,7 +164,20 @@ def add_parsers(sub) -> None:
     cost.set_defaults(func=_cmd_cost)
 
     prepare = sub.add_parser("prepare", help="score a dataset's nodes, reorder it hottest-first, and cache the result",
+                             arguments=_prepare_arguments)
+    prepare.set_defaults(func=_cmd_prepare)
+
+    scorers = sub.add_parser("scorers", help="compare the scorers on a dataset: concentration and speed tables",
                              parents=[options.dataset(), options.ogb_root(), options.quiet()])
+    scorers.add_argument("--out", required=True, help="directory for the tables and the figure")
+    scorers.set_defaults(func=_cmd_scorers)
+
+
+def _prepare_arguments(prepare) -> None:
+    """``prepare``'s options, which name the scorers of the registry."""
+    from suite.registry import SCORERS
+
+    prepare.take(options.dataset(), options.ogb_root(), options.quiet())
     prepare.add_argument("--scorer", required=True, choices=list(SCORERS), help="how nodes are scored (Data Tiering §3.1): "
                          + ", ".join(f"{name}, {spec.label}" for name, spec in SCORERS.items()))
     prepare.add_argument("--damping", type=options.probability, help=_scorer_param_help("damping", "damping factor"))
@@ -162,9 +185,3 @@ def add_parsers(sub) -> None:
     prepare.add_argument("--tol", type=options.positive_float, help=_scorer_param_help("tol", "L1 change to stop at"))
     prepare.add_argument("--max-iter", type=options.positive_int, help=_scorer_param_help("max_iter", "most updates"))
     prepare.add_argument("--force", action="store_true", help="rebuild even when the reordered entry exists")
-    prepare.set_defaults(func=_cmd_prepare)
-
-    scorers = sub.add_parser("scorers", help="compare the scorers on a dataset: concentration and speed tables",
-                             parents=[options.dataset(), options.ogb_root(), options.quiet()])
-    scorers.add_argument("--out", required=True, help="directory for the tables and the figure")
-    scorers.set_defaults(func=_cmd_scorers)

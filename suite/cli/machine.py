@@ -3,8 +3,6 @@ bandwidth, and a first GPU visit in one resumable command."""
 
 from __future__ import annotations
 
-import torch
-
 from suite.cli import options
 from suite.cli.options import DEFAULT_HOT_FRACTION
 from suite.errors import BadValue
@@ -28,6 +26,8 @@ def _cmd_doctor(args) -> int:
 
 
 def _cmd_gpubench(args) -> int:
+    import torch
+
     if torch.device(args.device).type != "cuda":
         raise BadValue(f"gpubench measures a CUDA GPU, not {args.device}: give --device cuda or cuda:N")
     from suite.experiments.gpu import measure, read_records, summary

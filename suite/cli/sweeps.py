@@ -9,9 +9,7 @@ from pathlib import Path
 
 from suite.cli import options
 from suite.cli.options import DEFAULT_SCORER
-from suite.datasets.regime import REGIMES
 from suite.errors import BadValue
-from suite.registry import DEFAULT_HOST_FRACTION, LOADERS, SCORERS, disk_loaders, hot_tier_loaders
 
 
 def _interrupted(sweep, rerun: bool) -> str:
@@ -104,14 +102,23 @@ def _cmd_report(args) -> int:
 
 def add_parsers(sub) -> None:
     """``run`` and ``report``."""
-    from suite.figures import FIGURES
+    sub.add_parser("run", help="a sweep of training epochs: datasets x loaders x hot fractions x fanouts",
+                   arguments=_run_arguments).set_defaults(func=_cmd_run)
+    sub.add_parser("report", help="tables and figures from records, without measuring: a sweep's (Figures 8, 10, 11), "
+                   "a profile's (7 and 9), or any figure's with --records",
+                   arguments=_report_arguments).set_defaults(func=_cmd_report)
 
-    run = sub.add_parser("run", help="a sweep of training epochs: datasets x loaders x hot fractions x fanouts",
-                         parents=[options.ogb_root(), options.quiet()])
+
+def _run_arguments(run) -> None:
+    """``run``'s options, which name the loaders and scorers of the registry and the regimes."""
+    from suite.datasets.regime import REGIMES
+    from suite.registry import DEFAULT_HOST_FRACTION, LOADERS, SCORERS, disk_loaders, hot_tier_loaders
+
+    run.take(options.ogb_root(), options.quiet())
     run.add_argument("--experiment", required=True, help="a predefined sweep (demo, fig8, fig10, fig11, pipeline, disk), or a "
                      "new name of letters, digits, '.', '_' and '-' (then give --datasets and --loaders); its records "
                      "are <runs>/<experiment>.csv")
-    run.add_argument("--datasets", type=options.names, help=f"comma-separated; each {options.DATASET_HELP}")
+    run.add_argument("--datasets", type=options.names, help=f"comma-separated; each {options.dataset_help()}")
     run.add_argument("--loaders", type=options.names, help=f"comma-separated, from {', '.join(LOADERS)}")
     run.add_argument("--hot-fractions", type=options.numbers, help="comma-separated shares of the rows in [0, 1] for "
                      f"the loaders with a hot tier ({', '.join(hot_tier_loaders())}), e.g. 0,0.05,0.1 (default: the "
@@ -142,10 +149,12 @@ def add_parsers(sub) -> None:
                      "GPU), distributed (collective sampling over a CSR split across processes)")
     run.add_argument("--shm-dir", default="/dev/shm", help="with --gpus: directory on a tmpfs for the host tier's "
                      "shared-memory segment (Docker's /dev/shm holds 64 MiB unless run with --shm-size)")
-    run.set_defaults(func=_cmd_run)
 
-    report = sub.add_parser("report", help="tables and figures from records, without measuring: a sweep's (Figures 8, "
-                            "10, 11), a profile's (7 and 9), or any figure's with --records")
+
+def _report_arguments(report) -> None:
+    """``report``'s options, which name the figures of ``suite.figures``."""
+    from suite.figures import FIGURES
+
     report.add_argument("--experiment", help="the sweep whose records to report")
     report.add_argument("--figure", choices=list(FIGURES), help="the figure to draw; with --records any of them")
     report.add_argument("--records", help="with --figure: draw it from these records (the CSV or folder its "
@@ -155,4 +164,3 @@ def add_parsers(sub) -> None:
                         "--runs results/runs)")
     report.add_argument("--out", help="output directory (default out/<experiment>, or out/profile/<dataset> for "
                         "--figure 7 or 9)")
-    report.set_defaults(func=_cmd_report)

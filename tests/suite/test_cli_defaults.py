@@ -3,6 +3,8 @@
 import argparse
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from suite.cli import build_parser, main
@@ -16,6 +18,7 @@ def _subcommands(parser: argparse.ArgumentParser, prefix=()):
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, child in action.choices.items():
+                child.complete()  # a subcommand's options are added when first needed
                 yield (*prefix, name), child
                 yield from _subcommands(child, (*prefix, name))
 
@@ -56,3 +59,13 @@ def test_bucket_orders_as_the_readme_writes_it_writes_under_out(tmp_path, monkey
     assert (tmp_path / "out" / "marius" / "bucket-orders.md").is_file()
     assert not (tmp_path / "results").exists()
 
+
+
+def test_building_the_parser_imports_neither_torch_nor_the_figures():
+    """``tierbench --help`` takes a fraction of a second: torch, numba, pandas, scipy and the figures load when a
+    command runs, not when the parser is built."""
+    heavy = ("torch", "numba", "pandas", "scipy", "matplotlib", "suite.figures")
+    probe = (f"import sys; from suite.cli import build_parser; build_parser(); "
+             f"print([name for name in {heavy!r} if name in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
+    assert result.stdout.strip() == "[]"
