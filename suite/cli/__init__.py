@@ -27,10 +27,6 @@ Every subcommand's --help lists its options with their defaults.  A user error (
 an option's type refuses) and running out of memory end the command with one line, "tierbench: error: ...", and exit
 status 2; any other exception is a bug, and shows its traceback.  Each module of this package adds one family of
 subcommands and holds their handlers; ``suite.cli.options`` holds the options they share and the types that check them.
-
-Building the parser imports nothing heavy: a subcommand's options (whose choices and help come from the registry,
-the presets and the regimes, which import torch and numba) are added when that subcommand is parsed or asked for
-its help, and each handler imports what it runs; ``tierbench --help`` takes a fraction of a second.
 """
 
 from __future__ import annotations
@@ -59,7 +55,9 @@ class _Parser(argparse.ArgumentParser):
     """tierbench's parser and its subcommands': defaults shown in --help, a bad option reported in one line.
 
     ``arguments(parser)``, where given, adds the parser's options when they are first needed (``complete``): when
-    the subcommand is parsed or its help or usage printed, never while the whole parser is built."""
+    the subcommand is parsed or its help or usage printed, never while the whole parser is built.  Options whose
+    choices and help come from the registry, the regimes or the figures (which import torch and numba) are added so,
+    and each handler imports what it runs: ``tierbench --help`` takes a fraction of a second."""
 
     def __init__(self, *args, formatter_class=_HelpFormatter, arguments=None, **kwargs):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
