@@ -19,6 +19,8 @@ EXPERIMENTS = {
                      hot_fractions=[0.1], fanouts=[None], epochs=2, warmup=1),
     "disk": dict(datasets=["papers-s"], loaders=["cpu-gather", "mmap", "disk-tiered"], hot_fractions=[0.1],
                  host_fractions=[0.15], fanouts=[None], epochs=1, warmup=0),
+    "lookahead": dict(datasets=["papers-s"], loaders=["tiered", "lookahead"], hot_fractions=[0.1], fanouts=[None],
+                      epochs=2, warmup=1),
     "fig10": dict(datasets=["papers-s", "papers-m"], loaders=["tiered"],
                   hot_fractions=[0.0, 0.05, 0.10, 0.15, 0.20, 0.25], fanouts=[None], epochs=2, warmup=1),
     "fig11": dict(datasets=["papers-s"], loaders=["tiered"], hot_fractions=[0.0, 0.05, 0.10, 0.20, 0.40],
@@ -33,6 +35,8 @@ EXPERIMENTS = {
 * ``pipeline``: the same loaders with and without ``--pipeline``;
 * ``disk``: the loaders that read from disk (Marius's tier below host memory) beside the whole table in host
   memory, one cold epoch each: the table's file is dropped from the page cache when a disk loader is built;
+* ``lookahead``: the lookahead cache against data tiering's static hot tier in the same GPU memory (10% of the rows),
+  in the paper's regime: PCIe bytes and epoch time;
 * ``fig10``: Figure 10 of Data Tiering (§5.4), the tiered loader against the hot fraction;
 * ``fig11``: Figure 11 of Data Tiering (§5.5), the multi-GPU hot tier under CPU, UVA and distributed sampling.  On a CPU
   device ``tierbench run`` leaves its ``uva`` sampling out (it reads pinned host memory from a GPU); asking for it by
