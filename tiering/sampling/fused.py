@@ -193,7 +193,7 @@ class FusedNeighborSampler:
         else:
             self.device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
             if graph_memory == "gpu":
-                self.graph = CSRGraph(graph.indptr.to(self.device), graph.indices.to(self.device), graph.num_nodes)
+                self.graph = CSRGraph(graph.indptr.to(self.device), graph.indices.to(self.device), validate=False)
             else:
                 from tiering.features.zero_copy import mapped_graph
 
