@@ -39,10 +39,11 @@ launch (a memset).  So the sampler keeps two tables and alternates them: the
 left in the other table (at most that hop's candidates, so the clearing costs
 what inserting did).  Tables are sized for the largest hop a minibatch can
 reach (at most ``min(num_nodes, F * (1 + k))`` distinct ids, at most
-``max_load`` of the slots) and grow, filled once, when a larger minibatch
-comes; growing is the only launch outside the three.  A hop with an empty
-frontier launches nothing.  The sampler keeps this state between minibatches:
-use one sampler per sampling thread.
+``max_load`` of the slots) and grow, filled by ``torch.full``, when a larger
+minibatch comes.  Outside the hops, a minibatch launches only torch's checks
+of its seeds (in range, distinct) and, when the tables grow, their fills.  A
+hop with an empty frontier launches nothing.  The sampler keeps this state
+between minibatches: use one sampler per sampling thread.
 
 The graph lives in GPU memory (``graph_memory="gpu"``, copied once) or stays
 in pinned host memory read over PCIe (``"host"``, UVA sampling:
@@ -59,9 +60,9 @@ simulator the graph and every tensor stay on the CPU (``graph_memory`` has
 no effect) and each CUDA thread is a Python thread, so only small graphs are
 practical; the simulator evaluates the device code on numpy uint64 scalars,
 which warn ("overflow encountered") where the hash wraps, as it means to.
-``numba.cuda`` is imported, and the kernels compiled, when the first sampler
-is built, so importing this module costs nothing and fixes no simulator
-choice.
+``numba.cuda`` is imported (``tiering.sampling.fused_kernels``) when the
+first sampler is built, and each kernel compiles at its first launch, so
+importing this module costs nothing and fixes no simulator choice.
 """
 
 from __future__ import annotations
