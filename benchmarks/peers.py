@@ -406,7 +406,7 @@ def main(argv=None) -> int:
     parser.add_argument("--dgl-python", help="the Python of DGL's environment (tox -e peers-dgl); needed to race")
     parser.add_argument("--redraw", action="store_true", help="draw --out's table and figure again from the records "
                         "there (peers.csv, peers.json), without racing")
-    parser.add_argument("--out", default="results/peers")
+    parser.add_argument("--out", default="out/peers", help="output folder (the committed one: results/peers)")
     parser.add_argument("--graphs", default=",".join(GRAPHS), help=f"comma-separated, of {', '.join(GRAPHS)}")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per side, alternating")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads per side")

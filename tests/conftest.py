@@ -1,6 +1,14 @@
+import os
 import socket
 
 import pytest
+import torch
+
+# Without a GPU, numba's CUDA simulator runs the fused GPU sampler's kernels (tiering.sampling.fused). numba.cuda reads
+# this when it is first imported, which only building a fused sampler does; CPU numba ignores it. With a GPU the same
+# tests run the real kernels.
+if not torch.cuda.is_available():
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 pytest_plugins = ["tests.gpu_marker"]  # @pytest.mark.gpu
 

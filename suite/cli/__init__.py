@@ -15,9 +15,9 @@
     tierbench bucket-orders --out DIR             partition swaps of BETA, Hilbert and row-major orderings (Marius)
     tierbench bucket-train --dataset NAME         link prediction through the partition buffer, per ordering (Marius)
     tierbench sar --dataset NAME                  full-batch training, vanilla domain parallelism against SAR
-    tierbench doctor                              preflight: versions, GPUs, PCIe links, pinning, ceilings -> results/machines
+    tierbench doctor                              preflight: versions, GPUs, PCIe links, pinning, ceilings -> out/machines
     tierbench gpubench --out DIR                  gather microbenchmarks against same-run peers (needs a GPU)
-    tierbench gpu-suite [--dry-run]               a first GPU visit in one resumable command -> results/gpu/<device>
+    tierbench gpu-suite [--dry-run]               a first GPU visit in one resumable command -> out/gpu/<device>
     tierbench run --experiment fig8|fig10|demo    a sweep of training epochs over loaders and hot fractions
     tierbench run --experiment fig11 --gpus G     the same on G processes, one per GPU (torchrun, DDP)
     tierbench report --experiment NAME            tables and figures from a sweep's records (Figures 8, 10, 11)
@@ -36,12 +36,9 @@ import argparse
 import logging
 import sys
 
-import torch
-
 from suite.cli import datasets, disk, machine, policies, sar, sweeps, training
 from suite.cli.output import check_destinations, writing_into
 from suite.errors import UserError
-from suite.measure.devices import resolve_device
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -56,10 +53,40 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
 
 
 class _Parser(argparse.ArgumentParser):
-    """tierbench's parser and its subcommands': defaults shown in --help, a bad option reported in one line."""
+    """tierbench's parser and its subcommands': defaults shown in --help, a bad option reported in one line.
 
-    def __init__(self, *args, formatter_class=_HelpFormatter, **kwargs):
+    ``arguments(parser)``, where given, adds the parser's options when they are first needed (``complete``): when
+    the subcommand is parsed or its help or usage printed, never while the whole parser is built.  Options whose
+    choices and help come from the registry, the regimes or the figures (which import torch and numba) are added so,
+    and each handler imports what it runs: ``tierbench --help`` takes a fraction of a second."""
+
+    def __init__(self, *args, formatter_class=_HelpFormatter, arguments=None, **kwargs):
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
+        self._arguments = arguments
+
+    def complete(self) -> "_Parser":
+        """Add the options ``arguments`` adds, once; the parser."""
+        arguments, self._arguments = self._arguments, None
+        if arguments is not None:
+            arguments(self)
+        return self
+
+    def take(self, *parents: argparse.ArgumentParser) -> None:
+        """The options of ``parents`` (``suite.cli.options``), as ``parents=`` would have added them."""
+        for parent in parents:
+            self._add_container_actions(parent)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self.complete()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self):
+        self.complete()
+        return super().format_usage()
+
+    def format_help(self):
+        self.complete()
+        return super().format_help()
 
     def error(self, message):
         self.exit(2, f"tierbench: error: {message} (see {self.prog} --help)\n")
@@ -76,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    import torch
+
+    from suite.measure.devices import resolve_device
+
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what --gpus relaunches under torchrun
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -5,23 +5,10 @@ from __future__ import annotations
 
 import sys
 
-import pandas as pd
-
 from suite.cli import options
 from suite.cli.output import show
-from suite.datasets import PRESETS, entry_path, prepare_dataset
-from suite.datasets.build import regenerate_hint
-from suite.datasets.cache import (
-    cache_root,
-    describe_root,
-    entry_bytes,
-    entry_problem,
-    is_complete,
-    read_manifest,
-)
 from suite.datasets.errors import DatasetFileError
 from suite.errors import BadValue
-from suite.registry import SCORERS, scorer_params
 
 
 def _human_bytes(n: float) -> str:
@@ -34,6 +21,17 @@ def _human_bytes(n: float) -> str:
 
 
 def _cmd_list(args) -> int:
+    import pandas as pd
+
+    from suite.datasets import PRESETS, entry_path
+    from suite.datasets.build import regenerate_hint
+    from suite.datasets.cache import (
+        describe_root,
+        entry_bytes,
+        entry_problem,
+        is_complete,
+    )
+
     rows, problems = [], []
     for p in PRESETS.values():
         entry = entry_path(p.name)
@@ -70,6 +68,8 @@ def _cmd_list(args) -> int:
 def _verified(hint: str, progress: bool):
     """An ``on_reuse`` for the cache's builders: checks a reused entry's every checksum, and keeps the entries it
     checked."""
+    from suite.datasets.cache import entry_problem
+
     reused = []
 
     def check(entry) -> None:
@@ -82,6 +82,10 @@ def _verified(hint: str, progress: bool):
 
 
 def _cmd_generate(args) -> int:
+    from suite.datasets import prepare_dataset
+    from suite.datasets.build import regenerate_hint
+    from suite.datasets.cache import describe_root, entry_bytes
+
     print(f"dataset cache: {describe_root()}")
     done = []
     for name in args.names:
@@ -101,6 +105,14 @@ def _cmd_generate(args) -> int:
 
 
 def _cmd_info(args) -> int:
+    from suite.datasets import entry_path
+    from suite.datasets.build import regenerate_hint
+    from suite.datasets.cache import (
+        describe_root,
+        entry_problem,
+        is_complete,
+        read_manifest,
+    )
     from suite.experiments.datasets import measure, summarize
     from suite.figures.datasets import render
 
@@ -127,10 +139,21 @@ def _cmd_info(args) -> int:
 
 def _reordered_entries(name: str) -> list:
     """The complete reordered entries of dataset ``name`` in the cache, one per scorer and parameters."""
+    from suite.datasets.cache import cache_root, is_complete
+    from suite.registry import SCORERS
+
     return sorted(path for scorer in SCORERS for path in cache_root().glob(f"{name}.{scorer}-*") if is_complete(path))
 
 
 def _cmd_verify(args) -> int:
+    from suite.datasets import entry_path
+    from suite.datasets.build import regenerate_hint
+    from suite.datasets.cache import (
+        describe_root,
+        entry_bytes,
+        entry_problem,
+        is_complete,
+    )
     from suite.datasets.reordered import reordered_hint
 
     found = []
@@ -156,6 +179,7 @@ def _cmd_verify(args) -> int:
 
 
 def _cmd_cost(args) -> int:
+    from suite.datasets.cache import describe_root
     from suite.experiments.build_cost import measure
     from suite.figures.build_cost import render
 
@@ -165,7 +189,9 @@ def _cmd_cost(args) -> int:
 
 
 def _cmd_prepare(args) -> int:
+    from suite.datasets.cache import read_manifest
     from suite.datasets.reordered import prepare_reordered, reordered_hint
+    from suite.registry import scorer_params
 
     overrides = {"damping": args.damping, "iterations": args.iterations, "tol": args.tol, "max_iter": args.max_iter}
     applicable = {k: v for k, v in overrides.items() if k in scorer_params(args.scorer)}
@@ -197,6 +223,8 @@ def _cmd_scorers(args) -> int:
 
 def _scorer_param_help(name: str, what: str) -> str:
     """Which scorers take parameter ``name`` and its default in each (from the scorers' defaults)."""
+    from suite.registry import SCORERS
+
     takers = {scorer: spec.defaults[name] for scorer, spec in SCORERS.items() if name in spec.defaults}
     if len(set(takers.values())) == 1:
         defaults = f"{next(iter(takers.values())):g}"
@@ -232,13 +260,26 @@ def add_parsers(sub) -> None:
     cost = dsub.add_parser("cost", help="build and prepare presets in child processes: time, peak memory, size, "
                            "and a projection", parents=[options.quiet()])
     cost.add_argument("names", nargs="+", metavar="NAME", help="a preset name (each is rebuilt, as with --force)")
-    cost.add_argument("--out", default="results/datasets", help="directory for build-cost.md, .csv and .png")
+    cost.add_argument("--out", default="out/datasets", help="directory for build-cost.md, .csv and .png")
     cost.add_argument("--one-thread", metavar="NAME", help="also measure NAME with one numba thread, for the "
                       "projection to 16 cores")
     cost.set_defaults(func=_cmd_cost)
 
     prepare = sub.add_parser("prepare", help="score a dataset's nodes, reorder it hottest-first, and cache the result",
+                             arguments=_prepare_arguments)
+    prepare.set_defaults(func=_cmd_prepare)
+
+    scorers = sub.add_parser("scorers", help="compare the scorers on a dataset: concentration and speed tables",
                              parents=[options.dataset(), options.ogb_root(), options.quiet()])
+    scorers.add_argument("--out", required=True, help="directory for the tables and the figure")
+    scorers.set_defaults(func=_cmd_scorers)
+
+
+def _prepare_arguments(prepare) -> None:
+    """``prepare``'s options, which name the scorers of the registry."""
+    from suite.registry import SCORERS
+
+    prepare.take(options.dataset(), options.ogb_root(), options.quiet())
     prepare.add_argument("--scorer", required=True, choices=list(SCORERS), help="how nodes are scored (Data Tiering §3.1): "
                          + ", ".join(f"{name}, {spec.label}" for name, spec in SCORERS.items()))
     prepare.add_argument("--damping", type=options.probability, help=_scorer_param_help("damping", "damping factor"))
@@ -247,9 +288,3 @@ def add_parsers(sub) -> None:
     prepare.add_argument("--max-iter", type=options.positive_int, help=_scorer_param_help("max_iter", "most updates"))
     prepare.add_argument("--force", action="store_true", help="rebuild even when the reordered entry exists (one "
                          "that exists is otherwise reused once its checksums match its manifest)")
-    prepare.set_defaults(func=_cmd_prepare)
-
-    scorers = sub.add_parser("scorers", help="compare the scorers on a dataset: concentration and speed tables",
-                             parents=[options.dataset(), options.ogb_root(), options.quiet()])
-    scorers.add_argument("--out", required=True, help="directory for the tables and the figure")
-    scorers.set_defaults(func=_cmd_scorers)

@@ -12,7 +12,7 @@ def _cmd_disk(args) -> int:
     from suite.experiments.disk import measure
     from suite.figures.disk import render
 
-    out = args.out or f"results/disk/{args.dataset}"
+    out = args.out or f"out/disk/{args.dataset}"
     show(render(measure(args.dataset, out, hot_fraction=args.hot_fraction, in_flight=args.in_flight,
                         batches=args.batches, progress=not args.quiet), out))
     return 0
@@ -30,9 +30,10 @@ def _cmd_bucket_train(args) -> int:
     from suite.experiments.bucket_training import measure
     from suite.figures.bucket_training import render
 
-    out = args.out or f"results/marius/{args.dataset}"
+    out = args.out or f"out/marius/{args.dataset}"
     show(render(measure(args.dataset, out, partitions=args.partitions, capacity=args.capacity,
                         edge_fractions=args.edge_fraction, prefetches=args.prefetch, repeats=args.repeats,
+                        warmup=args.warmup,
                         seed=args.seed, progress=not args.quiet), out))
     return 0
 
@@ -47,12 +48,12 @@ def add_parsers(sub) -> None:
     disk.add_argument("--in-flight", type=options.positive_int, default=32, help="disk reads outstanding at a time")
     disk.add_argument("--batches", type=options.positive_int, default=50,
                       help="minibatches of the traced epoch to measure")
-    disk.add_argument("--out", help="output directory (default results/disk/<dataset>)")
+    disk.add_argument("--out", help="output directory (default out/disk/<dataset>)")
     disk.set_defaults(func=_cmd_disk)
 
     orders = sub.add_parser("bucket-orders", help="partition swaps per epoch of the BETA, Hilbert and row-major "
                             "edge-bucket orderings against the lower bound (Marius)")
-    orders.add_argument("--out", default="results/marius", help="output directory")
+    orders.add_argument("--out", default="out/marius", help="output directory")
     orders.set_defaults(func=_cmd_bucket_orders)
 
     buckets = sub.add_parser("bucket-train", help="epochs of link prediction through Marius's partition buffer, "
@@ -65,8 +66,10 @@ def add_parsers(sub) -> None:
                          help="shares of the edges one epoch trains, each a setting of its own")
     buckets.add_argument("--prefetch", type=options.count, nargs="+", default=[0, 1],
                          help="partitions read ahead (0: synchronous swaps)")
-    buckets.add_argument("--repeats", type=options.positive_int, default=2, help="epochs per setting, alternating")
+    buckets.add_argument("--repeats", type=options.positive_int, default=2, help="timed epochs per setting, "
+                         "alternating (the table shows their median and range)")
+    buckets.add_argument("--warmup", type=options.count, default=1, help="untimed epochs per setting before them")
     buckets.add_argument("--seed", type=options.seed, default=0,
                          help="seed of the edges drawn, the model and the negatives")
-    buckets.add_argument("--out", help="output directory (default results/marius/<dataset>)")
+    buckets.add_argument("--out", help="output directory (default out/marius/<dataset>)")
     buckets.set_defaults(func=_cmd_bucket_train)

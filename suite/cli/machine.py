@@ -3,8 +3,6 @@ bandwidth, and a first GPU visit in one resumable command."""
 
 from __future__ import annotations
 
-import torch
-
 from suite.cli import options
 from suite.cli.options import DEFAULT_HOT_FRACTION
 from suite.errors import BadValue
@@ -28,13 +26,15 @@ def _cmd_doctor(args) -> int:
 
 
 def _cmd_gpubench(args) -> int:
+    import torch
+
     if torch.device(args.device).type != "cuda":
         raise BadValue(f"gpubench measures a CUDA GPU, not {args.device}: give --device cuda or cuda:N")
     from suite.experiments.gpu import measure, read_records, summary
     from suite.figures.gpu import render
     from suite.sweep.gpu_suite import device_folder, visible_gpu
 
-    out = args.out or device_folder("results/gpu", visible_gpu()) / "microbench"
+    out = args.out or device_folder("out/gpu", visible_gpu()) / "microbench"
     measured = measure(out, args.device, table_bytes=int(args.table_gib * 2**30), repeat=args.repeat,
                        progress=not args.quiet)
     paths = render(measured, out)
@@ -53,7 +53,8 @@ def _cmd_gpu_suite(args) -> int:
 def add_parsers(sub) -> None:
     """``doctor``, ``gpubench`` and ``gpu-suite``."""
     doctor = sub.add_parser("doctor", help="check this machine before a sweep and write its profile (JSON)")
-    doctor.add_argument("--out", default="results/machines", help="directory of the machine profiles")
+    doctor.add_argument("--out", default="out/machines", help="directory of the machine profiles (the committed ones "
+                        "are in results/machines)")
     tier = doctor.add_mutually_exclusive_group()
     tier.add_argument("--host-tier-bytes", type=options.host_bytes,
                       help="try cudaHostRegister at this size (default 1 GiB)")
@@ -66,7 +67,7 @@ def add_parsers(sub) -> None:
 
     gpubench = sub.add_parser("gpubench", help="gather microbenchmarks on a GPU (cold, hot, alignment, model check)",
                               parents=[options.quiet()])
-    gpubench.add_argument("--out", help="output directory (default results/gpu/<device>/microbench)")
+    gpubench.add_argument("--out", help="output directory (default out/gpu/<device>/microbench)")
     gpubench.add_argument("--device", default="cuda", help="the GPU measured: cuda or cuda:N")
     gpubench.add_argument("--table-gib", type=options.positive_float, default=4.0, help="size of the host buffer the "
                           "tables view, in GiB")
@@ -76,7 +77,8 @@ def add_parsers(sub) -> None:
 
     suite = sub.add_parser("gpu-suite", help="doctor, GPU tests, gpubench, Figures 8 and 10, reports: one resumable "
                            "command")
-    suite.add_argument("--out", default="results/gpu", help="results go into OUT/<device>/ (default results/gpu)")
+    suite.add_argument("--out", default="out/gpu", help="results go into OUT/<device>/, the machine profile into "
+                       "OUT/../machines")
     suite.add_argument("--dry-run", action="store_true", help="print each step, its command and whether it would run")
     suite.add_argument("--rerun", nargs="+", default=[], metavar="STEP", help="run these steps again even if done")
     suite.add_argument("--skip", nargs="+", default=[], metavar="STEP", help="leave these steps out of this run")

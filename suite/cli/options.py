@@ -2,7 +2,8 @@
 
 A value an option's type refuses ends the command in one line, ``tierbench: error: argument --epochs: must be at
 least 1, got '0'``, before any work.  The shared options are declared once, in parent parsers that a subcommand
-names with ``parents=``.
+take in (``_Parser.take``).  The presets and regimes they name are imported when a subcommand's options are added,
+not when this module is.
 """
 
 from __future__ import annotations
@@ -10,19 +11,23 @@ from __future__ import annotations
 import argparse
 import math
 
-from suite.datasets import PRESETS
-from suite.datasets.regime import REGIMES
 from suite.measure.host_memory import physical_bytes
 
 DEFAULT_SCORER = "wrpr"  # weighted reverse PageRank, the scorer Data Tiering §3.1 trains with
 DEFAULT_HOT_FRACTION = 0.1
 
-PRESET_HELP = f"a preset ({', '.join(PRESETS)})"
-DATASET_HELP = f"{PRESET_HELP}, or ogbn-* with --ogb-root"
 REGIME_HELP = ("the batch's regime (suite/datasets/regime.py): paper, a batch whose footprint (the share of the "
                "graph one minibatch touches) matches the paper's batch on the graph the dataset imitates; unscaled, "
                "the paper's 1024 seeds as they are; --batch-size overrides both")
 OGB_ROOT_HELP = "directory holding real OGB datasets (as ogb lays them out; nothing is downloaded)"
+
+
+def dataset_help(real_ogb: bool = True) -> str:
+    """``--dataset``'s help: the presets, and for a command that takes ``--ogb-root`` the real ogbn-* datasets."""
+    from suite.datasets.presets import PRESETS
+
+    presets = f"a preset ({', '.join(PRESETS)})"
+    return f"{presets}, or ogbn-* with --ogb-root" if real_ogb else presets
 
 
 # ----------------------------------------------------------------- types
@@ -108,7 +113,7 @@ def names(text: str) -> list[str]:
 
 # ----------------------------------------------------------------- parents
 def parent_parser() -> argparse.ArgumentParser:
-    """A parser of options that subcommands take in with ``parents=``."""
+    """A parser of options that subcommands take in (``_Parser.take``)."""
     return argparse.ArgumentParser(add_help=False)
 
 
@@ -122,7 +127,7 @@ def quiet() -> argparse.ArgumentParser:
 def dataset(real_ogb: bool = True) -> argparse.ArgumentParser:
     """``--dataset NAME``, required; ``real_ogb``: the command also takes ``--ogb-root`` and a real ogbn-* dataset."""
     parent = parent_parser()
-    parent.add_argument("--dataset", required=True, help=DATASET_HELP if real_ogb else PRESET_HELP)
+    parent.add_argument("--dataset", required=True, help=dataset_help(real_ogb))
     return parent
 
 
@@ -135,6 +140,8 @@ def ogb_root() -> argparse.ArgumentParser:
 
 def minibatches(fanout_help: str, seed_help: str) -> argparse.ArgumentParser:
     """How minibatches are drawn: ``--fanout``, ``--batch-size``, ``--regime`` and ``--seed``."""
+    from suite.datasets.regime import REGIMES
+
     parent = parent_parser()
     parent.add_argument("--fanout", type=positive_fanouts, help=fanout_help)
     parent.add_argument("--batch-size", type=positive_int, help="seed nodes per minibatch (default: --regime's)")

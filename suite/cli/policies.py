@@ -13,7 +13,7 @@ def _cmd_policies(args) -> int:
     from suite.experiments.policies import measure
     from suite.figures import policies
 
-    out = Path(args.out or f"results/policies/{args.dataset}")
+    out = Path(args.out or f"out/policies/{args.dataset}")
     records = measure(
         args.dataset, out, epochs=args.epochs, presample_epochs=args.presample_epochs, fanouts=args.fanout,
         batch_size=args.batch_size, regime=args.regime, seed=args.seed, trace_dir=args.trace_dir,
@@ -40,17 +40,24 @@ def _cmd_plan(args) -> int:
 
 def add_parsers(sub) -> None:
     """``policies`` and ``plan``."""
-    policies = sub.add_parser("policies", help="replay every placement policy against a recorded access trace: "
-                              "hit ratio and PCIe bytes against capacity, beside Belady's bound and the static optimum",
-                              parents=options.traces(3, "epochs traced and replayed"))
-    policies.add_argument("--presample-epochs", type=options.positive_int, default=1, help="epochs PreSC pre-samples")
-    policies.add_argument("--out", help="output directory (default results/policies/<dataset>)")
-    policies.set_defaults(func=_cmd_policies)
+    sub.add_parser("policies", help="replay every placement policy against a recorded access trace: hit ratio and "
+                   "PCIe bytes against capacity, beside Belady's bound and the static optimum",
+                   arguments=_policies_arguments).set_defaults(func=_cmd_policies)
+    sub.add_parser("plan", help="project data-loading time per policy and hot fraction within a GPU memory budget, "
+                   "and recommend one", arguments=_plan_arguments).set_defaults(func=_cmd_plan)
 
-    plan = sub.add_parser("plan", help="project data-loading time per policy and hot fraction within a GPU memory "
-                          "budget, and recommend one", parents=options.traces(1, "epochs traced"))
+
+def _policies_arguments(policies) -> None:
+    """``policies``'s options, with the regimes its traces are drawn in."""
+    policies.take(*options.traces(3, "epochs traced and replayed"))
+    policies.add_argument("--presample-epochs", type=options.positive_int, default=1, help="epochs PreSC pre-samples")
+    policies.add_argument("--out", help="output directory (default out/policies/<dataset>)")
+
+
+def _plan_arguments(plan) -> None:
+    """``plan``'s options, with the regimes its trace is drawn in."""
+    plan.take(*options.traces(1, "epochs traced"))
     plan.add_argument("--gpu-memory", required=True, help="GPU memory to plan for: 40GB, 24GiB, ...")
     plan.add_argument("--machine", help="a machine profile of `tierbench doctor` (default: the newest GPU one in "
-                      "results/machines; none: nominal link numbers, labelled so)")
+                      "out/machines or results/machines; none: nominal link numbers, labelled so)")
     plan.add_argument("--out", help="output directory (default out/plan/<dataset>)")
-    plan.set_defaults(func=_cmd_plan)

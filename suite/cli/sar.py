@@ -15,7 +15,7 @@ def _cmd_sar(args) -> int:
     from suite.training import distributed
 
     options = dict(epochs=args.epochs, hidden=args.hidden, layers=args.layers, lr=args.lr, seed=args.seed)
-    out = args.out or f"results/sar/{args.dataset}"
+    out = args.out or f"out/sar/{args.dataset}"
     runs = args.runs or f"{out}/runs"
     if distributed.launched_by_torchrun():
         sar.run_workers(args.dataset, runs, args.aggregation, timeout_s=args.timeout, **options)
@@ -49,6 +49,6 @@ def add_parsers(sub) -> None:
     sar.add_argument("--rerun", action="store_true", help="run again the worker counts already recorded with these "
                      "settings in --runs (which are otherwise reused)")
     sar.add_argument("--aggregation", choices=["vanilla", "sar"], default="sar", help=argparse.SUPPRESS)  # a worker's
-    sar.add_argument("--out", help="output directory (default results/sar/<dataset>)")
+    sar.add_argument("--out", help="output directory (default out/sar/<dataset>)")
     sar.add_argument("--runs", help="directory of each worker count's records (default <out>/runs)")
     sar.set_defaults(func=_cmd_sar)

@@ -9,9 +9,7 @@ from pathlib import Path
 
 from suite.cli import options
 from suite.cli.options import DEFAULT_SCORER
-from suite.datasets.regime import REGIMES
 from suite.errors import BadValue
-from suite.registry import DEFAULT_HOST_FRACTION, LOADERS, SCORERS, disk_loaders, hot_tier_loaders
 
 
 def _interrupted(sweep, rerun: bool) -> str:
@@ -84,7 +82,7 @@ def _cmd_report(args) -> int:
 
         if not args.dataset:
             raise BadValue("--figure 7 or 9 needs --dataset")
-        out = Path(args.out or f"results/profile/{args.dataset}")
+        out = Path(args.out or f"out/profile/{args.dataset}")
         curves = out / f"fig{args.figure}-curves.csv"
         if not curves.exists():
             raise BadValue(f"{curves} does not exist: run `tierbench profile --dataset {args.dataset} --figure "
@@ -97,21 +95,30 @@ def _cmd_report(args) -> int:
     if not args.experiment:
         raise BadValue("give --experiment (a sweep's name) or --figure 7|9 with --dataset")
     figure = f"fig{args.figure}" if args.figure else None
-    for path in write_report(args.experiment, args.runs, args.out, figure):
+    for path in write_report(args.experiment, args.runs, args.out or f"out/{args.experiment}", figure):
         print(f"wrote {path}")
     return 0
 
 
 def add_parsers(sub) -> None:
     """``run`` and ``report``."""
-    from suite.figures import FIGURES
+    sub.add_parser("run", help="a sweep of training epochs: datasets x loaders x hot fractions x fanouts",
+                   arguments=_run_arguments).set_defaults(func=_cmd_run)
+    sub.add_parser("report", help="tables and figures from records, without measuring: a sweep's (Figures 8, 10, 11), "
+                   "a profile's (7 and 9), or any figure's with --records",
+                   arguments=_report_arguments).set_defaults(func=_cmd_report)
 
-    run = sub.add_parser("run", help="a sweep of training epochs: datasets x loaders x hot fractions x fanouts",
-                         parents=[options.ogb_root(), options.quiet()])
+
+def _run_arguments(run) -> None:
+    """``run``'s options, which name the loaders and scorers of the registry and the regimes."""
+    from suite.datasets.regime import REGIMES
+    from suite.registry import DEFAULT_HOST_FRACTION, LOADERS, SCORERS, disk_loaders, hot_tier_loaders
+
+    run.take(options.ogb_root(), options.quiet())
     run.add_argument("--experiment", required=True, help="a predefined sweep (demo, fig8, fig10, fig11, pipeline, disk), or a "
                      "new name of letters, digits, '.', '_' and '-' (then give --datasets and --loaders); its records "
                      "are <runs>/<experiment>.csv")
-    run.add_argument("--datasets", type=options.names, help=f"comma-separated; each {options.DATASET_HELP}")
+    run.add_argument("--datasets", type=options.names, help=f"comma-separated; each {options.dataset_help()}")
     run.add_argument("--loaders", type=options.names, help=f"comma-separated, from {', '.join(LOADERS)}")
     run.add_argument("--hot-fractions", type=options.numbers, help="comma-separated shares of the rows in [0, 1] for "
                      f"the loaders with a hot tier ({', '.join(hot_tier_loaders())}), e.g. 0,0.05,0.1 (default: the "
@@ -134,22 +141,26 @@ def add_parsers(sub) -> None:
     run.add_argument("--seed", type=options.seed, default=0)
     run.add_argument("--rerun", action="store_true", help="measure cells again even when recorded")
     run.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training (recorded per row)")
-    run.add_argument("--runs", default="results/runs", help="directory of the records CSVs")
+    run.add_argument("--runs", default="out/runs", help="directory of the records CSVs (the committed ones are in "
+                     "results/runs)")
     run.add_argument("--gpus", type=options.positive_int, help="run on G processes, one per GPU, launched with torchrun "
                      "(with --device cpu: G gloo processes standing in for GPUs)")
     run.add_argument("--sampling", type=options.names, help="with --gpus: comma-separated samplers, cpu, uva (needs a "
                      "GPU), distributed (collective sampling over a CSR split across processes)")
     run.add_argument("--shm-dir", default="/dev/shm", help="with --gpus: directory on a tmpfs for the host tier's "
                      "shared-memory segment (Docker's /dev/shm holds 64 MiB unless run with --shm-size)")
-    run.set_defaults(func=_cmd_run)
 
-    report = sub.add_parser("report", help="tables and figures from records, without measuring: a sweep's (Figures 8, "
-                            "10, 11), a profile's (7 and 9), or any figure's with --records")
+
+def _report_arguments(report) -> None:
+    """``report``'s options, which name the figures of ``suite.figures``."""
+    from suite.figures import FIGURES
+
     report.add_argument("--experiment", help="the sweep whose records to report")
     report.add_argument("--figure", choices=list(FIGURES), help="the figure to draw; with --records any of them")
     report.add_argument("--records", help="with --figure: draw it from these records (the CSV or folder its "
                         "command wrote), e.g. --figure policies --records results/policies/papers-s/policies-epochs.csv")
     report.add_argument("--dataset", help="with --figure 7 or 9")
-    report.add_argument("--runs", default="results/runs")
-    report.add_argument("--out", help="output directory (default results/<experiment>, or the profile's)")
-    report.set_defaults(func=_cmd_report)
+    report.add_argument("--runs", default="out/runs", help="directory of the records CSVs (the committed ones: "
+                        "--runs results/runs)")
+    report.add_argument("--out", help="output directory (default out/<experiment>, or out/profile/<dataset> for "
+                        "--figure 7 or 9)")

@@ -6,13 +6,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import torch
-
 from suite.cli import options
 from suite.cli.options import DEFAULT_HOT_FRACTION, DEFAULT_SCORER
 from suite.cli.output import show
 from suite.errors import BadValue
-from suite.registry import LOADERS, SCORERS, hot_tier_loaders, loader, reordered_loaders
 
 
 def _warn(message: str) -> None:
@@ -22,6 +19,8 @@ def _warn(message: str) -> None:
 def _loader_hot_fraction(name: str, hot_fraction: float | None) -> float:
     """The share of rows loader ``name`` keeps in GPU memory: ``hot_fraction`` for a loader with a hot tier, else all or
     none of them (``--hot-fraction`` given to such a loader is ignored, with a warning)."""
+    from suite.registry import hot_tier_loaders, loader
+
     spec = loader(name)
     if spec.hot_tier:
         return DEFAULT_HOT_FRACTION if hot_fraction is None else hot_fraction
@@ -31,7 +30,7 @@ def _loader_hot_fraction(name: str, hot_fraction: float | None) -> float:
     return spec.gpu_share
 
 
-def _check_model_fits(dataset, layers: int, hidden: int, device: torch.device) -> None:
+def _check_model_fits(dataset, layers: int, hidden: int, device) -> None:
     """Refuse a ``--hidden`` whose model could not be built in host memory, before it is: its weights, gradients
     and Adam's two moments on the CPU; its weights alone for a GPU (built on the host, then moved; a GPU that cannot
     hold the rest is torch's out-of-memory error, one line too)."""
@@ -51,9 +50,12 @@ def _check_model_fits(dataset, layers: int, hidden: int, device: torch.device) -
 
 
 def _cmd_train(args) -> int:
+    import torch
+
     from suite.datasets import regime as regimes
     from suite.datasets.regime import default_fanouts
     from suite.figures.training import write_training_report
+    from suite.registry import loader
     from suite.sweep.cells import Cell
     from suite.sweep.run import open_dataset, train_cell
     from suite.training.trainer import majority_accuracy
@@ -119,7 +121,7 @@ def _cmd_profile(args) -> int:
     from suite.experiments.reuse import measure
     from suite.figures import redraw
 
-    out = Path(args.out or f"results/profile/{args.dataset}")
+    out = Path(args.out or f"out/profile/{args.dataset}")
     curves = measure(
         args.dataset, args.figure, out, fanouts=args.fanout, epochs=args.epochs, batch_size=args.batch_size,
         regime=args.regime, seed=args.seed, ogb_root=args.ogb_root, progress=not args.quiet,
@@ -131,12 +133,20 @@ def _cmd_profile(args) -> int:
 
 def add_parsers(sub) -> None:
     """``train`` and ``profile``."""
-    train = sub.add_parser("train", help="train GraphSAGE and time sampling, gathering and training",
-                           parents=[options.dataset(),
-                                    options.minibatches("neighbours per layer from the seeds out, e.g. 12,12,12 "
-                                                        "(default: the dataset's)",
-                                                        "seed of the model and the minibatches"),
-                                    options.ogb_root(), options.quiet()])
+    sub.add_parser("train", help="train GraphSAGE and time sampling, gathering and training",
+                   arguments=_train_arguments).set_defaults(func=_cmd_train)
+    sub.add_parser("profile", help="measure feature reuse under sampling (paper Figures 7 and 9)",
+                   arguments=_profile_arguments).set_defaults(func=_cmd_profile)
+
+
+def _train_arguments(train) -> None:
+    """``train``'s options, which name the loaders and scorers of the registry."""
+    from suite.registry import LOADERS, SCORERS, hot_tier_loaders, reordered_loaders
+
+    train.take(options.dataset(),
+               options.minibatches("neighbours per layer from the seeds out, e.g. 12,12,12 (default: the dataset's)",
+                                   "seed of the model and the minibatches"),
+               options.ogb_root(), options.quiet())
     train.add_argument("--epochs", type=options.positive_int, default=3, help="training epochs")
     train.add_argument("--scorer", choices=list(SCORERS), help="train on the dataset reordered by this scorer "
                        f"(default: {DEFAULT_SCORER} for {', '.join(reordered_loaders())}, which needs a reordered "
@@ -151,15 +161,15 @@ def add_parsers(sub) -> None:
     train.add_argument("--lr", type=options.positive_float, default=3e-3, help="Adam learning rate")
     train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     train.add_argument("--out", help="write train-<dataset>.md and .csv into this directory")
-    train.set_defaults(func=_cmd_train)
 
-    profile = sub.add_parser("profile", help="measure feature reuse under sampling (paper Figures 7 and 9)",
-                             parents=[options.dataset(),
-                                      options.minibatches("figure 7 only: fanouts (default: the dataset's training "
-                                                          "fanouts)", "seed of the minibatches"),
-                                      options.ogb_root(), options.quiet()])
+
+def _profile_arguments(profile) -> None:
+    """``profile``'s options, with the regimes minibatches are drawn in."""
+    profile.take(options.dataset(),
+                 options.minibatches("figure 7 only: fanouts (default: the dataset's training fanouts)",
+                                     "seed of the minibatches"),
+                 options.ogb_root(), options.quiet())
     profile.add_argument("--figure", type=int, required=True, choices=[7, 9], help="7: reuse by scorer; 9: reuse by "
                          "sampling depth")
     profile.add_argument("--epochs", type=options.positive_int, default=1, help="epochs of sampling to count over")
-    profile.add_argument("--out", help="output directory (default results/profile/<dataset>)")
-    profile.set_defaults(func=_cmd_profile)
+    profile.add_argument("--out", help="output directory (default out/profile/<dataset>)")

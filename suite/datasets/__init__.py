@@ -5,9 +5,20 @@
 >>> ds.graph, ds.features.shape, ds.splits["train"]
 """
 
-from suite.datasets.build import entry_path, load_dataset, prepare_dataset
-from suite.datasets.dataset import Dataset
-from suite.datasets.errors import DatasetFileError
-from suite.datasets.presets import PRESETS, Preset, get_preset
+import importlib
 
-__all__ = ["Dataset", "DatasetFileError", "PRESETS", "Preset", "entry_path", "get_preset", "load_dataset", "prepare_dataset"]
+_EXPORTS = {
+    "entry_path": "suite.datasets.build", "load_dataset": "suite.datasets.build",
+    "prepare_dataset": "suite.datasets.build", "Dataset": "suite.datasets.dataset",
+    "DatasetFileError": "suite.datasets.errors", "PRESETS": "suite.datasets.presets",
+    "Preset": "suite.datasets.presets", "get_preset": "suite.datasets.presets",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    """The public API, imported when first asked for: the presets' names (``suite.datasets.presets``, which the
+    command line's help lists) do not import torch and the builders with them."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'suite.datasets' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

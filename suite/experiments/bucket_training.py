@@ -16,8 +16,10 @@ reaches it and waits (synchronous swaps, PyTorch-BigGraph's way); prefetch 1
 reads the next one in a thread while the current state trains (Marius's).
 
 Two shares of edges per epoch set how much computing there is to hide the
-reads behind.  Each setting runs ``repeats`` times, alternating, and the
-epoch time is the mean with its range.  Beside them: the swaps, the
+reads behind.  Each setting first runs ``warmup`` untimed epochs (the first
+epoch of a process pays for compiling and first allocations, and ran up to
+17x slower than the next), then ``repeats`` timed ones, alternating; the
+epoch time is their median with their range.  Beside them: the swaps, the
 ordering's lower bound, the bytes read, the time those bytes take at the
 sequential ceiling measured on the same file in the same run, and the
 held-out mean reciprocal rank after the epoch (the same for every ordering
@@ -60,9 +62,9 @@ GB = 1e9
 STEM = "bucket-training"
 RUNS = "bucket-training-runs"
 FACTS = ("command", "name", "num_nodes", "feature_dim", "num_edges", "table_bytes", "partitions", "capacity",
-         "io_mode", "sequential_bytes_per_s", "batch_edges", "negatives", "dim", "repeats", "orders")
+         "io_mode", "sequential_bytes_per_s", "batch_edges", "negatives", "dim", "repeats", "warmup", "orders")
 DEFAULTS = {"partitions": 16, "capacity": 4, "edge_fraction": list(EDGE_FRACTIONS), "prefetch": [0, 1], "repeats": 2,
-            "seed": 0}
+            "warmup": 1, "seed": 0}
 """``tierbench bucket-train``'s defaults, which a table's command line leaves out."""
 BUCKET_BYTES = 400
 """Host memory per edge bucket (p² of them), measured with tracemalloc at p = 300: an ordering's buckets as Python
@@ -100,7 +102,8 @@ def _epoch(dataset, path, boundaries, buckets, name, capacity, prefetch, *, dim,
 
 def measure(name: str, records_dir, *, partitions: int = DEFAULTS["partitions"],
                            capacity: int = DEFAULTS["capacity"], edge_fractions=EDGE_FRACTIONS, orders=ORDERS,
-                           prefetches=(0, 1), repeats: int = DEFAULTS["repeats"], dim: int = 100,
+                           prefetches=(0, 1), repeats: int = DEFAULTS["repeats"], warmup: int = DEFAULTS["warmup"],
+                           dim: int = 100,
                            batch_edges: int = 10_000, negatives: int = 1000, seed: int = DEFAULTS["seed"],
                            progress: bool = True) -> list[Path]:
     """Train ``name`` over edge buckets in every ordering and prefetch setting; write the records into
@@ -123,23 +126,25 @@ def measure(name: str, records_dir, *, partitions: int = DEFAULTS["partitions"],
     boundaries = np.linspace(0, dataset.num_nodes, partitions + 1).round().astype(np.int64)
     sequential, mode = sequential_ceiling(path)
     runs = []
-    steps = Steps(f"partition buffer on {name}", len(edge_fractions) * repeats * len(orders) * len(prefetches),
-                  progress)
+    steps = Steps(f"partition buffer on {name}",
+                  len(edge_fractions) * (warmup + repeats) * len(orders) * len(prefetches), progress)
     for fraction in edge_fractions:
         buckets = bucket_edges(dataset.graph, boundaries, fraction, seed=seed)
-        for repeat in range(repeats):
+        for repeat in range(-warmup, repeats):  # negative: an untimed warm-up epoch
             for order in orders:
                 for prefetch in prefetches:
-                    with steps.step(f"{100 * fraction:g}% of edges, {order}, prefetch {prefetch}, run {repeat + 1}"):
+                    what = f"warm-up {repeat + warmup + 1}" if repeat < 0 else f"run {repeat + 1}"
+                    with steps.step(f"{100 * fraction:g}% of edges, {order}, prefetch {prefetch}, {what}"):
                         run = _epoch(dataset, path, boundaries, buckets, order, capacity, prefetch, dim=dim,
                                      batch_edges=batch_edges, negatives=negatives, seed=seed, progress=False)
-                    runs.append({"edge_fraction": fraction, "repeat": repeat, **run})
+                    if repeat >= 0:
+                        runs.append({"edge_fraction": fraction, "repeat": repeat, **run})
     steps.close()
     raw = pd.DataFrame(runs)
     keys = ["edge_fraction", "ordering", "prefetch"]
     table = raw.groupby(keys, sort=False).agg(
-        epoch_s=("epoch_s", "mean"), epoch_min_s=("epoch_s", "min"), epoch_max_s=("epoch_s", "max"),
-        waiting_s=("waiting_s", "mean"), edges=("edges", "first"), swaps=("swaps", "first"),
+        epoch_s=("epoch_s", "median"), epoch_min_s=("epoch_s", "min"), epoch_max_s=("epoch_s", "max"),
+        waiting_s=("waiting_s", "median"), edges=("edges", "first"), swaps=("swaps", "first"),
         disk_bytes=("disk_bytes", "first"), loss=("loss", "first"), mrr=("mrr", "first"),
         io_mode=("io_mode", "first")).reset_index()
     table["bound"] = swap_lower_bound(partitions, capacity)
@@ -153,11 +158,11 @@ def measure(name: str, records_dir, *, partitions: int = DEFAULTS["partitions"],
     record = provenance(device="cpu")
     facts = {"command": command_line(name, records_dir, partitions=partitions, capacity=capacity,
                                      edge_fraction=list(edge_fractions), prefetch=list(prefetches), repeats=repeats,
-                                     seed=seed),
+                                     warmup=warmup, seed=seed),
              "name": name, "num_nodes": dataset.num_nodes, "feature_dim": dataset.feature_dim,
              "num_edges": dataset.graph.num_edges, "table_bytes": path.stat().st_size, "partitions": partitions,
              "capacity": capacity, "io_mode": mode, "sequential_bytes_per_s": sequential, "batch_edges": batch_edges,
-             "negatives": negatives, "dim": dim, "repeats": repeats, "orders": list(orders)}
+             "negatives": negatives, "dim": dim, "repeats": repeats, "warmup": warmup, "orders": list(orders)}
     records.write_records(records_dir / f"{RUNS}.csv", raw, record, {}, index=False)
     return records.write_records(records_dir / f"{STEM}.csv", table, record, facts, index=False)
 

@@ -71,10 +71,10 @@ def window_cost(summary: pd.DataFrame, window_bytes_per_batch: float, sample_s_p
     over Belady's bound at every capacity."""
     ahead = summary[summary["policy"].isin(list(WINDOWS))]
     share = ahead.pivot_table(index="policy", columns="capacity_percent", values="of Belady", observed=True)
-    share = share.rename(columns=lambda p: f"of Belady at {p:g}%")
+    share = share.rename(columns=lambda p: f"of Belady at {round(p, 1):g}%")
     windows = share.index.map(WINDOWS)
     table = pd.DataFrame({"window (minibatches)": windows, "ids held (MiB)": windows * window_bytes_per_batch / 2**20,
-                          "sampling lead (s)": windows * sample_s_per_batch}, index=share.index)
+                          "sampling lead (ms)": windows * sample_s_per_batch * 1e3}, index=share.index)
     return table.join(share).sort_values("window (minibatches)").reset_index(drop=True)
 
 

@@ -68,10 +68,10 @@ def redraw(name: str, records, out=None) -> list[Path]:
     return importlib.import_module(f"suite.figures.{FIGURES[name]}").render(records, Path(out))
 
 
-def write_report(experiment: str, runs_dir="results/runs", out_dir=None, figure: str | None = None) -> list[Path]:
+def write_report(experiment: str, runs_dir="out/runs", out_dir=None, figure: str | None = None) -> list[Path]:
     """Tables and figures for ``experiment``'s records in ``runs_dir`` (``tierbench report``), into ``out_dir``
-    (default ``results/<experiment>``); ``figure`` picks fig8, fig10 or fig11 (default by name: a predefined sweep
+    (default ``out/<experiment>``); ``figure`` picks fig8, fig10 or fig11 (default by name: a predefined sweep
     named after a figure gets that figure, the demo its own, any other Figure 8)."""
     figure = figure or (experiment if experiment in SWEEP_FIGURES else "fig8")
-    out = Path(out_dir or f"results/{experiment}")
+    out = Path(out_dir or f"out/{experiment}")
     return SWEEP_FIGURES[figure].render(records_path(runs_dir, experiment), out)

@@ -23,12 +23,13 @@ def render(records: Path, out: Path) -> list[Path]:
     table, facts, record = measured.table, measured.facts, measured.provenance
     name, partitions, capacity = facts["name"], facts["partitions"], facts["capacity"]
     negatives, batch_edges, dim, repeats = facts["negatives"], facts["batch_edges"], facts["dim"], facts["repeats"]
+    warmup = facts["warmup"]
     orders = facts["orders"]
     partition_mb = facts["num_nodes"] / partitions * facts["feature_dim"] * 4 / 1e6
-    shown = table.assign(**{"epoch s, mean (min-max)": [
+    shown = table.assign(**{"epoch s, median (min-max)": [
         f"{m:.2f} ({lo:.2f}-{hi:.2f})" for m, lo, hi in zip(table["epoch_s"], table["epoch_min_s"],
                                                             table["epoch_max_s"])]})
-    shown = shown[["edge_fraction", "ordering", "prefetch", "epoch s, mean (min-max)", "waiting_s", "computing s",
+    shown = shown[["edge_fraction", "ordering", "prefetch", "epoch s, median (min-max)", "waiting_s", "computing s",
                    "epoch / BETA prefetching", "swaps", "bound", "disk GB", "read at sequential ceiling s", "edges",
                    "loss", "mrr"]].rename(columns={"edge_fraction": "share of edges", "waiting_s": "waiting s",
                                                    "mrr": "held-out MRR"})
@@ -43,9 +44,10 @@ def render(records: Path, out: Path) -> list[Path]:
         f"file, in "
         f"the same run: {facts['sequential_bytes_per_s'] / GB:.2f} GB/s. One epoch trains a share of the {facts['num_edges']:,} "
         f"edges, {batch_edges:,} per batch, against {negatives:,} negatives from the buffer, embedding width {dim}; "
-        f"each setting {repeats} times, alternating. Prefetch 0: synchronous swaps; 1: the next partition read "
-        f"while the current state trains. Waiting: the first read and every swap the training waited for; "
-        f"computing: the rest of the epoch. Held-out MRR against {negatives:,} uniform negatives "
+        f"each setting {repeats} times after {warmup} untimed warm-up epoch{'s' * (warmup != 1)}, alternating; "
+        f"epoch and waiting times are the median of the {repeats} (the range beside it). Prefetch 0: synchronous "
+        f"swaps; 1: the next partition read while the current state trains. Waiting: the first read and every "
+        f"swap the training waited for; computing: the rest of the epoch. Held-out MRR against {negatives:,} uniform negatives "
         f"(chance: {chance:.4f}).\n\nThe paper: {PAPER}. Our nearest analogue is the ratio of synchronous "
         f"Hilbert (or row-major) to BETA with prefetching, in the column `epoch / BETA prefetching`; PBG's own "
         f"ordering, buffer and checkpoints differ, and Freebase86m's embeddings are written back, ours are "
@@ -61,11 +63,12 @@ def render(records: Path, out: Path) -> list[Path]:
         part = long[long["edge_fraction"] == fraction]
         for row, (y, label) in enumerate((("epoch_s", "epoch seconds"), ("waiting_s", "seconds waiting for reads"))):
             ax = axes[row][column]
-            sns.barplot(data=part, x="ordering", y=y, hue="prefetch", order=list(orders), errorbar=("pi", 100),
+            sns.barplot(data=part, x="ordering", y=y, hue="prefetch", order=list(orders), estimator="median",
+                        errorbar=("pi", 100),
                         ax=ax, legend=row == 0 and column == 0)
             ax.set(title=f"{100 * fraction:g}% of the edges per epoch" if row == 0 else "", xlabel="", ylabel=label)
-    fig.suptitle(f"Partition buffer on {name}: p = {partitions}, c = {capacity}; bars: mean of {repeats}, "
-                 f"whiskers: range (this CPU and disk)")
+    fig.suptitle(f"Partition buffer on {name}: p = {partitions}, c = {capacity}; bars: median of {repeats} after {warmup} "
+                 f"untimed, whiskers: range (this CPU and disk)")
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
     out = Path(out)
     paths = [out / f"{STEM}.md", copy_table(measured, out), out / f"{STEM}.png"]

@@ -1,17 +1,21 @@
 """The demo: what data tiering does to one epoch, loader by loader, in the paper's regime (Data Tiering §5.3-5.4).
 
 Made by ``tierbench run --experiment demo`` and then ``tierbench report
---experiment demo`` (``tox -e demo``, about two minutes on two cores).  The
+--experiment demo`` (``tox -e demo``, about four minutes on two cores).  The
 graph is ``papers-xs``, shaped like ogbn-papers100M, trained at the batch of
 the paper's regime (``suite.datasets.regime``), so that a minibatch touches
 the share of the graph it touches in the paper and a hot tier pays as it
 does there.  One bar per loader and hot fraction (never averaged together),
+each with its value printed on it (a hit ratio of 0 is a bar of no length),
 in four panels:
 
 * hit ratio: the share of gathered rows served from GPU memory;
 * PCIe bytes per epoch, from the traffic model (docs/design.md, Metrics);
 * epoch time on this machine, labelled with its device (on a CPU the GPU
-  tier is host memory and nothing crosses PCIe);
+  tier is host memory and nothing crosses PCIe), the mean of the recorded
+  epochs after an untimed warm-up one, with their range as error bars; as in
+  Figure 8's table, the epoch time against cpu-gather's and uva's is marked
+  (noise) where the two cells' ranges overlap;
 * where a GPU's machine profile with measured ceilings exists
   (``tierbench doctor``, ``results/machines``), the data-loading time of
   the epoch *projected* for that GPU: cold bytes / its H2D ceiling + hot
@@ -35,6 +39,8 @@ from suite.registry import LOADERS
 MACHINES = Path("results/machines")
 """Where ``tierbench doctor`` writes machine profiles; the newest GPU profile with ceilings gives the projection."""
 PROJECTED = "data loading s, projected"
+REFERENCES = ("cpu-gather", "uva")
+"""The loaders whose epoch time every other one is compared with (the baselines of Data Tiering §5.3)."""
 
 
 def _bar(row) -> str:
@@ -82,18 +88,36 @@ def draw(records: pd.DataFrame, out_dir, command: str, machines=MACHINES) -> lis
     })
     if PROJECTED in table:
         display[PROJECTED] = table[PROJECTED]
+    if table["epochs"].max() > 1:  # one recorded epoch has no spread: no difference could be told from noise
+        same = ["dataset"]
+        for reference in REFERENCES:
+            rows = table[table["loader"] == reference]
+            if rows.empty:
+                continue
+            base = tables.matching(table, rows, same, tables.SPREAD_COLUMNS[:3])
+            text = tables.flagged(base["epoch_s"] / table["epoch_s"], "{:.2f}x", tables.within_spread(table, base))
+            display[f"speedup over {reference}"] = text.where(table["loader"] != reference, "reference")
 
     panels = [("hit_ratio", "hit ratio (rows from GPU memory)"), ("pcie_gb", "PCIe GB / epoch (model)"),
               ("epoch_s", f"epoch time (s), measured on\n{device}")]
     plotted = table.assign(pcie_gb=table["pcie_payload_bytes"] / 1e9)
+    epochs = records.assign(bar=records.apply(_bar, axis=1))
+    marks, errorbar = tables.spread_marks(table)
     if PROJECTED in table:
         gpu = profile[1]["device"].removeprefix("cuda: ")
         panels.append((PROJECTED, f"data loading (s), bound projected\nfor {gpu}, {profile[1]['time'][:10]}"))
     fig, axes = plt.subplots(1, len(panels), figsize=(4.0 * len(panels), 3.6), squeeze=False, sharey=True)
     for ax, (column, label) in zip(axes[0], panels):
-        sns.barplot(data=plotted, y="bar", x=column, hue="loader", dodge=False, legend=False, orient="h", ax=ax)
+        if column == "epoch_s":  # every recorded epoch, so that the error bars are their range
+            sns.barplot(data=epochs, y="bar", x=column, hue="loader", dodge=False, legend=False, orient="h", ax=ax,
+                        order=list(table["bar"]), errorbar=errorbar, capsize=0.2)
+        else:
+            sns.barplot(data=plotted, y="bar", x=column, hue="loader", dodge=False, legend=False, orient="h", ax=ax)
+        for bars in ax.containers:  # the value on each bar: a zero draws no bar at all
+            ax.bar_label(bars, fmt="{:.3g}", padding=2, fontsize=8)
+        ax.margins(x=0.25)
         ax.set(ylabel="", xlabel=label)
-    fig.suptitle("What tiering does to one epoch: one bar per loader and hot fraction")
+    fig.suptitle(f"What tiering does to one epoch: one bar per loader and hot fraction\n{marks}")
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
     record = tables.record_of(records)
     markdown = (

@@ -59,7 +59,7 @@ def plot(summary: pd.DataFrame, title: str):
     ahead = [POLICIES[p].label for p in WINDOWS if p in set(summary["policy"])]
     others = [label for label in order if label not in ahead]
     palette = {**dict(zip(others, sns.color_palette(n_colors=len(others)))),
-               **dict(zip(ahead, sns.color_palette("flare", n_colors=len(ahead))))}
+               **dict(zip(ahead, sns.color_palette("crest", n_colors=len(ahead))))}
     for ax, (data, column, label) in zip(axes, panels):
         sns.lineplot(data=data, x="capacity_percent", y=column, hue="label", hue_order=order, style="label",
                      style_order=order, palette=palette, markers=True, dashes=False, ax=ax, legend=ax is axes[0])
@@ -68,9 +68,9 @@ def plot(summary: pd.DataFrame, title: str):
     axes[0].get_legend().remove()
     fig.legend(handles, labels, title="policy", loc="center right", frameon=False)
     windows = shown[shown["policy"].isin(list(WINDOWS))].assign(window=lambda t: t["policy"].map(WINDOWS),
-                                                                capacity=lambda t: t["capacity_percent"].map("{:g}%".format))
+                                                                capacity=lambda t: t["capacity_percent"].map(lambda p: f"{round(p, 1):g}%"))
     ax = axes[-1]
-    sns.lineplot(data=windows, x="window", y="of Belady", hue="capacity", palette="crest", marker="o", ax=ax)
+    sns.lineplot(data=windows, x="window", y="of Belady", hue="capacity", palette="flare", marker="o", ax=ax)
     ax.set(xscale="log", xlabel="lookahead window (minibatches sampled ahead)", ylabel="lookahead: hits / Belady's bound")
     ax.set_xticks(sorted(WINDOWS.values()), [str(w) for w in sorted(WINDOWS.values())])
     ax.legend(title="capacity", fontsize="small", ncols=2)
@@ -118,7 +118,7 @@ def render(records: Path, out: Path) -> list[Path]:
         f"({facts['window_bytes_per_batch'] / 2**10:.1f} KiB a minibatch as int64) and must start W minibatches "
         f"early ({1e3 * facts['sample_s_per_batch']:.2f} ms to sample one on this CPU, the lead a window needs "
         f"when nothing else hides it).\n\n"
-        + windows.to_markdown(index=False, floatfmt=(".0f", ".2f", ".3f") + (".3f",) * (windows.shape[1] - 3)) + "\n"
+        + windows.to_markdown(index=False, floatfmt=(".0f", ".2f", ".1f") + (".3f",) * (windows.shape[1] - 3)) + "\n"
     )
     fig = plot(summary, f"Placement policies on {name} (fanouts {','.join(map(str, fanouts))}, batch {batch})")
     return write_table_and_figure(out, "policies", markdown, table, fig, facts, index=False)

@@ -26,7 +26,10 @@ from pathlib import Path
 import torch
 
 _REPO = Path(__file__).resolve().parents[2]
-MACHINES_DIR = "results/machines"
+MACHINES_DIR = "out/machines"
+"""Where ``tierbench doctor`` writes this machine's profile unless told otherwise."""
+PROFILE_DIRS = (MACHINES_DIR, "results/machines")
+"""Where a machine's profile is looked for: the one ``tierbench doctor`` wrote here, then the committed ones."""
 REVISION_ENV = "TIERBENCH_REVISION"
 """Set by whoever ships the checkout to the machine that runs it: the revision recorded in place of git's."""
 SOURCE_DIRS = ("tiering", "baselines", "suite", "benchmarks")
@@ -114,13 +117,17 @@ def machine_profile_name(device: torch.device | str | None = None) -> str:
     return f"{slug(machine)}-{slug(platform.node())}.json"
 
 
-def machine_profile_path(device: torch.device | str | None = None, directory=MACHINES_DIR) -> str | None:
-    """The path of this machine's profile if ``tierbench doctor`` wrote one into ``directory``, else ``None``.
+def machine_profile_path(device: torch.device | str | None = None, directories=PROFILE_DIRS) -> str | None:
+    """The path of this machine's profile in the first of ``directories`` where ``tierbench doctor`` wrote one, else
+    ``None``.
 
-    ``directory`` is relative to the working directory, as every output path of the commands is.
+    ``directories`` are relative to the working directory, as every output path of the commands is.
     """
-    path = Path(directory) / machine_profile_name(device)
-    return str(path) if path.is_file() else None
+    for directory in directories:
+        path = Path(directory) / machine_profile_name(device)
+        if path.is_file():
+            return str(path)
+    return None
 
 
 def provenance(device=None) -> dict:

@@ -140,10 +140,11 @@ def profile_ceilings(path) -> dict[str, float]:
 
 
 def newest_gpu_profile(machines, needed) -> tuple[Path, dict] | None:
-    """``(path, profile)`` of the newest machine profile in directory ``machines`` with every ceiling in ``needed``
-    measured, or None."""
+    """``(path, profile)`` of the newest machine profile in directory ``machines`` (or in any of several
+    directories) with every ceiling in ``needed`` measured, or None."""
+    folders = [machines] if isinstance(machines, (str, Path)) else machines
     found = []
-    for path in sorted(Path(machines).glob("*.json")):
+    for path in sorted(path for folder in folders for path in Path(folder).glob("*.json")):
         if set(needed) <= set(profile_ceilings(path)):
             profile = json.loads(path.read_text(encoding="utf-8"))
             found.append((str(profile.get("time", "")), path, profile))

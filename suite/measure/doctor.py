@@ -13,7 +13,7 @@ and which of tierbench's dependencies are missing or too old.
 Every probe runs on its own: an error inside one is reported in its row and
 the others still run.  Without CUDA the GPU rows say so and the rest is
 reported.  The profile is JSON, written through a temporary file under
-``results/machines/`` with the name ``suite.io.provenance.machine_profile_name``
+``out/machines/`` (by default) with the name ``suite.io.provenance.machine_profile_name``
 gives it, which is how every later record finds it.
 """
 
@@ -66,12 +66,14 @@ def _distribution_version(module: str, providers: dict) -> str:
     return importlib.metadata.version(names[0]) if names else "missing"
 
 
-def missing_packages() -> list[str]:
-    """tierbench's dependencies (and its ``gpu`` extra) that are not installed, or installed older than required.
+def missing_packages(gpu: bool = True) -> list[str]:
+    """tierbench's dependencies (and, with ``gpu``, its ``gpu`` extra) that are not installed, or installed older
+    than required.
 
     Each entry is a distribution name, with the version found when it is too
     old.  Any CuPy wheel (``cupy-cuda12x``, ``cupy-cuda13x``, ...) satisfies
     the ``gpu`` extra's CuPy: it is one module built per CUDA major version.
+    A machine without a GPU needs no ``gpu`` extra.
     """
     from packaging.requirements import Requirement
 
@@ -82,8 +84,8 @@ def missing_packages() -> list[str]:
     missing = []
     for line in requirements:
         requirement = Requirement(line)
-        if requirement.marker is not None and not requirement.marker.evaluate({"extra": "gpu"}):
-            continue  # another extra (test, bench), or a platform this is not
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": "gpu" if gpu else ""}):
+            continue  # another extra (test, bench; gpu without one), or a platform this is not
         if requirement.name.startswith("cupy"):
             version = _distribution_version("cupy", importlib.metadata.packages_distributions())
             version = None if version == "missing" else version
@@ -99,9 +101,11 @@ def missing_packages() -> list[str]:
     return missing
 
 
-def _versions() -> dict:
+def _versions(cuda: bool) -> dict:
+    """The versions of what the GPU paths rely on; without a visible CUDA GPU, an NVML that cannot load (no driver)
+    and an absent CuPy (only the GPU paths use it) are what a CPU machine is, not errors."""
     providers = importlib.metadata.packages_distributions()
-    return {
+    versions = {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "cuda": torch.version.cuda or "none (a CPU build of torch)",
@@ -109,6 +113,12 @@ def _versions() -> dict:
         **{name: _probe(_distribution_version, module, providers) for name, module in
            (("cupy", "cupy"), ("numba", "numba"), ("torch-geometric", "torch_geometric"), ("ogb", "ogb"))},
     }
+    if not cuda:
+        if _error(versions["driver"]):
+            versions["driver"] = f"none: {NO_GPU}"
+        if versions["cupy"] == "missing":
+            versions["cupy"] = f"not installed, not needed: {NO_GPU}"
+    return versions
 
 
 # ----------------------------------------------------------------- NVML
@@ -259,14 +269,14 @@ def run_doctor(out_dir=MACHINES_DIR, *, host_tier_bytes: int | None = None, meas
         "git_revision": git_revision(),
         "source_sha256": source_digest(),
         "device": device_name(device if cuda else "cpu"),
-        "versions": _versions(),
+        "versions": _versions(cuda),
         "gpus": _probe(_gpus) if cuda else NO_GPU,
         "peer_access": _probe(_peer_access) if cuda else NO_GPU,
         "memlock": _probe(_memlock),
         "shm": _probe(_shm),
         "host_register": register,
         "ceilings": ceilings,
-        "missing_packages": _probe(missing_packages),
+        "missing_packages": _probe(missing_packages, cuda),
     }
     path = Path(out_dir) / machine_profile_name(device if cuda else "cpu")
     atomic.write_json(path, profile)

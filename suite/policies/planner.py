@@ -9,7 +9,7 @@ GPU memory.  Divided by the machine's ceilings (``suite.measure.ceilings``:
 zero-copy read for misses, device-to-device copy for hits and fills) they
 give a bound on the epoch's data-loading time.  The ceilings come from a
 machine profile of ``tierbench doctor`` (the newest GPU one in
-``results/machines`` unless ``--machine`` names one), else from the link's
+``out/machines`` or ``results/machines`` unless ``--machine`` names one), else from the link's
 nominal numbers (``NOMINAL``), labelled so.
 
 A measured gather also pays per minibatch and per row (launches, the ids'
@@ -33,12 +33,12 @@ import numpy as np
 import pandas as pd
 
 from suite.errors import BadValue
+from suite.io.provenance import PROFILE_DIRS
 from suite.measure.ceilings import newest_gpu_profile, profile_ceilings
 from suite.policies.static import replay_static
 from suite.training.model import training_state_bytes
 from tiering.features.placement import hot_rows
 
-MACHINES = Path("results/machines")
 GPU_RESULTS = Path("results/gpu")
 ZERO_COPY, D2D = "zero_copy_read_bytes_per_s", "d2d_copy_bytes_per_s"
 NOMINAL = {ZERO_COPY: 31.5e9, D2D: 1555e9 / 2}
@@ -74,9 +74,9 @@ NO_PROFILE = "none"
 """The ``--machine`` that asks for the nominal numbers even where a profile exists."""
 
 
-def machine(path=None, machines=MACHINES) -> Machine:
-    """The machine profile at ``path``, else the newest GPU profile in ``machines``, else the nominal numbers (and
-    those where ``path`` is ``"none"``)."""
+def machine(path=None, machines=PROFILE_DIRS) -> Machine:
+    """The machine profile at ``path``, else the newest GPU profile in ``machines`` (folders), else the nominal numbers
+    (and those where ``path`` is ``"none"``)."""
     nominal = Machine("a GPU on PCIe 4.0 x16 (nominal)", dict(NOMINAL), NOMINAL_SOURCE, False)
     if path == NO_PROFILE:
         return nominal

@@ -4,7 +4,7 @@ The steps, in order, each a subprocess (``python -m suite.cli ...`` or ``python 
 to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU and CPU records never share a table):
 
 1. ``doctor``: versions, GPUs, limits and the measured ceilings, into ``machines/`` beside ``<out>``
-   (``results/machines/`` by default, where every later record finds it);
+   (``out/machines/`` by default, where every later record finds it);
 2. ``gpu-tests``: pytest on the tests marked ``gpu``, the loader, sampling and multi-GPU ones first
    (``gpu-tests.xml``, JUnit); with ``TIERBENCH_REQUIRE_GPU=1``, set for every step, a GPU test that finds no GPU
    fails rather than skips;
@@ -283,7 +283,7 @@ def _check_names(names: set[str], steps: list[Step], option: str) -> None:
                        f"the steps are {', '.join(s.name for s in steps)}")
 
 
-def run_suite(out_root="results/gpu", *, dry_run: bool = False, rerun=(), skip=(), max_minutes: float | None = None,
+def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), max_minutes: float | None = None,
               measure_ceilings: bool = True, echo=print) -> int:
     """Run (or resume, or with ``dry_run`` only describe) the suite; returns the exit status (module docstring)."""
     gpu = visible_gpu()

@@ -2,7 +2,7 @@
 
 Each cell trains GraphSAGE through one loader for ``warmup`` unrecorded
 epochs and then ``epochs`` recorded ones; every recorded epoch becomes one
-row of the experiment's CSV (``results/runs/<experiment>.csv``) with every
+row of the experiment's CSV (``out/runs/<experiment>.csv`` by default; the committed ones are in ``results/runs``) with every
 field docs/design.md asks for: dataset and sizes, fanouts, batch size, loader,
 scorer, hot fraction, GPU count, device name, git revision and time; epoch,
 sample, gather and train seconds; hit ratio; modelled and measured PCIe
@@ -206,7 +206,7 @@ class Sweep:
         return [cell for cell in self.cells if self.rows_of(cell)(records).any()]
 
 
-def plan_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
+def plan_sweep(experiment: str, out_dir="out/runs", *, datasets=None, loaders=None, hot_fractions=None,
                host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None,
                batch_size: int | None = None, regime: str | None = None, device="cpu", scorer: str | None = "wrpr",
                pipeline: bool = False, ogb_root=None, processes: int | None = None) -> Sweep:
@@ -242,7 +242,7 @@ def plan_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loader
     return Sweep(path, todo, epochs, warmup, device, pipeline, processes)
 
 
-def run_sweep(experiment: str, out_dir="results/runs", *, datasets=None, loaders=None, hot_fractions=None,
+def run_sweep(experiment: str, out_dir="out/runs", *, datasets=None, loaders=None, hot_fractions=None,
               host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None,
               batch_size: int | None = None, regime: str | None = None, device="cpu", scorer: str | None = "wrpr",
               seed: int = 0, pipeline: bool = False, rerun: bool = False, ogb_root=None, progress: bool = True,

@@ -6,6 +6,7 @@ import csv
 import pytest
 import torch
 
+import suite.datasets.build
 from suite import cli
 from suite.cli import datasets as datasets_commands
 from suite.cli import main
@@ -264,7 +265,7 @@ def test_an_internal_error_in_a_command_shows_its_traceback(error, capsys, monke
     def broken(*args, **kwargs):
         raise error
 
-    monkeypatch.setattr(datasets_commands, "entry_path", broken)  # a callee of `datasets list`, failing as a bug does
+    monkeypatch.setattr(suite.datasets.build, "entry_path", broken)  # a callee of `datasets list`, failing as a bug does
     with pytest.raises(type(error)) as raised:
         main(["datasets", "list"])
     assert raised.value is error
@@ -314,9 +315,9 @@ WRITING_COMMANDS = [
 def _destination_options(command: list[str]) -> list[str]:
     """The folder options (``--out``, ``--runs``) the subcommand ``command`` takes."""
     action = cli.build_parser()._subparsers._group_actions[0]
-    parser = action.choices[command[0]]
+    parser = action.choices[command[0]].complete()  # a subcommand's options are added when first needed
     if command[0] == "datasets":
-        parser = parser._subparsers._group_actions[0].choices[command[1]]
+        parser = parser._subparsers._group_actions[0].choices[command[1]].complete()
     return [f"--{a.dest}" for a in parser._actions if a.dest in ("out", "runs")]
 
 

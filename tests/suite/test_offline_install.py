@@ -1,7 +1,7 @@
 """An install without internet: what tierbench needs at import time, and (given wheels) a real offline install.
 
 GPU nodes often have no internet and a CUDA image that lacks a few of the
-dependencies (ogb, platformdirs, pymetis); the README's offline install brings those
+dependencies (numba-cuda, ogb, platformdirs, pymetis); the README's offline install brings those
 as wheels.  ``--help`` and ``doctor`` must work before they are there, so
 that ``doctor`` can say what is missing.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-ABSENT = ("ogb", "platformdirs", "pymetis", "seaborn", "tabulate", "torch_geometric")
+ABSENT = ("numba_cuda", "ogb", "platformdirs", "pymetis", "seaborn", "tabulate", "torch_geometric")
 # a None in sys.modules makes `import NAME` raise ImportError, as if the package were not installed
 PRELUDE = f"import sys\nfor name in {ABSENT!r}:\n    sys.modules[name] = None\nfrom suite.cli import main\n"
 

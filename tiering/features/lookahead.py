@@ -119,7 +119,7 @@ def _serve(ids, following, batch, rank, heap, where, key, slot_of, hit_in, capac
             key[v] = following[i]
             size += 1
             _sift_up(heap, key, where, size - 1)
-        elif following[i] < key[heap[0]]:
+        elif size > 0 and following[i] < key[heap[0]]:  # a cache of no rows admits nothing
             gone = heap[0]
             slot = slot_of[gone]
             slot_of[gone] = -1

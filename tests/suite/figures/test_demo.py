@@ -48,3 +48,34 @@ def test_a_gpu_profile_adds_the_projection_labelled_with_its_device_and_date(rec
     assert table[demo.PROJECTED].to_numpy() == pytest.approx(projected.to_numpy())
     text = md.read_text()
     assert "cuda: NVIDIA H100" in text and "2026-11-20" in text and "not a measurement" in text
+
+
+def test_a_difference_within_the_epoch_spread_is_marked_noise_and_each_bar_shows_its_value(records, tmp_path,
+                                                                                         monkeypatch):
+    """Two recorded epochs per cell: the epoch time against cpu-gather's and uva's, "(noise)" where the two cells'
+    ranges overlap (as Figure 8's table marks it); every bar carries its value, so that a hit ratio of 0 reads 0."""
+    import matplotlib.axes
+
+    times = {"cpu-gather": (1.0, 1.1), "uva": (0.5, 1.2), "tiered": (0.5, 0.55)}  # uva's range holds tiered's
+    twice = pd.concat([records.assign(epoch=k, epoch_s=records["loader"].map(lambda name: times[name][k]))
+                       for k in (0, 1)])
+    labelled = []
+    real = matplotlib.axes.Axes.bar_label
+    monkeypatch.setattr(matplotlib.axes.Axes, "bar_label",
+                        lambda ax, bars, **kw: labelled.append([t.get_text() for t in real(ax, bars, **kw)]) or [])
+    md, _, _ = demo.draw(twice, tmp_path / "out", "`test`", machines=tmp_path / "none")
+    rows = {line.split("|")[1].strip(): line for line in md.read_text().splitlines() if line.startswith("| ")}
+    header = [cell.strip() for cell in rows["loader"].split("|")[1:-1]]
+    assert "speedup over cpu-gather" in header and "speedup over uva" in header
+    tiered = dict(zip(header, (cell.strip() for cell in rows["tiered 10%"].split("|")[1:-1])))
+    assert tiered["speedup over cpu-gather"] == "2.00x"  # 0.5-0.55 s against 1.0-1.1 s: apart
+    assert tiered["speedup over uva"] == "1.62x (noise)"  # 0.85 s against 0.525 s, 0.5-1.2 s: within its spread
+    assert dict(zip(header, (c.strip() for c in rows["uva"].split("|")[1:-1])))["speedup over uva"] == "reference"
+    hit_ratios = [text for texts in labelled for text in texts]
+    assert "0" in hit_ratios  # cpu-gather's and uva's hit ratio, printed on their empty bars
+
+
+def test_the_demo_records_an_untimed_warm_up_and_two_epochs_per_cell():
+    from suite.experiments.sweeps import EXPERIMENTS
+
+    assert (EXPERIMENTS["demo"]["warmup"], EXPERIMENTS["demo"]["epochs"]) == (1, 2)

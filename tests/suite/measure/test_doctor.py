@@ -91,8 +91,8 @@ def test_records_reference_the_machine_profile_once_doctor_wrote_it(tmp_path, mo
     assert machine_profile_path() is None and provenance()["machine_profile"] is None
     assert "machine" not in caption(provenance())
     _, path = doctor.run_doctor(measure=False)
-    assert path.resolve() == tmp_path / "results" / "machines" / machine_profile_name()
-    assert machine_profile_path("cpu") == f"results/machines/{machine_profile_name()}"
+    assert path.resolve() == tmp_path / "out" / "machines" / machine_profile_name()
+    assert machine_profile_path("cpu") == f"out/machines/{machine_profile_name()}"
     record = provenance("cpu")
     assert record["machine_profile"] == machine_profile_path()
     assert caption(record).endswith(f" | machine {record['machine_profile']}")
@@ -128,6 +128,26 @@ def test_missing_packages_lists_absent_and_too_old_distributions(monkeypatch):
     assert doctor.missing_packages() == []  # any CuPy wheel of the right version serves the gpu extra
     _fake_metadata(monkeypatch, None, versions, {})
     assert doctor.missing_packages()[0].startswith("tierbench (pip install --no-deps --no-build-isolation -e .")
+
+
+def test_a_machine_without_a_gpu_reads_no_nvml_error_and_no_missing_cupy(monkeypatch, tmp_path):
+    """Without a CUDA GPU, NVML failing to load (no driver) and CuPy not installed are what a CPU machine is: their
+    rows say there is no GPU, and the gpu extra is not listed as missing."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+    def no_driver():
+        raise RuntimeError("NVML Shared Library Not Found")
+
+    monkeypatch.setattr(doctor, "_nvml", no_driver)
+    requires = ["torch>=2.4", 'cupy-cuda13x>=14; extra == "gpu"']
+    _fake_metadata(monkeypatch, requires, {"torch": "2.11.0"}, {})
+    profile, _ = doctor.run_doctor(tmp_path, measure=False)
+    table = doctor.format_profile(profile)
+    assert _row(table, "driver") == "none: no CUDA GPU visible"
+    assert _row(table, "cupy") == "not installed, not needed: no CUDA GPU visible"
+    assert profile["missing_packages"] == [] and _row(table, "missing packages") == "none"
+    assert "error" not in table
+    assert doctor.missing_packages(gpu=True) == ["cupy-cuda13x"]  # a GPU machine needs it
 
 
 def test_missing_packages_of_this_installation_agree_with_pyproject():

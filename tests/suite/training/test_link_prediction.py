@@ -135,3 +135,29 @@ def test_tierbench_bucket_train_writes_every_ordering_and_prefetch_setting(tiny,
     assert (tmp_path / "bucket-training.png").stat().st_size > 0
     assert main(["bucket-train", "--dataset", "tiny", "--partitions", "4", "--capacity", "4", "-q"]) == 2
     assert "tierbench: error: a buffer of c partitions needs 2 <= c < p" in capsys.readouterr().err
+
+
+def test_bucket_train_times_after_an_untimed_warm_up_and_reports_the_median(tiny, tmp_path, monkeypatch):
+    """A process's first epoch pays for compiling and first allocations (23.8 s against 1.4 s once): it runs untimed,
+    and a setting's time is the median of the timed epochs, with their range."""
+    import pandas as pd
+
+    import suite.experiments.bucket_training as experiment
+    from suite.figures.bucket_training import render
+
+    seconds = iter([23.8, 1.4, 1.3, 1.5, 9.0])  # the warm-up, then three timed epochs, one of them slow
+
+    def epoch(dataset, path, boundaries, buckets, name, capacity, prefetch, **kwargs):
+        return {"ordering": name, "prefetch": prefetch, "io_mode": "buffered", "epoch_s": next(seconds),
+                "waiting_s": 0.1, "edges": 10, "batches": 1, "swaps": 3, "disk_bytes": 100, "loss": 1.0, "mrr": 0.1}
+
+    monkeypatch.setattr(experiment, "_epoch", epoch)
+    path = experiment.measure("tiny", tmp_path, partitions=4, capacity=2, edge_fractions=(0.1,), orders=("beta",),
+                              prefetches=(1,), repeats=4, warmup=1, progress=False)
+    runs = pd.read_csv(tmp_path / "bucket-training-runs.csv")
+    assert runs["epoch_s"].tolist() == [1.4, 1.3, 1.5, 9.0] and runs["repeat"].tolist() == [0, 1, 2, 3]
+    table = pd.read_csv(path)
+    assert table[["epoch_s", "epoch_min_s", "epoch_max_s"]].values.tolist() == [[1.45, 1.3, 9.0]]
+    text = render(path, tmp_path)[0].read_text()
+    assert "epoch s, median (min-max)" in text and "1.45 (1.30-9.00)" in text
+    assert "4 times after 1 untimed warm-up epoch, alternating" in text

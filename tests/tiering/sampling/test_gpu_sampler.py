@@ -1,0 +1,165 @@
+"""The fused GPU sampler against the CPU sampler, its independent reference: identical minibatches.
+
+Without a GPU the kernels run in numba's CUDA simulator (tests/conftest.py sets NUMBA_ENABLE_CUDASIM), one Python
+thread per CUDA thread, so the graphs here have tens to a few hundred nodes.  With a GPU the same tests run the real
+kernels; those marked ``gpu`` only make sense there.
+"""
+
+import numpy as np
+import pytest
+import torch
+from numba import cuda
+
+from tiering import rng
+from tiering.graph.csr import CSRGraph
+from tiering.sampling import fused_kernels
+from tiering.sampling.fused import FusedNeighborSampler, append_new_nodes_hashed
+from tiering.sampling.neighbors import NeighborSampler, append_new_nodes
+
+# the simulator evaluates the hash on numpy uint64 scalars, which warn where SplitMix64 wraps, as it is meant to
+pytestmark = pytest.mark.filterwarnings("ignore:.*overflow encountered in scalar:RuntimeWarning")
+
+DEVICE = "cpu" if fused_kernels.SIMULATED else "cuda"
+
+
+def graph(index_dtype=torch.int32, hub=110):
+    """150 nodes: node 0's list has ``hub`` entries, nodes 140..149 are isolated (no list, in no list),
+    the rest have about 4 entries each."""
+    rng_ = np.random.default_rng(3)
+    n, linked = 150, 140
+    src = list(range(1, hub + 1)) + rng_.integers(0, linked, 500).tolist()
+    dst = [0] * hub + rng_.integers(1, linked, 500).tolist()
+    g = CSRGraph.from_edges(src, dst, n).coalesce()
+    return CSRGraph(g.indptr, g.indices.to(index_dtype))
+
+
+def assert_same(expected, got):
+    assert torch.equal(got.seeds.cpu(), expected.seeds)
+    assert torch.equal(got.input_nodes.cpu(), expected.input_nodes)
+    assert len(got.blocks) == len(expected.blocks)
+    for want, have in zip(expected.blocks, got.blocks):
+        assert (have.num_src, have.num_dst) == (want.num_src, want.num_dst)
+        assert torch.equal(have.edge_index.cpu(), want.edge_index)
+        assert have.edge_weight is None
+
+
+def both(g, fanouts, seeds, seed, graph_memory="gpu", max_load=0.5):
+    seeds = torch.tensor(seeds, dtype=torch.int64)
+    expected = NeighborSampler(g, fanouts).sample(seeds, torch.Generator().manual_seed(seed))
+    got = FusedNeighborSampler(g, fanouts, graph_memory, max_load=max_load).sample(seeds,
+                                                                                  torch.Generator().manual_seed(seed))
+    return expected, got
+
+
+@cuda.jit
+def _uniforms(seeds, streams, counters, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = fused_kernels.uniform(seeds[i], streams[i], counters[i])
+
+
+def test_the_device_hash_draws_what_tiering_rng_draws_bit_for_bit():
+    draws = np.random.default_rng(0)
+    seeds = draws.integers(0, 2**62, 40, dtype=np.uint64)
+    streams = np.concatenate([draws.integers(0, 2**40, 20, dtype=np.uint64), np.arange(20, dtype=np.uint64)])
+    counters = draws.integers(0, 64, 40, dtype=np.uint64)
+    out = np.zeros(40)
+    _uniforms[2, 32](seeds, streams, counters, out)
+    expected = np.array([rng.uniform(s, t, c) for s, t, c in zip(seeds, streams, counters)])
+    assert np.array_equal(out, expected)
+
+
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("fanouts", [(3,), (5, 2), (2, 3, 1), (1, 2, 1, 2), (2, 1, 1, 1, 1)])
+def test_minibatches_equal_the_cpu_samplers(index_dtype, fanouts):
+    # seeds: the hub (fanout below its degree), low-degree nodes (fanout above theirs), an isolated node
+    expected, got = both(graph(index_dtype), fanouts, [0, 7, 145, 30, 2], seed=11)
+    assert_same(expected, got)
+
+
+@pytest.mark.parametrize("graph_memory", ["gpu", "host"])
+def test_both_graph_placements_sample_the_same_minibatch(graph_memory):
+    expected, got = both(graph(), (4, 3), [0, 1, 2, 3, 99], seed=5, graph_memory=graph_memory)
+    assert_same(expected, got)
+
+
+def test_a_fanout_above_every_degree_takes_whole_lists():
+    expected, got = both(graph(hub=30), (40, 40), [0, 12], seed=2)
+    assert_same(expected, got)
+    assert got.blocks[-1].edge_index.shape[1] == int(graph(hub=30).degrees()[[0, 12]].sum())
+
+
+def test_an_empty_minibatch_and_an_isolated_one():
+    for seeds in ([], [140, 149]):
+        expected, got = both(graph(), (3, 2), seeds, seed=4)
+        assert_same(expected, got)
+        assert all(block.edge_index.shape == (2, 0) for block in got.blocks)
+
+
+def test_one_sampler_reused_across_minibatches_of_growing_and_shrinking_size():
+    # each hop clears what the hop before left in the other table, and the tables grow with the minibatch
+    g = graph()
+    cpu, gpu = NeighborSampler(g, (3, 2)), FusedNeighborSampler(g, (3, 2))
+    cpu_generator, gpu_generator = torch.Generator().manual_seed(9), torch.Generator().manual_seed(9)
+    for seeds in ([5], list(range(20, 60)), [1, 2, 3], [0], list(range(100, 150))):
+        assert_same(cpu.sample(torch.tensor(seeds), cpu_generator), gpu.sample(torch.tensor(seeds), gpu_generator))
+
+
+def test_a_table_filled_near_its_limit_still_relabels_exactly():
+    # max_load 1: 32 seeds and fanout 1 may bring 64 distinct ids, so the table has 64 slots
+    expected, got = both(graph(), (1,), list(range(40, 136, 3)), seed=6, max_load=1.0)
+    assert_same(expected, got)
+    assert got.blocks[0].num_src / 64 > 0.75
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_hashed_relabelling_equals_append_new_nodes_on_random_inputs(case):
+    draws = np.random.default_rng(case)
+    frontier = torch.from_numpy(draws.permutation(1000)[: draws.integers(0, 40)])
+    neighbors = torch.from_numpy(draws.integers(0, [30, 1000, 60, 5][case], draws.integers(0, 300)))  # many repeats
+    expected = append_new_nodes(frontier, neighbors)
+    got = append_new_nodes_hashed(frontier.to(DEVICE), neighbors.to(DEVICE))
+    assert torch.equal(got[0].cpu(), expected[0])
+    assert torch.equal(got[1].cpu(), expected[1])
+
+
+def test_hashed_relabelling_with_the_table_at_its_load_limit():
+    # 256 distinct ids in a table of 256 slots (load 1), then 60 distinct ids among 64 entries in 64 slots
+    draws = np.random.default_rng(8)
+    ids = torch.from_numpy(draws.permutation(10_000)[:256])
+    full = (ids[:100], ids[100:])
+    values = torch.from_numpy(draws.permutation(np.arange(50, 108)))
+    crowded = (torch.tensor([7, 3]), torch.cat([values, values[:4]]))
+    for frontier, neighbors in (full, crowded):
+        expected = append_new_nodes(frontier, neighbors)
+        got = append_new_nodes_hashed(frontier.to(DEVICE), neighbors.to(DEVICE), max_load=1.0)
+        assert torch.equal(got[0].cpu(), expected[0])
+        assert torch.equal(got[1].cpu(), expected[1])
+
+
+def test_bad_arguments_are_refused():
+    g = graph()
+    with pytest.raises(ValueError, match="graph_memory"):
+        FusedNeighborSampler(g, (2,), graph_memory="disk")
+    with pytest.raises(ValueError, match="fanouts"):
+        FusedNeighborSampler(g, (2, 0))
+    with pytest.raises(ValueError, match="max_load"):
+        FusedNeighborSampler(g, (2,), max_load=1.5)
+    with pytest.raises(ValueError, match="distinct"):
+        FusedNeighborSampler(g, (2,)).sample(torch.tensor([1, 1]))
+    with pytest.raises(ValueError, match="not a node id"):
+        FusedNeighborSampler(g, (2,)).sample(torch.tensor([150]))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("graph_memory", ["gpu", "host"])
+def test_real_kernels_on_a_larger_graph_return_cuda_tensors(graph_memory):
+    assert not fused_kernels.SIMULATED
+    draws = np.random.default_rng(1)
+    n = 20_000
+    g = CSRGraph.from_edges(draws.integers(0, n, 200_000), draws.integers(0, n, 200_000), n).coalesce()
+    seeds = torch.from_numpy(draws.permutation(n)[:512])
+    expected = NeighborSampler(g, (10, 5, 3)).sample(seeds, torch.Generator().manual_seed(3))
+    got = FusedNeighborSampler(g, (10, 5, 3), graph_memory).sample(seeds, torch.Generator().manual_seed(3))
+    assert got.input_nodes.is_cuda and all(block.edge_index.is_cuda for block in got.blocks)
+    assert_same(expected, got)

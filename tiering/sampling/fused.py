@@ -1,0 +1,249 @@
+"""A fused GPU neighbour sampler: one hop, sampling and relabelling, in three kernel launches.
+
+``FusedNeighborSampler(graph, fanouts).sample(seeds, generator)`` returns
+exactly the minibatch ``NeighborSampler`` (``tiering.sampling.neighbors``,
+the CPU reference) returns for the same seeds and generator: the same seeds,
+input nodes and blocks.  Each hop draws each frontier node's neighbours with
+Floyd's algorithm from the same counter-based draws (``tiering.rng``:
+SplitMix64 of (hop seed, node id, draw), ported below as a device function
+with the same integer arithmetic), and appends the new nodes after the
+frontier in order of first appearance, as ``append_new_nodes`` does.
+
+Relabelling uses an open-addressing hash table in GPU memory (linear
+probing), the way DGL's and GraphBolt's GPU samplers build blocks, not
+sorting (``torch.unique``).  One hop of a frontier of F nodes and fanout k
+lays its candidates out as the sequence ``frontier + sampled``, node i's
+draws at positions F + i*k + r (padded to k per node; the padding keeps the
+order of the concatenated sample, so "first in the sequence" is "smallest
+position").  The three launches per hop, whatever F:
+
+1. ``sample``, one thread per frontier node: insert the node (compare-and-swap
+   of its id into a slot, then atomic minimum of its position into the
+   slot's position), draw its neighbours, and insert each the same way.
+   After it, each id's slot holds the first position the id has.
+2. ``scan``, one block: two exclusive prefix sums, each thread summing a
+   contiguous chunk, then a scan across the block in shared memory: the
+   per-node counts (where each node's edges start) and the marks "this
+   position is its id's first and is not in the frontier" (each new node's
+   rank, so new nodes are numbered in first-seen order).  It also writes the
+   two totals, the hop's edges and new nodes, which the host reads (the one
+   synchronisation of a hop) to allocate the outputs at their exact sizes.
+3. ``write``, grid-stride: each sample's local id (its id's first position
+   if that is in the frontier, else F plus its rank) and destination, the
+   next frontier (frontier, then new nodes), and the clearing of the other
+   table (below).
+
+A table must be empty when a hop starts, and clearing it would be a fourth
+launch (a memset).  So the sampler keeps two tables and alternates them: the
+``write`` kernel of a hop clears, slot by slot, the entries the previous hop
+left in the other table (at most that hop's candidates, so the clearing costs
+what inserting did).  Tables are sized for the largest hop a minibatch can
+reach (at most ``min(num_nodes, F * (1 + k))`` distinct ids, at most
+``max_load`` of the slots) and grow, filled by ``torch.full``, when a larger
+minibatch comes.  Outside the hops, a minibatch launches only torch's checks
+of its seeds (in range, distinct) and, when the tables grow, their fills.  A
+hop with an empty frontier launches nothing.  The sampler keeps this state
+between minibatches: use one sampler per sampling thread.
+
+The graph lives in GPU memory (``graph_memory="gpu"``, copied once) or stays
+in pinned host memory read over PCIe (``"host"``, UVA sampling:
+``tiering.features.zero_copy.mapped_graph``).  Kernels are launched on
+torch's current stream and take torch tensors (``cuda.as_cuda_array``), so
+the minibatch's tensors are torch CUDA tensors.
+
+Why numba-cuda (``numba.cuda``): the kernels are Python, like the CPU
+sampler's numba kernels, and numba's CUDA simulator
+(``NUMBA_ENABLE_CUDASIM=1``, set before ``numba.cuda`` is first imported)
+runs them, atomics, shared memory and barriers included, on a machine
+without a GPU: the tests check them against the CPU sampler in CI.  Under the
+simulator the graph and every tensor stay on the CPU (``graph_memory`` has
+no effect) and each CUDA thread is a Python thread, so only small graphs are
+practical; the simulator evaluates the device code on numpy uint64 scalars,
+which warn ("overflow encountered") where the hash wraps, as it means to.
+``numba.cuda`` is imported (``tiering.sampling.fused_kernels``) when the
+first sampler is built, and each kernel compiles at its first launch, so
+importing this module costs nothing and fixes no simulator choice.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from tiering.graph.csr import CSRGraph
+from tiering.sampling.neighbors import Block, MiniBatch, check_nodes, seed_from
+
+GRAPH_MEMORY = ("gpu", "host")
+
+
+def device_code():
+    """``tiering.sampling.fused_kernels``, imported (``numba.cuda`` with it) at first use."""
+    from tiering.sampling import fused_kernels
+
+    return fused_kernels
+
+
+def kernel_array(tensor: torch.Tensor):
+    """What a kernel takes for ``tensor``: a numba view of its CUDA memory, or under the simulator the
+    numpy view of the CPU tensor (the simulator copies it in and back around each launch)."""
+    if tensor.device.type == "cuda":
+        from numba import cuda
+
+        return cuda.as_cuda_array(tensor.detach(), sync=False)
+    return tensor.numpy()
+
+
+def _stream(device: torch.device):
+    """torch's current stream on ``device`` as numba's launch stream (0, the default, under the simulator)."""
+    if device.type != "cuda":
+        return 0
+    from numba import cuda
+
+    return cuda.external_stream(torch.cuda.current_stream(device).cuda_stream)
+
+
+def _launch(kernel, blocks: int, threads: int, stream, *args) -> None:
+    kernel[blocks, threads, stream](*(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args))
+
+
+def _capacity(distinct: int, max_load: float) -> int:
+    """The power of two of slots that holds ``distinct`` ids at a load of at most ``max_load``."""
+    if not 0 < max_load <= 1:
+        raise ValueError(f"max_load must be in (0, 1], got {max_load}")
+    return 1 << max(0, int(np.ceil(distinct / max_load)) - 1).bit_length()
+
+
+def _table(capacity: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """An empty table: keys, and each slot's first position."""
+    k = device_code()
+    return (torch.full((capacity,), k.EMPTY, dtype=torch.int64, device=device),
+            torch.full((capacity,), int(k.NO_POSITION), dtype=torch.int64, device=device))
+
+
+def _blocks(items: int, threads: int) -> int:
+    return max(1, (items + threads - 1) // threads)
+
+
+def _relabel(k, stream, frontier, counts, width, sampled, slots, positions, stale, device):
+    """Kernels 2 and 3 of a hop, after kernel 1 filled ``counts``, ``sampled``, ``slots`` and the table:
+    ``(next frontier, edge_index)``.  ``stale``: (keys, positions, slots) of the other table's entries to clear."""
+    rows = len(counts)
+    offsets = torch.empty(rows + 1, dtype=torch.int64, device=device)
+    ranks = torch.empty(rows * width, dtype=torch.int64, device=device)
+    totals = torch.empty(2, dtype=torch.int64, device=device)
+    _launch(k.scan, 1, k.SCAN_THREADS, stream, counts, width, len(frontier), slots, positions, offsets, ranks, totals)
+    num_edges, num_new = totals.tolist()
+    nodes = torch.empty(len(frontier) + num_new, dtype=torch.int64, device=device)
+    edges = torch.empty((2, num_edges), dtype=torch.int64, device=device)
+    stale_keys, stale_positions, stale_slots = stale
+    grid = _blocks(max(rows * width, len(frontier), len(stale_slots)), k.THREADS)
+    _launch(k.write, grid, k.THREADS, stream, frontier, counts, width, sampled, slots, positions, offsets, ranks,
+            nodes, edges, stale_keys, stale_positions, stale_slots)
+    return nodes, edges
+
+
+def append_new_nodes_hashed(frontier: torch.Tensor, neighbors: torch.Tensor,
+                            max_load: float = 0.5) -> tuple[torch.Tensor, torch.Tensor]:
+    """``append_new_nodes`` by the hash table of the fused sampler's hops: ``(nodes, local)``, int64.
+
+    The relabelling of ``FusedNeighborSampler`` on given neighbours: insert, scan and write (three
+    launches) into a fresh table of at most ``max_load`` of its slots used (filling it is two more).
+    Tensors on a CUDA device, or CPU tensors under the simulator.
+    """
+    device = frontier.device
+    frontier = frontier.to(torch.int64).contiguous()
+    neighbors = neighbors.to(device=device, dtype=torch.int64).contiguous()
+    size = len(frontier) + len(neighbors)
+    if size == 0:
+        return frontier.clone(), torch.empty(0, dtype=torch.int64, device=device)
+    k = device_code()
+    stream = _stream(device)
+    keys, positions = _table(_capacity(size, max_load), device)
+    counts = torch.empty(len(neighbors), dtype=torch.int64, device=device)
+    slots = torch.empty(size, dtype=torch.int64, device=device)
+    _launch(k.insert_all, _blocks(size, k.THREADS), k.THREADS, stream, frontier, neighbors, keys, positions, counts,
+            slots)
+    no_stale = (keys, positions, torch.empty(0, dtype=torch.int64, device=device))
+    nodes, edges = _relabel(k, stream, frontier, counts, 1, neighbors, slots, positions, no_stale, device)
+    return nodes, edges[0]
+
+
+class FusedNeighborSampler:
+    """``NeighborSampler``'s minibatches, each hop three kernel launches on the GPU (module docstring).
+
+    ``graph_memory``: ``"gpu"`` copies the CSR into GPU memory once; ``"host"`` keeps it in pinned
+    host memory, read by the kernels over PCIe (UVA).  ``device``: the CUDA device (default: the
+    current one); under the simulator everything stays on the CPU.  ``max_load``: the largest
+    fraction of a hash table's slots a hop may fill (tables are powers of two).
+    """
+
+    def __init__(self, graph: CSRGraph, fanouts, graph_memory: str = "gpu", device=None, max_load: float = 0.5):
+        fanouts = tuple(int(f) for f in fanouts)
+        if not fanouts or min(fanouts) < 1:
+            raise ValueError(f"fanouts must be one or more positive numbers, got {fanouts}")
+        if graph_memory not in GRAPH_MEMORY:
+            raise ValueError(f"graph_memory must be one of {GRAPH_MEMORY}, got {graph_memory!r}")
+        _capacity(1, max_load)
+        self.fanouts = fanouts
+        self.graph_memory = graph_memory
+        self.max_load = max_load
+        self.num_nodes = graph.num_nodes
+        if device_code().SIMULATED:
+            self.device = torch.device("cpu")
+            self.graph = graph
+        else:
+            self.device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+            if graph_memory == "gpu":
+                self.graph = CSRGraph(graph.indptr.to(self.device), graph.indices.to(self.device), validate=False)
+            else:
+                from tiering.features.zero_copy import mapped_graph
+
+                self.graph = mapped_graph(graph, self.device)
+        self._kernels = device_code()
+        self._tables: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._current = 0  # the table the next hop inserts into
+        self._stale = torch.empty(0, dtype=torch.int64, device=self.device)  # slots the other table still holds
+
+    def _reserve(self, num_seeds: int) -> None:
+        """Tables large enough for every hop of a minibatch of ``num_seeds`` seeds (new, empty ones if not)."""
+        largest, frontier = 0, num_seeds
+        for fanout in self.fanouts:
+            candidates = min(self.num_nodes, frontier * (1 + fanout))
+            largest, frontier = max(largest, candidates), candidates
+        capacity = _capacity(max(largest, 1), self.max_load)
+        if not self._tables or len(self._tables[0][0]) < capacity:
+            self._tables = [_table(capacity, self.device), _table(capacity, self.device)]
+            self._current = 0
+            self._stale = self._stale[:0]
+
+    def sample(self, seeds, generator: torch.Generator | None = None) -> MiniBatch:
+        seeds = torch.as_tensor(seeds)
+        check_nodes(self.graph, seeds, 1)
+        seeds = seeds.to(device=self.device, dtype=torch.int64)
+        if len(torch.unique(seeds)) != len(seeds):
+            raise ValueError("seeds must be distinct node ids")
+        self._reserve(len(seeds))
+        k, stream = self._kernels, _stream(self.device)
+        nodes, blocks = seeds, []
+        for fanout in self.fanouts:
+            seed = np.uint64(seed_from(generator))  # drawn for every hop, as NeighborSampler does
+            if len(nodes) == 0:
+                blocks.append(Block(torch.empty((2, 0), dtype=torch.int64, device=self.device), 0, 0))
+                continue
+            nodes, block = self._hop(k, stream, nodes, fanout, seed)
+            blocks.append(block)
+        return MiniBatch(seeds=seeds, input_nodes=nodes, blocks=blocks[::-1])
+
+    def _hop(self, k, stream, frontier: torch.Tensor, fanout: int, seed: np.uint64) -> tuple[torch.Tensor, Block]:
+        size, device = len(frontier), self.device
+        keys, positions = self._tables[self._current]
+        counts = torch.empty(size, dtype=torch.int64, device=device)
+        sampled = torch.empty(size * fanout, dtype=torch.int64, device=device)
+        slots = torch.empty(size * (1 + fanout), dtype=torch.int64, device=device)
+        _launch(k.sample, _blocks(size, k.THREADS), k.THREADS, stream, self.graph.indptr, self.graph.indices, frontier,
+                fanout, seed, keys, positions, counts, sampled, slots)
+        other = self._tables[1 - self._current]
+        nodes, edges = _relabel(k, stream, frontier, counts, fanout, sampled, slots, positions,
+                                (other[0], other[1], self._stale), device)
+        self._current, self._stale = 1 - self._current, slots
+        return nodes, Block(edges, len(nodes), size)

@@ -1,0 +1,182 @@
+"""The device code of the fused GPU neighbour sampler (``tiering.sampling.fused``, whose docstring
+explains the three launches of a hop): numba-cuda kernels, imported when the first sampler is built.
+
+Block sizes are fixed at import: 256 threads per block and a 1,024-thread scan block on a GPU,
+32 and 32 under numba's CUDA simulator, where each thread is a Python thread.
+"""
+
+import numpy as np
+from numba import cuda
+from numba.cuda.core import config
+
+from tiering.rng import _GOLDEN, _MIX1, _MIX2, _S11, _S27, _S30, _S31, _TWO_POW_MINUS_53
+
+SIMULATED = bool(config.ENABLE_CUDASIM)
+"""Whether these kernels run in numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) rather than on a GPU."""
+THREADS, SCAN_THREADS = (32, 32) if SIMULATED else (256, 1024)
+
+EMPTY = -1  # a free slot's key; node ids are non-negative
+NO_POSITION = np.int64(2**63 - 1)  # a free slot's position: above every position, for atomic minimum
+
+
+@cuda.jit(device=True)
+def splitmix64(x):
+    z = x + _GOLDEN
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    return z ^ (z >> _S31)
+
+@cuda.jit(device=True)
+def uniform(seed, stream, counter):
+    """``tiering.rng.uniform(seed, stream, counter)``, bit for bit (all three uint64)."""
+    h = splitmix64(seed)
+    h = splitmix64(h ^ stream)
+    h = splitmix64(h ^ counter)
+    return np.float64(h >> _S11) * _TWO_POW_MINUS_53
+
+@cuda.jit(device=True)
+def insert(keys, positions, key, position):
+    """Put ``key`` in the table (linear probing) and lower its slot's position to ``position``; its slot."""
+    mask = np.uint64(keys.size - 1)
+    slot = np.int64(splitmix64(np.uint64(key)) & mask)
+    while True:
+        found = cuda.atomic.cas(keys, slot, EMPTY, key)
+        if found == EMPTY or found == key:
+            break
+        slot = np.int64((np.uint64(slot) + np.uint64(1)) & mask)
+    cuda.atomic.min(positions, slot, position)
+    return slot
+
+@cuda.jit
+def sample(indptr, indices, frontier, fanout, seed, keys, positions, counts, sampled, slots):
+    """Kernel 1 of a hop: frontier node i's draws (Floyd, as ``neighbors._sample_kernel``) into
+    ``sampled[i*fanout : i*fanout + counts[i]]``, and every candidate into the table."""
+    i = cuda.grid(1)
+    num_frontier = frontier.size
+    if i >= num_frontier:
+        return
+    v = frontier[i]
+    slots[i] = insert(keys, positions, v, np.int64(i))
+    start = indptr[v]
+    degree = indptr[v + 1] - start
+    base = i * fanout
+    if degree <= fanout:
+        count = degree
+        for r in range(degree):
+            sampled[base + r] = r
+    else:
+        count = fanout
+        for r in range(fanout):
+            j = degree - fanout + r
+            t = min(np.int64(uniform(seed, np.uint64(v), np.uint64(r)) * (j + 1)), j)
+            for q in range(r):
+                if sampled[base + q] == t:
+                    t = j
+                    break
+            sampled[base + r] = t
+    counts[i] = count
+    for r in range(count):
+        u = np.int64(indices[start + sampled[base + r]])
+        sampled[base + r] = u
+        slots[num_frontier + base + r] = insert(keys, positions, u, np.int64(num_frontier + base + r))
+    for r in range(count, fanout):
+        slots[num_frontier + base + r] = -1  # padding: no entry to clear later
+
+@cuda.jit
+def insert_all(frontier, neighbors, keys, positions, counts, slots):
+    """Kernel 1 of ``append_new_nodes_hashed``: the frontier and given neighbours (one per row) into the table."""
+    g = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    num_frontier = frontier.size
+    for i in range(g, num_frontier, stride):
+        slots[i] = insert(keys, positions, frontier[i], np.int64(i))
+    for q in range(g, neighbors.size, stride):
+        counts[q] = 1
+        slots[num_frontier + q] = insert(keys, positions, neighbors[q], np.int64(num_frontier + q))
+
+@cuda.jit(device=True)
+def block_exclusive(shared, t, value):
+    """The exclusive prefix sum of ``value`` over the block's threads (Hillis-Steele in shared memory)."""
+    cuda.syncthreads()
+    shared[t] = value
+    cuda.syncthreads()
+    step = 1
+    while step < SCAN_THREADS:
+        add = shared[t - step] if t >= step else 0
+        cuda.syncthreads()
+        shared[t] += add
+        cuda.syncthreads()
+        step *= 2
+    return shared[t] - value
+
+@cuda.jit(device=True)
+def is_first(counts, width, num_frontier, slots, positions, q):
+    """Whether candidate q (row q // width, draw q % width) is its id's first position and not in the frontier."""
+    row = q // width
+    if q - row * width >= counts[row]:
+        return 0
+    return 1 if positions[slots[num_frontier + q]] == num_frontier + q else 0
+
+@cuda.jit
+def scan(counts, width, num_frontier, slots, positions, offsets, ranks, totals):
+    """Kernel 2 of a hop, one block: ``offsets`` (each row's first edge), ``ranks`` (each new node's number
+    among the new nodes, at its first position), ``totals`` = (edges, new nodes)."""
+    shared = cuda.shared.array(SCAN_THREADS, np.int64)
+    t = cuda.threadIdx.x
+    rows = counts.size
+    chunk = (rows + SCAN_THREADS - 1) // SCAN_THREADS
+    low = min(t * chunk, rows)
+    high = min(low + chunk, rows)
+    total = 0
+    for i in range(low, high):
+        total += counts[i]
+    before = block_exclusive(shared, t, total)
+    for i in range(low, high):
+        offsets[i] = before
+        before += counts[i]
+    if t == SCAN_THREADS - 1:
+        offsets[rows] = before
+        totals[0] = before
+    size = rows * width
+    chunk = (size + SCAN_THREADS - 1) // SCAN_THREADS
+    low = min(t * chunk, size)
+    high = min(low + chunk, size)
+    total = 0
+    for q in range(low, high):
+        mark = is_first(counts, width, num_frontier, slots, positions, q)
+        ranks[q] = mark
+        total += mark
+    before = block_exclusive(shared, t, total)
+    for q in range(low, high):
+        mark = ranks[q]
+        ranks[q] = before
+        before += mark
+    if t == SCAN_THREADS - 1:
+        totals[1] = before
+
+@cuda.jit
+def write(frontier, counts, width, sampled, slots, positions, offsets, ranks, nodes, edges, stale_keys,
+          stale_positions, stale_slots):
+    """Kernel 3 of a hop: the edges (local source, row) in row order, the next frontier, and the other
+    table's entries of the previous hop cleared."""
+    g = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    num_frontier = frontier.size
+    for q in range(g, counts.size * width, stride):
+        row = q // width
+        r = q - row * width
+        if r < counts[row]:
+            first = positions[slots[num_frontier + q]]
+            local = first if first < num_frontier else num_frontier + ranks[first - num_frontier]
+            e = offsets[row] + r
+            edges[0, e] = local
+            edges[1, e] = row
+            if first == num_frontier + q:
+                nodes[num_frontier + ranks[q]] = sampled[q]
+    for i in range(g, num_frontier, stride):
+        nodes[i] = frontier[i]
+    for p in range(g, stale_slots.size, stride):
+        slot = stale_slots[p]
+        if slot >= 0:
+            stale_keys[slot] = EMPTY
+            stale_positions[slot] = NO_POSITION
