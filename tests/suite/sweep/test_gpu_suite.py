@@ -15,7 +15,7 @@ from suite.sweep import gpu_suite
 
 STEPS = ["doctor", "gpu-tests", "gpubench", "datasets-papers-s", "datasets-products-s", "fig8-papers-s",
          "fig8-products-s", "fig8-pipeline-papers-s", "fig8-pipeline-products-s", "fig10-papers-s", "fig10-products-s",
-         "report-fig8", "report-fig10"]
+         "lookahead-papers-s", "report-fig8", "report-fig10", "report-lookahead"]
 
 
 class FakeRunner:
@@ -122,9 +122,10 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
     runner.statuses = {"datasets-papers-s": 1, "gpu-tests": 1}
     lines = []
     assert _suite(tmp_path, lines) == 1
-    expected = [name for name in STEPS if not name.endswith("-papers-s") or name == "datasets-papers-s"]
-    assert runner.names == expected  # the products-s sweeps, gpubench and the reports still ran
-    for name in ("fig8-papers-s", "fig8-pipeline-papers-s", "fig10-papers-s"):
+    expected = [name for name in STEPS if (not name.endswith("-papers-s") or name == "datasets-papers-s")
+                and name != "report-lookahead"]  # its one sweep is papers-s's
+    assert runner.names == expected  # the products-s sweeps, gpubench and the reports of them still ran
+    for name in ("fig8-papers-s", "fig8-pipeline-papers-s", "fig10-papers-s", "lookahead-papers-s"):
         assert f"[skip] {name}: its input datasets-papers-s is not done (failed)" in lines
     assert any(line.startswith("[failed] gpu-tests: rc 1") and "fake output of gpu-tests" in line for line in lines)
     assert _state(tmp_path)["steps"]["datasets-papers-s"]["status"] == "failed"
@@ -133,7 +134,7 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
     lines.clear()
     assert _suite(tmp_path, lines) == 0  # the failed steps run again, then what waited on them
     assert runner.names == ["gpu-tests", "datasets-papers-s", "fig8-papers-s", "fig8-pipeline-papers-s",
-                            "fig10-papers-s", "report-fig8", "report-fig10"]
+                            "fig10-papers-s", "lookahead-papers-s", "report-fig8", "report-fig10", "report-lookahead"]
     assert any(line.startswith("[run] gpu-tests (it failed at") and "with rc 1; running it again" in line
                for line in lines)
 
@@ -270,7 +271,7 @@ def test_the_plan_uses_the_times_the_state_file_recorded_and_typed_ones_only_for
     _fake_state(tmp_path, {"doctor": 3.2, "gpu-tests": 600.1})
     lines = []
     assert _suite(tmp_path, lines, dry_run=True, rerun=["doctor", "gpu-tests"]) == 0
-    assert "plan: 2 of 13 step times measured" in lines[0] and "11 typed" in lines[0]
+    assert f"plan: 2 of {len(STEPS)} step times measured" in lines[0] and f"{len(STEPS) - 2} typed" in lines[0]
     text = "\n".join(lines)
     assert "doctor: would run (--rerun asked for it); ~4 s, measured" in text
     assert "gpu-tests: would run (--rerun asked for it); ~601 s, measured" in text
