@@ -145,8 +145,10 @@ def _run_arguments(run) -> None:
                      "results/runs)")
     run.add_argument("--gpus", type=options.positive_int, help="run on G processes, one per GPU, launched with torchrun "
                      "(with --device cpu: G gloo processes standing in for GPUs)")
-    run.add_argument("--sampling", type=options.names, help="with --gpus: comma-separated samplers, cpu, uva (needs a "
-                     "GPU), distributed (collective sampling over a CSR split across processes)")
+    run.add_argument("--sampling", type=options.names, help="comma-separated samplers: cpu, gpu (the fused GPU "
+                     "sampler, the graph in GPU memory), uva (the same, the graph in pinned host memory), distributed "
+                     "(with --gpus: collective sampling over a CSR split across processes); gpu and uva need "
+                     "--device cuda (default: cpu, or with --gpus the experiment's)")
     run.add_argument("--shm-dir", default="/dev/shm", help="with --gpus: directory on a tmpfs for the host tier's "
                      "shared-memory segment (Docker's /dev/shm holds 64 MiB unless run with --shm-size)")
 

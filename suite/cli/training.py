@@ -58,6 +58,7 @@ def _cmd_train(args) -> int:
     from suite.registry import loader
     from suite.sweep.cells import Cell
     from suite.sweep.run import open_dataset, train_cell
+    from suite.training.sampling import NEEDS_GPU
     from suite.training.trainer import majority_accuracy
 
     hot_fraction = _loader_hot_fraction(args.loader, args.hot_fraction)
@@ -68,8 +69,10 @@ def _cmd_train(args) -> int:
               f"(weighted reverse PageRank; --scorer chooses another)")
     fanouts = tuple(args.fanout or default_fanouts(args.dataset))
     batch_size, regime = regimes.resolve(args.dataset, args.regime, args.batch_size)
-    cell = Cell(args.dataset, args.loader, hot_fraction, fanouts, args.scorer or "none", batch_size=batch_size,
-                regime=regime)
+    cell = Cell(args.dataset, args.loader, hot_fraction, fanouts, args.scorer or "none", args.sampling,
+                batch_size=batch_size, regime=regime)
+    if args.sampling in NEEDS_GPU and device.type != "cuda":
+        raise BadValue(f"{NEEDS_GPU[args.sampling]}: it needs --device cuda")
     try:
         dataset = open_dataset(cell, args.ogb_root, progress=not args.quiet)
     except KeyboardInterrupt:  # a cache entry being built is removed on the way out (suite.datasets.cache)
@@ -79,7 +82,7 @@ def _cmd_train(args) -> int:
     _check_model_fits(dataset, len(fanouts), args.hidden, device)
     majority = majority_accuracy(dataset)
     print(
-        f"{dataset}\nloader {args.loader} (hot fraction {hot_fraction}), fanouts {fanouts}, "
+        f"{dataset}\nloader {args.loader} (hot fraction {hot_fraction}), {args.sampling} sampling, fanouts {fanouts}, "
         f"{regimes.describe(args.dataset, batch_size, regime)}, device {device}; majority-class valid accuracy "
         f"{majority:.3f}"
     )
@@ -95,7 +98,8 @@ def _cmd_train(args) -> int:
         )
 
     settings = {"dataset": args.dataset, "scorer": args.scorer or "none", "fanouts": ",".join(map(str, fanouts)),
-                "batch_size": batch_size, "regime": regime, "loader": args.loader, "hot_fraction": hot_fraction,
+                "batch_size": batch_size, "regime": regime, "sampling": args.sampling, "loader": args.loader,
+                "hot_fraction": hot_fraction,
                 "majority_valid_accuracy": majority}
     try:
         train_cell(cell, dataset, epochs=args.epochs, device=device, seed=args.seed, pipeline=args.pipeline,
@@ -142,6 +146,7 @@ def add_parsers(sub) -> None:
 def _train_arguments(train) -> None:
     """``train``'s options, which name the loaders and scorers of the registry."""
     from suite.registry import LOADERS, SCORERS, hot_tier_loaders, reordered_loaders
+    from suite.training.sampling import SAMPLING
 
     train.take(options.dataset(),
                options.minibatches("neighbours per layer from the seeds out, e.g. 12,12,12 (default: the dataset's)",
@@ -156,6 +161,9 @@ def _train_arguments(train) -> None:
     train.add_argument("--hot-fraction", type=options.fraction, help="share of rows kept in GPU memory, for the "
                        f"loaders with a hot tier ({', '.join(hot_tier_loaders())}; default {DEFAULT_HOT_FRACTION})")
     train.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training")
+    train.add_argument("--sampling", default="cpu", choices=[s for s in SAMPLING if s != "distributed"],
+                       help="who samples: cpu (numba), gpu (the fused GPU sampler, the graph in GPU memory) or uva "
+                       "(the same, the graph in pinned host memory); gpu and uva need --device cuda")
     train.add_argument("--hidden", type=options.positive_int, default=256, help="GraphSAGE hidden width")
     train.add_argument("--dropout", type=options.probability, default=0.5, help="dropout probability, in [0, 1)")
     train.add_argument("--lr", type=options.positive_float, default=3e-3, help="Adam learning rate")

@@ -39,6 +39,6 @@ EXPERIMENTS = {
   in the paper's regime: PCIe bytes and epoch time;
 * ``fig10``: Figure 10 of Data Tiering (§5.4), the tiered loader against the hot fraction;
 * ``fig11``: Figure 11 of Data Tiering (§5.5), the multi-GPU hot tier under CPU, UVA and distributed sampling.  On a CPU
-  device ``tierbench run`` leaves its ``uva`` sampling out (it reads pinned host memory from a GPU); asking for it by
-  name there is an error.
+  device ``tierbench run`` leaves its ``uva`` sampling out (the GPU sampler over pinned host memory,
+  ``suite.training.sampling``); asking for it, or for ``gpu``, by name there is an error.
 """

@@ -26,7 +26,7 @@ from suite.datasets.regime import default_fanouts
 from suite.errors import BadValue
 from suite.experiments.sweeps import EXPERIMENTS
 from suite.registry import DEFAULT_HOST_FRACTION, LOADERS, SCORERS, loader, reordered_loaders
-from suite.training.distributed import SAMPLING
+from suite.training.sampling import NEEDS_GPU, SAMPLING
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,9 +134,9 @@ def check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distr
     for sampling in dict.fromkeys(cell.sampling for cell in todo):
         if sampling not in SAMPLING:
             raise BadValue(f"unknown sampling {sampling!r}; choose from {', '.join(SAMPLING)} (--sampling)")
-        if sampling != "cpu" and not distributed:
-            raise BadValue(f"{sampling} sampling is for multi-process runs: add --gpus G (or give --sampling cpu)")
-        if sampling == "uva" and torch.device(device).type != "cuda":
-            raise BadValue("uva sampling reads the CSR from pinned host memory on a GPU: it needs --device cuda")
+        if sampling == "distributed" and not distributed:
+            raise BadValue("distributed sampling is for multi-process runs: add --gpus G (or give another --sampling)")
+        if sampling in NEEDS_GPU and torch.device(device).type != "cuda":
+            raise BadValue(f"{NEEDS_GPU[sampling]}: it needs --device cuda")
 
 

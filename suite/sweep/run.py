@@ -25,8 +25,9 @@ Multi-process sweeps (``gpus`` > 1 processes, ``tierbench run --gpus G``,
 ``suite.training.distributed``): every process runs every cell together, the
 ``tiered`` loader becomes the multi-GPU combined tensor with the hot
 fraction as its interleaved tier (no replicated tier, as in Data Tiering §5.5),
-each cell is also swept over ``samplings`` (``cpu``, ``uva``, ``distributed``),
-and only rank 0 writes records.  Records say how many processes ran
+each cell is also swept over the experiment's ``samplings`` (``cpu``, ``gpu``, ``uva``, ``distributed``:
+``suite.training.sampling``), and only rank 0 writes records.  One process samples on the CPU unless
+``samplings`` names ``gpu`` or ``uva`` (a GPU sampler over the CSR in GPU or pinned host memory).  Records say how many processes ran
 (``processes``) and how many of them had a GPU (``gpus``).
 """
 
@@ -56,6 +57,7 @@ from suite.sweep.records import (
     store_records,
 )
 from suite.sweep.variants import VariantChoice, kernel_variant
+from suite.training.sampling import NEEDS_GPU
 from suite.training.trainer import EpochResult, Trainer
 from tiering.features.placement import hot_rows
 
@@ -103,11 +105,11 @@ def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, see
         loader = create_distributed_loader(cell.loader, dataset, cell.hot_fraction, device, shm_dir=shm_dir,
                                            progress=progress and dist.get_rank() == 0, **options)
         make_trainer = functools.partial(DistributedTrainer, sampling=cell.sampling)
-    elif cell.sampling != "cpu":
-        raise BadValue(f"{cell.sampling} sampling is for multi-process runs (tierbench run --gpus G)")
+    elif cell.sampling == "distributed":
+        raise BadValue("distributed sampling is for multi-process runs (tierbench run --gpus G)")
     else:
         loader = create_loader(cell.loader, dataset, cell.hot_fraction, device, progress=progress, **options)
-        make_trainer = Trainer
+        make_trainer = functools.partial(Trainer, sampling=cell.sampling)
     try:
         trainer = make_trainer(dataset, loader, cell.fanouts, batch_size=cell.batch_size, seed=seed, **(model or {}))
         for epoch in range(warmup):
@@ -225,9 +227,9 @@ def plan_sweep(experiment: str, out_dir="out/runs", *, datasets=None, loaders=No
     if processes is None:
         processes = dist.get_world_size() if dist.is_initialized() else 1
     if not distributed:
-        samplings = samplings or ["cpu"]  # the other samplers need a process group
+        samplings = samplings or ["cpu"]  # a preset's other samplings are its multi-process ones
     elif not samplings and torch.device(device).type != "cuda":
-        samplings = [name for name in preset.get("samplings", ["cpu"]) if name != "uva"]
+        samplings = [name for name in preset.get("samplings", ["cpu"]) if name not in NEEDS_GPU]
     epochs = check_count(epochs if epochs is not None else preset.get("epochs", 1), 1, "epochs (--epochs)")
     warmup = check_count(warmup if warmup is not None else preset.get("warmup", 1), 0, "warmup (--warmup)")
     if batch_size is not None:

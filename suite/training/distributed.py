@@ -11,9 +11,9 @@ processes stand in for G GPUs, so CI can run the whole path).  Every process:
   every process, split in G equal parts, the last padded by wrapping around,
   so every process runs as many minibatches; padding does not count in the
   accuracy);
-* samples with one of three samplers (``SAMPLING``): ``cpu``, the numba
-  sampler over the whole graph in host memory; ``uva``, the torch sampler on
-  the GPU reading a CSR in pinned host memory (``tiering.features.zero_copy.mapped_graph``);
+* samples with one of the samplers of ``suite.training.sampling.SAMPLING``: ``cpu``, the numba
+  sampler over the whole graph in host memory; ``gpu`` and ``uva``, the fused GPU sampler over the CSR
+  in GPU memory or in pinned host memory;
   ``distributed``, the collective sampler over a CSR split across the
   processes (``tiering.sampling.distributed``), the GPU sampling of Figure 11.
   Its collectives run on a process group of their own (the same ranks,
@@ -48,15 +48,13 @@ from torch.nn.parallel import DistributedDataParallel
 
 from suite.errors import BadValue
 from suite.training.trainer import EpochResult, Trainer
-from tiering.features.zero_copy import mapped_graph
 from tiering.sampling.distributed import (
     PARTITIONS,
     DistributedNeighborSampler,
     GraphPartition,
 )
-from tiering.sampling.neighbors import NeighborSampler, epoch_order, minibatches
-
-SAMPLING = ("cpu", "uva", "distributed")
+from suite.training.sampling import SAMPLING
+from tiering.sampling.neighbors import epoch_order, minibatches
 
 
 def launched_by_torchrun() -> bool:
@@ -115,7 +113,7 @@ class DistributedTrainer(Trainer):
             raise BadValue(f"partition must be one of {PARTITIONS}, got {partition!r}")
         if loader.make_sampler(dataset.graph, fanouts) is not None:
             raise BadValue("a loader with its own sampler (gns) is not supported in distributed training")
-        super().__init__(dataset, loader, fanouts, **options)
+        super().__init__(dataset, loader, fanouts, sampling=sampling, **options)
         self.group = group
         self.sampler_group = None  # the distributed sampler's own group, released by close()
         self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
@@ -123,11 +121,7 @@ class DistributedTrainer(Trainer):
         # NCCL reduces GPU tensors only; gloo CPU ones
         self.comm_device = self.device if dist.get_backend(group) == "nccl" else torch.device("cpu")
         self.graph_bytes_resident = 0
-        if sampling == "uva":
-            if not cuda:
-                raise BadValue("uva sampling reads the CSR from pinned host memory on a GPU: it needs a CUDA device")
-            self.sampler = NeighborSampler(mapped_graph(dataset.graph, self.device), self.sampler.fanouts, backend="torch")
-        elif sampling == "distributed":
+        if sampling == "distributed":
             part = GraphPartition.of(dataset.graph, self.rank, self.world, partition).to(self.device)
             self.graph_bytes_resident = (part.indptr.numel() * 8 + part.indices.numel() * part.indices.element_size()) if cuda else 0
             ranks = dist.get_process_group_ranks(group if group is not None else dist.group.WORLD)

@@ -11,7 +11,9 @@ training on CUDA (with ``pipeline=True`` the stages of different minibatches
 overlap in threads, ``suite.training.pipeline``, and each stage's time is its busy
 time, the gather's taken by CUDA events on its own stream):
 
-* **sample**: ``NeighborSampler`` draws the blocks for the batch's seeds;
+* **sample**: the sampler of ``sampling`` (``suite.training.sampling``: ``NeighborSampler`` on the CPU, or the
+  fused GPU sampler over the CSR in GPU or pinned host memory) draws the blocks for the batch's seeds, the same
+  blocks whichever samples;
 * **gather**: ``loader.gather(input_nodes)`` brings their features to the
   training device, through whichever loader is being measured;
 * **train**: forward, loss, backward and the optimizer step.
@@ -35,7 +37,9 @@ from suite.measure.pcie import PCIeCounter
 from suite.training.model import GraphSAGE
 from suite.training.pipeline import Pipeline
 from tiering.features.loader import FeatureLoader
-from tiering.sampling.neighbors import MiniBatch, NeighborSampler, minibatches
+from suite.errors import BadValue
+from suite.training.sampling import build_sampler
+from tiering.sampling.neighbors import MiniBatch, minibatches
 
 
 @dataclasses.dataclass
@@ -82,7 +86,7 @@ class Trainer:
         dropout: float = 0.5,
         lr: float = 3e-3,
         seed: int = 0,
-        sampler_backend: str = "cpu",
+        sampling: str = "cpu",
         pipeline_capacity: int = 2,
     ):
         if batch_size < 1:
@@ -93,7 +97,11 @@ class Trainer:
         self.device = loader.device
         # a loader that changes sampling (GNS) brings its own sampler, which weights the sampled edges
         own_sampler = loader.make_sampler(dataset.graph, fanouts)
-        self.sampler = own_sampler or NeighborSampler(dataset.graph, fanouts, backend=sampler_backend)
+        if own_sampler is not None and sampling != "cpu":
+            raise BadValue(f"a loader with its own sampler (gns) samples on the CPU: {sampling} sampling is not "
+                           "supported with it (--sampling cpu)")
+        self.sampling = "cpu" if sampling == "distributed" else sampling  # the distributed trainer builds its own
+        self.sampler = own_sampler or build_sampler(self.sampling, dataset.graph, fanouts, loader.device)
         self.batch_size = batch_size
         self.seed = seed
         self.pipeline_capacity = pipeline_capacity

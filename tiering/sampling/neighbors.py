@@ -402,10 +402,12 @@ def minibatches(sampler: NeighborSampler, ids: torch.Tensor, batch_size: int, se
     """The sampled minibatches of one epoch over ``ids``, in a fixed order for (seed, epoch).
 
     ``stream`` selects the sampling generator (processes of a distributed run
-    sample with different ones).
+    sample with different ones).  The generator is a CPU one whatever device
+    samples: a GPU sampler then draws the same hop seeds, so the same
+    minibatches, as the CPU sampler, and drawing one never waits for the GPU.
     """
     if shuffle:
         ids = epoch_order(ids, seed, epoch)
-    sampling = epoch_generator(seed, epoch, stream, sampler.graph.indptr.device)
+    sampling = epoch_generator(seed, epoch, stream)
     for start in range(0, len(ids), batch_size):
         yield sampler.sample(ids[start : start + batch_size], sampling)

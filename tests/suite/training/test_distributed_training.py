@@ -50,16 +50,18 @@ def test_ddp_training_on_tiny_reduces_the_loss_and_keeps_replicas_identical(tiny
     assert results[0]["hit_ratio"] == 1.0 and results[0]["sampled_edges"] > 0
 
 
-def refuse_uva_on_cpu(rank, world):
+def refuse_gpu_samplings_on_cpu(rank, world):
     tiny = load_dataset("tiny", progress=False)
-    with pytest.raises(ValueError, match="CUDA"):
-        DistributedTrainer(tiny, InMemoryLoader(tiny.features), (5,), sampling="uva")
+    for sampling in ("uva", "gpu"):
+        with pytest.raises(ValueError, match="CUDA"):
+            DistributedTrainer(tiny, InMemoryLoader(tiny.features), (5,), sampling=sampling)
     with pytest.raises(ValueError, match="sampling"):
-        DistributedTrainer(tiny, InMemoryLoader(tiny.features), (5,), sampling="gpu")
+        DistributedTrainer(tiny, InMemoryLoader(tiny.features), (5,), sampling="nvme")
 
 
-def test_unsupported_settings_are_refused(tiny, tmp_path):
-    run_gloo(refuse_uva_on_cpu, 2, tmp_path)
+def test_unsupported_settings_are_refused(tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "0")  # the processes have no simulator to stand in for a GPU
+    run_gloo(refuse_gpu_samplings_on_cpu, 2, tmp_path)
 
 
 def test_run_with_gpus_launches_processes_that_train_identically_with_either_sampler(tiny, tmp_path, capsys):

@@ -1,0 +1,54 @@
+"""Which sampler draws a training run's minibatches, and where the graph it samples lives (``SAMPLING``).
+
+* ``cpu``: ``NeighborSampler`` (``tiering.sampling.neighbors``), numba over the CSR in host memory;
+* ``gpu``: ``FusedNeighborSampler`` (``tiering.sampling.fused``), three kernel launches per hop, the CSR copied into
+  GPU memory once;
+* ``uva``: the same fused sampler with the CSR left in pinned host memory and read by its kernels over PCIe
+  (``graph_memory="host"``, ``tiering.features.zero_copy.mapped_graph``): PyTorch-Direct's zero-copy access
+  (PyTorch-Direct §3.2) applied to the graph instead of the features, for a graph that does not fit beside them;
+* ``distributed``: ``DistributedNeighborSampler`` (``tiering.sampling.distributed``) over a CSR split across the
+  processes of a data-parallel run (DSP §4; Data Tiering §5.5), built by ``suite.training.distributed``.
+
+All four draw the same minibatches for the same seed: every hop's draws are counter-based hashes of (hop seed, node
+id, draw) (``tiering.rng``), and the hop seeds come from one CPU generator per epoch
+(``tiering.sampling.neighbors.minibatches``), whichever device samples.  ``gpu`` and ``uva`` need a CUDA device;
+without one, numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, the tests') runs the same kernels on the CPU.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from suite.errors import BadValue
+from tiering.sampling.neighbors import NeighborSampler
+
+SAMPLING = ("cpu", "gpu", "uva", "distributed")
+GRAPH_MEMORY = {"gpu": "gpu", "uva": "host"}
+"""The samplings whose kernels run on a GPU, and where each keeps the graph (``FusedNeighborSampler``'s
+``graph_memory``)."""
+NEEDS_GPU = {"gpu": "gpu sampling runs the fused sampler's kernels on a GPU, the CSR in GPU memory",
+             "uva": "uva sampling runs the fused sampler's kernels on a GPU, reading the CSR from pinned host memory"}
+
+
+def simulated() -> bool:
+    """Whether numba's CUDA simulator runs the fused sampler's kernels (importing ``numba.cuda``)."""
+    from tiering.sampling.fused import device_code
+
+    return device_code().SIMULATED
+
+
+def build_sampler(sampling: str, graph, fanouts, device):
+    """The single-process sampler of ``sampling`` (``cpu``, ``gpu`` or ``uva``) over ``graph`` for training on
+    ``device``; a GPU sampling on a device that is not CUDA is refused, unless the simulator stands in for one."""
+    if sampling == "cpu":
+        return NeighborSampler(graph, fanouts)
+    if sampling not in GRAPH_MEMORY:
+        raise BadValue(f"sampling must be one of {', '.join(s for s in SAMPLING if s != 'distributed')} in one "
+                       f"process, got {sampling!r}")
+    device = torch.device(device)
+    if device.type != "cuda" and not simulated():
+        raise BadValue(f"{NEEDS_GPU[sampling]}: it needs a CUDA device (--device cuda)")
+    from tiering.sampling.fused import FusedNeighborSampler
+
+    return FusedNeighborSampler(graph, fanouts, graph_memory=GRAPH_MEMORY[sampling],
+                                device=device if device.type == "cuda" else None)

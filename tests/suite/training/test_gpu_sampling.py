@@ -1,0 +1,87 @@
+"""Training with the fused GPU sampler (``--sampling gpu`` / ``uva``): the same minibatches, losses and hit ratio as
+with the CPU sampler, and the refusals on a CPU device.
+
+Without a GPU the fused sampler's kernels run in numba's CUDA simulator (tests/conftest.py), one Python thread per
+CUDA thread: the epochs here are a few small minibatches of ``tiny``.
+"""
+
+import dataclasses
+
+import pytest
+import torch
+
+from suite.cli import main
+from suite.registry import create_loader
+from suite.training.sampling import build_sampler
+from suite.training.trainer import Trainer
+from tiering.sampling.fused import FusedNeighborSampler
+from tiering.sampling.neighbors import NeighborSampler
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*overflow encountered in scalar:RuntimeWarning")
+
+
+def small(tiny):
+    """``tiny`` with 40 training and 12 validation nodes: three training minibatches of 16 and one validation one."""
+    splits = {"train": tiny.splits["train"][:40], "valid": tiny.splits["valid"][:12], "test": tiny.splits["test"][:4]}
+    return dataclasses.replace(tiny, splits=splits)
+
+
+def trainer(dataset, sampling):
+    loader = create_loader("degree-cache", dataset, 0.3, "cpu", progress=False)  # a cache: the hit ratio says something
+    return Trainer(dataset, loader, (3, 2), batch_size=16, hidden=16, seed=5, sampling=sampling)
+
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_an_epoch_with_gpu_sampling_is_the_epoch_with_cpu_sampling(tiny, pipeline):
+    dataset = small(tiny)
+    cpu, gpu = trainer(dataset, "cpu"), trainer(dataset, "gpu")
+    assert isinstance(cpu.sampler, NeighborSampler) and isinstance(gpu.sampler, FusedNeighborSampler)
+    for want, got in zip(cpu._batches("train", 1, shuffle=True)[0], gpu._batches("train", 1, shuffle=True)[0],
+                         strict=True):
+        assert torch.equal(got.input_nodes.cpu(), want.input_nodes)
+        for have, expected in zip(got.blocks, want.blocks, strict=True):
+            assert torch.equal(have.edge_index.cpu(), expected.edge_index)
+    # each trainer seeds torch when built, and dropout draws from torch's generator: build each just before its epoch
+    expected = trainer(dataset, "cpu").train_epoch(1, progress=False)
+    got = trainer(dataset, "gpu").train_epoch(1, progress=False, pipeline=pipeline)
+    assert got.batches == expected.batches == 3
+    assert got.losses == expected.losses
+    assert (got.hit_ratio, got.sampled_edges, got.rows_gathered, got.nodes_touched) == (
+        expected.hit_ratio, expected.sampled_edges, expected.rows_gathered, expected.nodes_touched)
+    assert 0 < got.hit_ratio < 1
+    assert got.valid_accuracy == expected.valid_accuracy
+
+
+def test_uva_sampling_is_the_fused_sampler_over_the_graph_in_host_memory(tiny):
+    sampler = build_sampler("uva", tiny.graph, (3,), "cpu")  # the simulator stands in for a GPU
+    assert isinstance(sampler, FusedNeighborSampler) and sampler.graph_memory == "host"
+    assert build_sampler("gpu", tiny.graph, (3,), "cpu").graph_memory == "gpu"
+
+
+def test_a_gpu_sampling_without_a_gpu_or_the_simulator_is_refused(tiny, monkeypatch):
+    monkeypatch.setattr("suite.training.sampling.simulated", lambda: False)
+    for sampling in ("gpu", "uva"):
+        with pytest.raises(ValueError, match=f"^{sampling} sampling runs the fused sampler's kernels on a GPU.*CUDA"):
+            build_sampler(sampling, tiny.graph, (3,), "cpu")
+    with pytest.raises(ValueError, match="sampling must be one of cpu, gpu, uva in one process"):
+        build_sampler("distributed", tiny.graph, (3,), "cpu")
+
+
+def test_gns_brings_its_own_cpu_sampler_and_refuses_a_gpu_one(tiny):
+    loader = create_loader("gns", tiny, 0.0, "cpu", progress=False)
+    with pytest.raises(ValueError, match="its own sampler.*gpu sampling"):
+        Trainer(tiny, loader, (3,), sampling="gpu")
+
+
+@pytest.mark.parametrize("command", [["train", "--dataset", "tiny", "--epochs", "1"],
+                                     ["run", "--experiment", "gpusampling", "--datasets", "tiny", "--loaders",
+                                      "in-memory", "--epochs", "1", "--warmup", "0"]])
+@pytest.mark.parametrize("sampling", ["gpu", "uva"])
+def test_the_cli_refuses_a_gpu_sampling_on_a_cpu_device_in_one_line(tiny, tmp_path, capsys, command, sampling):
+    rc = main([*command, "--sampling", sampling, "--device", "cpu", *(["--runs", str(tmp_path)]
+                                                                       if command[0] == "run" else [])])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    assert err[0].startswith(f"tierbench: error: {sampling} sampling runs the fused sampler's kernels on a GPU")
+    assert "--device cuda" in err[0]
+    assert not list(tmp_path.iterdir())  # refused before anything was written
