@@ -10,7 +10,13 @@ features of i+1 and the sampler draws i+2.  On a GPU each worker thread
 issues its work on a CUDA stream of its own and records an event after it;
 the next stage's stream waits for that event before using the tensors, and
 marks them as used on its stream, so the caching allocator does not recycle
-them early (a sampler that samples on the GPU hands over CUDA tensors too).
+them early (a sampler that samples on the GPU hands over CUDA tensors too).  With GPU
+sampling (``--sampling gpu`` or ``uva``, ``suite.training.sampling``) the fused
+sampler's kernels run on the sampler thread's stream, so minibatch i+2 is
+sampled and i+1 gathered on the GPU while i trains, bounded by the queues: the
+sampler's hash tables are state, and only the sampler thread samples while the
+pipeline runs (the validation pass samples after it, on the training stream,
+and the sampler orders that after its last launch).
 The sampler's numba kernel releases the GIL, and torch's operators do, so
 the threads really run side by side.
 

@@ -43,7 +43,11 @@ reach (at most ``min(num_nodes, F * (1 + k))`` distinct ids, at most
 minibatch comes.  Outside the hops, a minibatch launches only torch's checks
 of its seeds (in range, distinct) and, when the tables grow, their fills.  A
 hop with an empty frontier launches nothing.  The sampler keeps this state
-between minibatches: use one sampler per sampling thread.
+between minibatches: use one sampler per sampling thread.  A minibatch sampled
+on another stream than the previous one (the pipeline's sampler thread, then
+the validation pass on the training stream) first makes its stream wait for
+the previous one, whose last ``write`` may still be clearing a table, and
+marks the tables as used on it for the caching allocator.
 
 The graph lives in GPU memory (``graph_memory="gpu"``, copied once) or stays
 in pinned host memory read over PCIe (``"host"``, UVA sampling:
@@ -203,6 +207,18 @@ class FusedNeighborSampler:
         self._tables: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._current = 0  # the table the next hop inserts into
         self._stale = torch.empty(0, dtype=torch.int64, device=self.device)  # slots the other table still holds
+        self._stream = None  # the CUDA stream the last minibatch launched on
+
+    def _follow_stream(self) -> None:
+        """Order this minibatch's launches after the previous minibatch's when torch's current stream changed."""
+        if self.device.type != "cuda":
+            return
+        current = torch.cuda.current_stream(self.device)
+        if self._stream is not None and current != self._stream:
+            current.wait_stream(self._stream)
+            for tensor in (*(t for table in self._tables for t in table), self._stale):
+                tensor.record_stream(current)
+        self._stream = current
 
     def _reserve(self, num_seeds: int) -> None:
         """Tables large enough for every hop of a minibatch of ``num_seeds`` seeds (new, empty ones if not)."""
@@ -222,6 +238,7 @@ class FusedNeighborSampler:
         seeds = seeds.to(device=self.device, dtype=torch.int64)
         if len(torch.unique(seeds)) != len(seeds):
             raise ValueError("seeds must be distinct node ids")
+        self._follow_stream()
         self._reserve(len(seeds))
         k, stream = self._kernels, _stream(self.device)
         nodes, blocks = seeds, []

@@ -163,3 +163,21 @@ def test_real_kernels_on_a_larger_graph_return_cuda_tensors(graph_memory):
     got = FusedNeighborSampler(g, (10, 5, 3), graph_memory).sample(seeds, torch.Generator().manual_seed(3))
     assert got.input_nodes.is_cuda and all(block.edge_index.is_cuda for block in got.blocks)
     assert_same(expected, got)
+
+
+@pytest.mark.gpu
+def test_one_sampler_on_alternating_streams_orders_its_launches_after_the_last_streams():
+    # the pipeline's sampler thread samples on a stream of its own, the validation pass on the training stream
+    assert not fused_kernels.SIMULATED
+    draws = np.random.default_rng(2)
+    n = 20_000
+    g = CSRGraph.from_edges(draws.integers(0, n, 200_000), draws.integers(0, n, 200_000), n).coalesce()
+    cpu, gpu = NeighborSampler(g, (10, 5)), FusedNeighborSampler(g, (10, 5))
+    cpu_generator, gpu_generator = torch.Generator().manual_seed(4), torch.Generator().manual_seed(4)
+    streams = [torch.cuda.Stream(), torch.cuda.current_stream(), torch.cuda.Stream()]
+    for i in range(9):
+        seeds = torch.from_numpy(draws.permutation(n)[: 64 * (1 + i % 4)])
+        with torch.cuda.stream(streams[i % 3]):
+            got = gpu.sample(seeds, gpu_generator)
+            torch.cuda.current_stream().synchronize()
+        assert_same(cpu.sample(seeds, cpu_generator), got)
