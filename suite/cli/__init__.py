@@ -17,6 +17,7 @@
     tierbench sar --dataset NAME                  full-batch training, vanilla domain parallelism against SAR
     tierbench doctor                              preflight: versions, GPUs, PCIe links, pinning, ceilings -> out/machines
     tierbench gpubench --out DIR                  gather microbenchmarks against same-run peers (needs a GPU)
+    tierbench samplerbench --dataset NAME         sampled edges/s of the CPU and the fused GPU sampler (GPU memory, UVA)
     tierbench gpu-suite [--dry-run]               a first GPU visit in one resumable command -> out/gpu/<device>
     tierbench run --experiment fig8|fig10|demo    a sweep of training epochs over loaders and hot fractions
     tierbench run --experiment fig11 --gpus G     the same on G processes, one per GPU (torchrun, DDP)

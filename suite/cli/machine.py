@@ -1,10 +1,14 @@
-"""``tierbench doctor``, ``tierbench gpubench`` and ``tierbench gpu-suite``: this machine, its GPU's gather
-bandwidth, and a first GPU visit in one resumable command."""
+"""``tierbench doctor``, ``tierbench gpubench``, ``tierbench samplerbench`` and ``tierbench gpu-suite``: this machine,
+its GPU's gather bandwidth, the CPU and GPU neighbour samplers' rates, and a first GPU visit in one resumable
+command."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from suite.cli import options
 from suite.cli.options import DEFAULT_HOT_FRACTION
+from suite.cli.output import show
 from suite.errors import BadValue
 
 
@@ -44,6 +48,23 @@ def _cmd_gpubench(args) -> int:
     return 0
 
 
+def _cmd_samplerbench(args) -> int:
+    import shlex
+
+    from suite.datasets import load_dataset
+    from suite.experiments.sampler_bench import measure
+    from suite.figures.sampler_bench import render
+    from suite.sweep.gpu_suite import device_folder, visible_gpu
+
+    out = Path(args.out) if args.out else device_folder("out/gpu", visible_gpu()) / "sampler-bench"
+    dataset = load_dataset(args.dataset, ogb_root=args.ogb_root, progress=not args.quiet)
+    command = "tierbench " + shlex.join(args.argv)
+    measured = measure(dataset, out, args.device, seeds=args.seeds, batch_size=args.batch_size, repeat=args.repeat,
+                       command=command)
+    show(render(measured, out))
+    return 0
+
+
 def _cmd_gpu_suite(args) -> int:
     from suite.sweep.gpu_suite import run_suite
 
@@ -74,6 +95,20 @@ def add_parsers(sub) -> None:
     gpubench.add_argument("--repeat", type=options.positive_int, default=5, help="timed runs per measurement (the "
                           "best is kept)")
     gpubench.set_defaults(func=_cmd_gpubench)
+
+    bench = sub.add_parser("samplerbench", help="sampled edges per second of the CPU sampler and the fused GPU sampler "
+                           "(graph in GPU memory, and over UVA): one hop and a (12,12,12) minibatch",
+                           parents=[options.quiet()])
+    bench.take(options.dataset(), options.ogb_root())
+    bench.add_argument("--out", help="output directory (default out/gpu/<device>/sampler-bench)")
+    bench.add_argument("--device", default="cuda", help="cuda or cuda:N: all three samplers; cpu: the CPU sampler "
+                       "alone")
+    bench.add_argument("--seeds", type=options.positive_int, default=100_000, help="seeds of the one-hop case "
+                       "(fanout 12)")
+    bench.add_argument("--batch-size", type=options.positive_int, default=1024, help="seeds of the (12,12,12) "
+                       "minibatch")
+    bench.add_argument("--repeat", type=options.positive_int, default=5, help="timed runs per case (the best is kept)")
+    bench.set_defaults(func=_cmd_samplerbench)
 
     suite = sub.add_parser("gpu-suite", help="doctor, GPU tests, gpubench, Figures 8 and 10, reports: one resumable "
                            "command")

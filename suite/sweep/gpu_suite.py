@@ -10,9 +10,12 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
    fails rather than skips;
 3. ``gpubench``: the gather kernel against its same-run peers, PyTorch-Direct Fig. 8 (``microbench/``);
 4. ``datasets-<name>``: papers-s and products-s generated and reordered by weighted reverse PageRank, once;
-5. ``fig8-<name>``, ``fig8-pipeline-<name>``, ``fig10-<name>``: the sweeps of Data Tiering Figures 8 and 10 on the GPU,
-   one dataset per step (records in ``runs/``);
-6. ``report-fig8``, ``report-fig10``: their tables and figures (``fig8/``, ``fig10/``).
+5. ``samplerbench-papers-s``: the fused GPU sampler over the CSR in GPU memory and over UVA against the CPU sampler
+   on every core, one hop of fanout 12 over 100,000 seeds and a (12,12,12) minibatch of 1,024 (``sampler-bench/``);
+6. ``fig8-<name>``, ``fig8-pipeline-<name>``, ``fig10-<name>``: the sweeps of Data Tiering Figures 8 and 10 on the GPU,
+   one dataset per step (records in ``runs/``), and ``fig8-gpu-sampling-papers-s``: Figure 8 on papers-s sampled by
+   the fused GPU sampler, beside the CPU-sampled cells of ``fig8-papers-s`` in the same records;
+7. ``report-fig8``, ``report-fig10``: their tables and figures (``fig8/``, ``fig10/``).
 
 Every step runs with ``TIERBENCH_REVISION`` set to the revision the suite found when it started (the caller's value
 where set, else git's; ``suite.io.provenance``), so every record of the visit names the same revision; the state file
@@ -47,6 +50,7 @@ from pathlib import Path
 import filelock
 
 from suite.errors import BadValue
+from suite.experiments.sweeps import EXPERIMENTS
 from suite.io import atomic
 from suite.io.provenance import (
     REVISION_ENV,
@@ -62,6 +66,8 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     "fig8-papers-s": 30, "fig8-products-s": 40, "fig8-pipeline-papers-s": 30, "fig8-pipeline-products-s": 30,
     "fig10-papers-s": 100, "fig10-products-s": 110, "report-fig8": 10, "report-fig10": 20,
     "lookahead-papers-s": 40, "report-lookahead": 10,  # not yet run: a third of fig10-papers-s's six cells
+    "samplerbench-papers-s": 60,  # not yet run: papers-s loaded, six cases of six runs each
+    "fig8-gpu-sampling-papers-s": 30,  # not yet run: fig8-papers-s's cells, sampled on the GPU
 }
 """Typed by hand from the first visit; a plan uses them only for the steps its state file has no time of
 (``estimate``).  The datasets steps are timed generating and reordering into an empty cache.  A sweep step generates
@@ -150,6 +156,9 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
     for name in DATASETS:
         steps.append(Step(f"datasets-{name}", cli + ("prepare", "--dataset", name, "--scorer", "wrpr", "-q"),
                           "the dataset cache ($TIERBENCH_DATA)"))
+    steps.append(Step("samplerbench-papers-s", cli + ("samplerbench", "--dataset", "papers-s", "--device", "cuda",
+                                                      "--out", str(folder / "sampler-bench"), "-q"),
+                      str(folder / "sampler-bench"), inputs=("datasets-papers-s",)))
     # times at a batch that keeps the GPU busy; Figure 10's traffic in the paper's regime (suite.datasets.regime)
     sweeps = {"fig8": ("--regime", "unscaled"), "fig8-pipeline": ("--regime", "unscaled", "--pipeline"), "fig10": ()}
     for sweep, extra in sweeps.items():
@@ -158,6 +167,13 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
             steps.append(Step(f"{sweep}-{name}", cli + ("run", "--experiment", experiment, "--datasets", name,
                                                          "--device", "cuda", "--runs", runs, "-q", *extra),
                               f"{runs}/{experiment}.csv", inputs=(f"datasets-{name}",)))
+    # Figure 8 on papers-s with the fused GPU sampler, its rows beside fig8-papers-s's CPU-sampled ones; gns samples
+    # with its own CPU sampler, so it is left out
+    gpu_sampled = ",".join(name for name in EXPERIMENTS["fig8"]["loaders"] if name != "gns")
+    steps.append(Step("fig8-gpu-sampling-papers-s", cli + ("run", "--experiment", "fig8", "--datasets", "papers-s",
+                                                           "--loaders", gpu_sampled, "--sampling", "gpu", "--device", "cuda", "--runs", runs,
+                                                           "-q", "--regime", "unscaled"),
+                      f"{runs}/fig8.csv", inputs=("datasets-papers-s",)))
     # the lookahead cache against the tiered loader in the same GPU memory, in the paper's regime
     steps.append(Step("lookahead-papers-s", cli + ("run", "--experiment", "lookahead", "--datasets", "papers-s",
                                                    "--device", "cuda", "--runs", runs, "-q"),

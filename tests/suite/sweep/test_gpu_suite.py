@@ -13,9 +13,10 @@ from suite.cli import main
 from suite.io import atomic
 from suite.sweep import gpu_suite
 
-STEPS = ["doctor", "gpu-tests", "gpubench", "datasets-papers-s", "datasets-products-s", "fig8-papers-s",
-         "fig8-products-s", "fig8-pipeline-papers-s", "fig8-pipeline-products-s", "fig10-papers-s", "fig10-products-s",
-         "lookahead-papers-s", "report-fig8", "report-fig10", "report-lookahead"]
+STEPS = ["doctor", "gpu-tests", "gpubench", "datasets-papers-s", "datasets-products-s", "samplerbench-papers-s",
+         "fig8-papers-s", "fig8-products-s", "fig8-pipeline-papers-s", "fig8-pipeline-products-s", "fig10-papers-s",
+         "fig10-products-s", "fig8-gpu-sampling-papers-s", "lookahead-papers-s", "report-fig8", "report-fig10",
+         "report-lookahead"]
 
 
 class FakeRunner:
@@ -69,6 +70,9 @@ def test_the_dry_run_lists_every_step_in_order_with_its_command(tmp_path, fake_g
     assert "-m pytest" in text and "test_loaders.py" in text and "test_multi_gpu.py" in text
     assert f"run --experiment fig8 --datasets papers-s --device cuda --runs {folder / 'runs'} -q --regime unscaled --pipeline" in text
     assert f"report --experiment fig10 --runs {folder / 'runs'} --out {folder / 'fig10'}" in text
+    assert (f"samplerbench --dataset papers-s --device cuda --out {folder / 'sampler-bench'} -q" in text)
+    assert (f"run --experiment fig8 --datasets papers-s --loaders cpu-gather,uva,degree-cache,tiered --sampling gpu "
+            f"--device cuda --runs {folder / 'runs'} -q --regime unscaled" in text)
 
 
 def test_the_gpu_tests_put_the_loader_sampling_and_multi_gpu_files_first():
@@ -125,7 +129,8 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
     expected = [name for name in STEPS if (not name.endswith("-papers-s") or name == "datasets-papers-s")
                 and name != "report-lookahead"]  # its one sweep is papers-s's
     assert runner.names == expected  # the products-s sweeps, gpubench and the reports of them still ran
-    for name in ("fig8-papers-s", "fig8-pipeline-papers-s", "fig10-papers-s", "lookahead-papers-s"):
+    for name in ("samplerbench-papers-s", "fig8-papers-s", "fig8-pipeline-papers-s", "fig10-papers-s",
+                 "fig8-gpu-sampling-papers-s", "lookahead-papers-s"):
         assert f"[skip] {name}: its input datasets-papers-s is not done (failed)" in lines
     assert any(line.startswith("[failed] gpu-tests: rc 1") and "fake output of gpu-tests" in line for line in lines)
     assert _state(tmp_path)["steps"]["datasets-papers-s"]["status"] == "failed"
@@ -133,8 +138,9 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
     runner.statuses, runner.names = {}, []
     lines.clear()
     assert _suite(tmp_path, lines) == 0  # the failed steps run again, then what waited on them
-    assert runner.names == ["gpu-tests", "datasets-papers-s", "fig8-papers-s", "fig8-pipeline-papers-s",
-                            "fig10-papers-s", "lookahead-papers-s", "report-fig8", "report-fig10", "report-lookahead"]
+    assert runner.names == ["gpu-tests", "datasets-papers-s", "samplerbench-papers-s", "fig8-papers-s",
+                            "fig8-pipeline-papers-s", "fig10-papers-s", "fig8-gpu-sampling-papers-s",
+                            "lookahead-papers-s", "report-fig8", "report-fig10", "report-lookahead"]
     assert any(line.startswith("[run] gpu-tests (it failed at") and "with rc 1; running it again" in line
                for line in lines)
 

@@ -1,0 +1,92 @@
+"""Neighbour sampling throughput (``tierbench samplerbench``): the fused GPU sampler over the CSR in GPU memory
+(``gpu``) and read over PCIe from pinned host memory (``uva``, UVA sampling, PyTorch-Direct §3.2 applied to the
+graph), against the CPU sampler on every core (``cpu``, numba) (``suite.training.sampling``).
+
+Two cases on one dataset, the same seeds for every sampler:
+
+* ``one hop``: fanout 12 over ``seeds`` distinct seeds (100,000 by default), the raw sampling rate;
+* ``minibatch``: a training minibatch, fanouts (12, 12, 12) from ``batch_size`` seeds (1,024 by default), where
+  the later hops' frontiers and the relabelling dominate.
+
+Each sampler samples once untimed (numba compiles, the GPU's tables are allocated), then ``repeat`` times, the
+device synchronised before and after each; the best time is kept.  Rates are sampled edges (the blocks' edges)
+per second; all three samplers draw the same minibatch (``tiering.sampling.fused``), which is checked by the
+equal edge counts.  On a CPU device only ``cpu`` runs.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numba
+import pandas as pd
+import torch
+
+from suite.errors import BadValue
+from suite.io import records
+from suite.io.provenance import provenance
+from suite.training.sampling import GRAPH_MEMORY, build_sampler
+
+STEM = "sampler-bench"
+FACTS = ("command", "dataset", "seeds", "batch_size", "repeat", "cpu_threads")
+CASES = {"one hop": (12,), "minibatch": (12, 12, 12)}
+"""Each case's fanouts; the one hop samples ``seeds`` seeds, the minibatch ``batch_size``."""
+SEEDS, BATCH_SIZE, REPEAT = 100_000, 1024, 5
+
+
+def samplers(device) -> list[str]:
+    """The samplers measured on ``device``: the CPU's alone, or with a CUDA device the two GPU ones too."""
+    return ["cpu", *GRAPH_MEMORY] if torch.device(device).type == "cuda" else ["cpu"]
+
+
+def _sync(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_sampler(sampler, seeds: torch.Tensor, repeat: int, device) -> tuple[float, int]:
+    """``(best seconds, sampled edges)`` of ``sampler`` on ``seeds``, after an untimed first run."""
+    best, edges = float("inf"), None
+    for run in range(repeat + 1):
+        _sync(device)
+        start = time.perf_counter()
+        batch = sampler.sample(seeds, torch.Generator().manual_seed(run))
+        _sync(device)
+        if run:
+            best = min(best, time.perf_counter() - start)
+        edges = batch.num_sampled_edges
+    return best, edges
+
+
+def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: int = BATCH_SIZE,
+            repeat: int = REPEAT, command: str = "") -> Path:
+    """Measure every sampler of ``samplers(device)`` in both cases on ``dataset`` and write the records into
+    ``out_dir``; their path."""
+    for count, option in ((seeds, "--seeds"), (batch_size, "--batch-size")):
+        if count > dataset.num_nodes:
+            raise BadValue(f"{option} {count} is more than {dataset.name}'s {dataset.num_nodes:,} nodes")
+    order = torch.randperm(dataset.num_nodes, generator=torch.Generator().manual_seed(0))
+    rows = []
+    for case, fanouts in CASES.items():
+        chosen = order[: seeds if case == "one hop" else batch_size]
+        for name in samplers(device):
+            sampler = build_sampler(name, dataset.graph, fanouts, device)
+            best, edges = time_sampler(sampler, chosen, repeat, device)
+            rows.append({"dataset": dataset.name, "case": case, "fanouts": ",".join(map(str, fanouts)),
+                         "seeds": len(chosen), "sampler": name, "sampled_edges": edges, "best_s": best,
+                         "sampled_edges_per_second": edges / best if best > 0 else float("nan"),
+                         "ms_per_batch": best * 1e3})
+            del sampler
+    record = provenance(device)
+    facts = {"command": command, "dataset": dataset.name, "seeds": seeds, "batch_size": batch_size, "repeat": repeat,
+             "cpu_threads": numba.get_num_threads()}
+    table = pd.DataFrame(rows).assign(**record)
+    return records.write_records(Path(out_dir) / f"{STEM}.csv", table, record, facts, index=False)
+
+
+def read_records(path) -> records.Records:
+    """The records in ``path`` (their folder or ``sampler-bench.csv``)."""
+    path = Path(path)
+    return records.read_records(path / f"{STEM}.csv" if path.is_dir() else path, FACTS,
+                                measured_by="tierbench samplerbench")
