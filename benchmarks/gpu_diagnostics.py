@@ -1,12 +1,13 @@
 """Why the GPU numbers miss their goals: four diagnostics that `tierbench gpubench` and the sweeps do not make.
 
-Each part prints JSON lines (the first one the provenance), or a profiler table, to stdout; ``report`` turns a
-folder of their outputs into ``diagnostics.md`` and ``reach.png``.
+Each part prints a JSON line with the provenance (device, revision, source digest, time), then JSON lines or a
+profiler table, to stdout; ``report`` turns a folder of their outputs into ``diagnostics.md`` and ``reach.png``.
 
-* ``reach``: the cold zero-copy gather (PyTorch-Direct §3.2) of random rows drawn from the first 128 MiB, 1 GiB or
-  4 GiB of one registered 4 GiB host table, for 128 B to 4 KiB rows, on 4 KiB pages and on transparent huge
-  pages (``MADV_HUGEPAGE``), and with the grid capped at 1 to 64 blocks per multiprocessor.  The gather reads
-  the same bytes in every case; only how far apart the rows are changes.
+* ``reach``: gpubench's reach study (``suite.experiments.gpu.cold_gather_rate``: the cold zero-copy gather,
+  PyTorch-Direct §3.2, of random rows drawn from the first 128 MiB, 1 GiB or 4 GiB of one registered 4 GiB host
+  table, for 128 B to 4 KiB rows) on 4 KiB pages and on transparent huge pages (``MADV_HUGEPAGE``), and with the
+  grid capped at 1 to 64 blocks per multiprocessor.  The gather reads the same bytes in every case; only how far
+  apart the rows are changes.
 * ``sampler``: sampled edges per second of one hop (fanout 12 over 100,000 frontier nodes) and the time of one
   three-layer minibatch (1024 seeds, fanouts 12,12,12; Data Tiering §2.2) on papers-s, with the CSR in host memory
   (numba, every core), in GPU memory (the torch sampler) and in pinned host memory read from the GPU (UVA).
@@ -36,13 +37,14 @@ from pathlib import Path
 import torch
 
 from suite.datasets.host_copy import page_aligned_empty
+from suite.experiments.gpu import REACH_ROW_BYTES, cold_gather_rate, reach_windows
 
 GIB = 1 << 30
 TABLE_BYTES = 4 * GIB
 GATHER_BYTES = 256 << 20  # read per timed gather
 HUGE_PAGE = 2 << 20
-ROW_BYTES = (128, 512, 1024, 4096)
-WINDOWS = (128 << 20, 1 * GIB, 4 * GIB)
+ROW_BYTES = REACH_ROW_BYTES
+WINDOWS = tuple(reach_windows(TABLE_BYTES))
 GRID_CAPS = (132, 528, 2112, 8448, None)  # 1, 4, 16, 64 blocks per multiprocessor of an H100, and no cap
 
 
@@ -65,23 +67,7 @@ def host_table(pages: str) -> tuple[torch.Tensor, object]:
 
 def gather_rate(buffer: torch.Tensor, row_bytes: int, window: int, device, max_blocks=None) -> float:
     """GB/s of the cold gather kernel over random rows of the table in ``buffer[:window]`` (checked first)."""
-    from suite.experiments.gpu import _ids, table_view
-    from suite.measure.timing import best_cuda_seconds
-    from tiering.features.combined import CombinedTensor
-
-    table = table_view(buffer, row_bytes, torch.float32, max_bytes=window)
-    count = GATHER_BYTES // row_bytes
-    loader = CombinedTensor(table, 0, device, max_blocks=max_blocks)
-    try:
-        ids = _ids(len(table), count, device)
-        out = torch.empty((count, table.shape[1]), dtype=table.dtype, device=device)
-        loader.launch_kernel(ids, out)
-        sample = ids[:256].cpu()
-        if not torch.equal(out[:256].cpu().view(torch.uint8), table[sample].view(torch.uint8)):
-            raise RuntimeError(f"the gather returned wrong rows ({row_bytes} B rows); no number was written")
-        return count * row_bytes / best_cuda_seconds(lambda: loader.launch_kernel(ids, out), device, 5) / 1e9
-    finally:
-        loader.close()
+    return cold_gather_rate(buffer, row_bytes, window, device, 5, gather_bytes=GATHER_BYTES, max_blocks=max_blocks) / 1e9
 
 
 def reach(device) -> None:
@@ -307,8 +293,7 @@ def main(argv=None) -> None:
     from suite.io.provenance import provenance
 
     device = torch.device("cuda", 0)
-    if args.part != "ncu-target":
-        emit(**provenance(device))
+    emit(**provenance(device))
     parts[args.part](device)
 
 

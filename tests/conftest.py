@@ -24,6 +24,16 @@ def no_network(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def provenance_in_junit(record_testsuite_property):
+    """With ``--junitxml`` (the GPU tests' step of ``tierbench gpu-suite``), the report names the device, revision,
+    source digest and time of the run, as every record of a GPU visit does."""
+    from suite.io.provenance import provenance
+
+    for key, value in provenance().items():
+        record_testsuite_property(key, str(value))
+
+
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("tierbench-cache")

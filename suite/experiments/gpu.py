@@ -1,8 +1,9 @@
 """GPU microbenchmarks of the gather kernel, each speed a ratio against a peer measured in the same run (PyTorch-Direct §3).
 
 ``tierbench gpubench --out DIR`` (needs a CUDA GPU; ``tox -e gpubench``, and a step of ``tierbench gpu-suite``)
-measures (records: ``microbench.csv`` with its sidecar, the ceilings and settings of the run, and ``pcie-check.csv``;
-``suite.figures.gpu`` draws ``microbench.md``, ``ratios.png`` and ``alignment.png`` from them):
+measures (records: ``microbench.csv`` with its sidecar, the ceilings and settings of the run, ``pcie-check.csv`` and
+``reach.csv``; ``suite.figures.gpu`` draws ``microbench.md``, ``ratios.png``, ``alignment.png`` and ``reach.png``
+from them):
 
 * **cold rows**: the gather kernel alone (``CombinedTensor.launch_kernel`` into a preallocated output) over random
   rows of a host table, in useful bytes/s, against pinned ``cudaMemcpy`` host-to-device of the same bytes (goal
@@ -14,6 +15,9 @@ measures (records: ``microbench.csv`` with its sidecar, the ceilings and setting
   of its own against the same peers, so the cost of the bookkeeping is visible and never mixed into the kernel's;
 * **alignment** (PyTorch-Direct Fig. 8): every variant over rows of 1024 to 1044 B as a share of memcpy, beside the
   paper's 88-93% (aligned) and 78-82% (naive);
+* **reach**: the cold gather kernel (default variant, fp32) of random rows drawn from the first 128 MiB, the first
+  1 GiB or the whole host table, for rows of 128 to 4096 B: the bytes read are the same, only how far apart the rows
+  are changes (PyTorch-Direct §3.2 reads at the link's speed; the first visit's cold rows did not, and this is why);
 * **PCIe model check**: NVML's measured receive bytes over a stream of gathers as large as a ``papers-s`` UVA epoch
   against the modelled payload (goal: within 10%), with the measured / copied bytes of a ``cudaMemcpy`` of the same
   size as the reference for the link's protocol overhead, and measured transmit bytes per modelled 128-byte request.
@@ -27,7 +31,8 @@ row 0 of every table starts a 128-byte line and "1024 B rows" really are line-al
 Runtime: the 4 GiB buffer is filled and registered once (~2 s).  Each cold configuration moves 512 MiB six times
 for the gather and six for its memcpy peer, ~6 GiB, ~0.25 s at 25 GB/s; 30 cold, 18 alignment and 10 full-gather
 configurations: ~15 s.  Each hot one copies its 1 GiB table to the GPU once (~0.05 s) and gathers 1 GiB twelve times
-at HBM speed (~0.01 s): 40 configurations, ~3 s.  The model check streams 4 x 2 GiB plus one 2 GiB memcpy, ~0.5 s.
+at HBM speed (~0.01 s): 40 configurations, ~3 s.  The model check streams 4 x 2 GiB plus one 2 GiB memcpy, ~0.5 s.  The reach study gathers 512 MiB six times in
+each of 12 configurations, ~36 GiB, 1-4 s at 10-50 GB/s.
 With NVRTC compiling each variant once, the whole run is well under 2 minutes on an H100 at 25-50 GB/s.
 """
 
@@ -73,7 +78,10 @@ PEERS = {
     "alignment": ("pinned cudaMemcpy H2D", "sequential zero-copy read"),
     "hot": ("torch.index_select on the GPU", "device-to-device copy"),
 }
-STEM, CHECKS = "microbench", "pcie-check"
+REACH_ROW_BYTES = (128, 512, 1024, 4096)
+REACH_WINDOWS = (128 << 20, 1 << 30)
+"""The reach study draws random rows from the table's first 128 MiB, its first 1 GiB, and all of it."""
+STEM, CHECKS, REACH = "microbench", "pcie-check", "reach"
 FACTS = ("command", "ceilings", "table_bytes", "repeat", "default_variant")
 CEILINGS_SHOWN = ("h2d_memcpy_bytes_per_s", "zero_copy_read_bytes_per_s", "d2d_copy_bytes_per_s")
 TEXT_COLUMNS = ("goal", "meets goal", "ceiling goal", "meets ceiling goal", "paper")
@@ -215,11 +223,11 @@ def _ids(num_rows: int, count: int, device, seed: int = 0) -> torch.Tensor:
     return torch.randint(0, num_rows, (count,), device=device, generator=generator)
 
 
-def _check_rows(out: torch.Tensor, table: torch.Tensor, ids: torch.Tensor, config: Config) -> None:
+def _check_rows(out: torch.Tensor, table: torch.Tensor, ids: torch.Tensor, what: str) -> None:
     """Refuse to time a gather that returns wrong bytes: compare the first rows with the host table's."""
     sample = ids[:256].cpu()
     if not torch.equal(out[: len(sample)].cpu().view(torch.uint8), table[sample].view(torch.uint8)):
-        raise RuntimeError(f"the gather returned wrong rows for {config.describe()}; no numbers were written")
+        raise RuntimeError(f"the gather returned wrong rows for {what}; no numbers were written")
 
 
 def measure_config(config: Config, buffer: torch.Tensor, device, repeat: int) -> tuple[float, float]:
@@ -234,10 +242,10 @@ def measure_config(config: Config, buffer: torch.Tensor, device, repeat: int) ->
         out = torch.empty((count, table.shape[1]), dtype=table.dtype, device=device)
         if config.path == "kernel":
             loader.launch_kernel(ids, out)
-            _check_rows(out, table, ids, config)
+            _check_rows(out, table, ids, config.describe())
             ours = useful / best_cuda_seconds(lambda: loader.launch_kernel(ids, out), device, repeat)
         else:
-            _check_rows(loader.gather(ids), table, ids, config)
+            _check_rows(loader.gather(ids), table, ids, config.describe())
             ours = useful / best_cuda_seconds(lambda: loader.gather(ids), device, repeat)
         if hot:
             peer = useful / best_cuda_seconds(lambda: torch.index_select(loader.hot, 0, ids, out=out), device, repeat)
@@ -247,6 +255,51 @@ def measure_config(config: Config, buffer: torch.Tensor, device, repeat: int) ->
     finally:
         loader.close()
     return ours, peer
+
+
+def reach_windows(table_bytes: int) -> list[int]:
+    """The reach study's windows in bytes: ``REACH_WINDOWS`` smaller than the table, then the whole table."""
+    return [window for window in REACH_WINDOWS if window < table_bytes] + [table_bytes]
+
+
+def cold_gather_rate(buffer: torch.Tensor, row_bytes: int, window: int, device, repeat: int, *,
+                     gather_bytes: int = COLD_GATHER_BYTES, max_blocks: int | None = None) -> float:
+    """Useful bytes/s of the cold gather kernel (default variant, fp32 rows) over ``gather_bytes`` of random rows of
+    the table in ``buffer[:window]``, checked first; ``max_blocks`` caps its grid."""
+    table = table_view(buffer, row_bytes, torch.float32, max_bytes=window)
+    count = gather_bytes // row_bytes
+    loader = CombinedTensor(table, 0, device, max_blocks=max_blocks)
+    try:
+        ids = _ids(len(table), count, device)
+        out = torch.empty((count, table.shape[1]), dtype=table.dtype, device=device)
+        loader.launch_kernel(ids, out)
+        _check_rows(out, table, ids, f"{row_bytes} B rows in a {window} B window")
+        return count * row_bytes / best_cuda_seconds(lambda: loader.launch_kernel(ids, out), device, repeat)
+    finally:
+        loader.close()
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**30:g} GiB" if nbytes >= 1 << 30 else f"{nbytes / 2**20:g} MiB"
+
+
+def reach_table(rates: list[tuple[int, int, float]], table_bytes: int, ceilings: dict) -> pd.DataFrame:
+    """One row per ``(row bytes, window bytes, B/s)``: the window in words, GB/s, its share of the sequential
+    zero-copy read ceiling, and its speed over the whole table's for the same rows."""
+    whole = {row_bytes: rate for row_bytes, window, rate in rates if window == table_bytes}
+    ceiling = ceilings[CEILING_KEYS["cold"]]
+    return pd.DataFrame([{
+        "row bytes": row_bytes,
+        "window": "whole table" if window == table_bytes else f"first {_size(window)}",
+        "window bytes": window, "ours (GB/s)": rate / 1e9, "ours / ceiling": rate / ceiling,
+        "over the whole table": rate / whole[row_bytes] if row_bytes in whole else None,
+    } for row_bytes, window, rate in rates])
+
+
+def reach(buffer: torch.Tensor, table_bytes: int, device, repeat: int) -> list[tuple[int, int, float]]:
+    """``(row bytes, window bytes, B/s)`` of the cold gather for every row size and window of the reach study."""
+    return [(row_bytes, window, cold_gather_rate(buffer, row_bytes, window, device, repeat))
+            for row_bytes in REACH_ROW_BYTES for window in reach_windows(table_bytes)]
 
 
 def model_check(buffer: torch.Tensor, device) -> tuple[list[dict], dict]:
@@ -322,32 +375,41 @@ def measure(records_dir, device="cuda", *, table_bytes: int = TABLE_BYTES, repea
             bar.set_postfix_str(config.describe())
             results.append((config, *measure_config(config, buffer, device, repeat)))
         bar.close()
+        rates = reach(buffer, table_bytes, device, repeat)
         checks, memcpy = model_check(buffer, device)
     finally:
         unregister_host_memory(buffer)
     facts = {"command": f"tierbench gpubench --out {records_dir}", "ceilings": ceilings, "table_bytes": table_bytes,
              "repeat": repeat, "default_variant": DEFAULT_VARIANT}
-    return write_records(records_dir, speed_table(results, ceilings), model_check_table(checks, memcpy), record, facts)
+    return write_records(records_dir, speed_table(results, ceilings), model_check_table(checks, memcpy),
+                         reach_table(rates, table_bytes, ceilings), record, facts)
 
 
-def write_records(records_dir, table: pd.DataFrame, checks: pd.DataFrame, record: dict, facts: dict) -> Path:
-    """The speed table with its sidecar (``facts``: the command, the ceilings, the settings) and the model check,
-    each row with ``record``; the speed table's path."""
+def write_records(records_dir, table: pd.DataFrame, checks: pd.DataFrame, reached: pd.DataFrame, record: dict,
+                  facts: dict) -> Path:
+    """The speed table with its sidecar (``facts``: the command, the ceilings, the settings), the model check and the
+    reach study, each row with ``record``; the speed table's path."""
     atomic.write_csv(Path(records_dir) / f"{CHECKS}.csv", checks.assign(**record), index=False)
+    atomic.write_csv(Path(records_dir) / f"{REACH}.csv", reached.assign(**record), index=False)
     return records.write_records(Path(records_dir) / f"{STEM}.csv", table.assign(**record), record, facts, index=False)
 
 
-def read_records(path) -> tuple[records.Records, records.Records]:
-    """The speed table in ``path`` (the records' folder or ``microbench.csv``) and the model check beside it, both
-    without their provenance columns."""
+def read_records(path) -> tuple[records.Records, records.Records, records.Records | None]:
+    """The speed table in ``path`` (the records' folder or ``microbench.csv``), the model check and the reach study
+    beside it, without their provenance columns; the reach study is ``None`` in records made before gpubench measured
+    it (the first visit's)."""
     path = Path(path)
     speeds = records.read_records(path / f"{STEM}.csv" if path.is_dir() else path, FACTS)
     kept = list(records.PROVENANCE_COLUMNS)
     table = speeds.table.drop(columns=kept, errors="ignore")
     table[list(TEXT_COLUMNS)] = table[list(TEXT_COLUMNS)].fillna("")
-    checks = speeds.path.with_name(f"{CHECKS}.csv")
-    return (dataclasses.replace(speeds, table=table),
-            records.Records(records.read_table(checks).drop(columns=kept, errors="ignore"), speeds.provenance, {}, checks))
+
+    def beside(name: str) -> records.Records:
+        at = speeds.path.with_name(f"{name}.csv")
+        return records.Records(records.read_table(at).drop(columns=kept, errors="ignore"), speeds.provenance, {}, at)
+
+    reached = speeds.path.with_name(f"{REACH}.csv")
+    return dataclasses.replace(speeds, table=table), beside(CHECKS), beside(REACH) if reached.exists() else None
 
 
 def summary(table: pd.DataFrame) -> str:

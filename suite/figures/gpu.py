@@ -1,5 +1,6 @@
 """The GPU microbenchmarks' report, drawn from the records of ``suite.experiments.gpu``: ``microbench.md`` /
-``.csv``, ``ratios.png``, ``alignment.png`` and ``pcie-check.csv`` (PyTorch-Direct §3, Fig. 8)."""
+``.csv``, ``ratios.png``, ``alignment.png``, ``pcie-check.csv``, and ``reach.csv`` / ``reach.png`` where the records
+have the reach study (PyTorch-Direct §3, Fig. 8)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from suite.experiments.gpu import (
     HOT_GATHER_BYTES,
     HOT_GOAL,
     HOT_TABLE_BYTES,
+    REACH,
     STEM,
     fastest_variants,
     read_records,
@@ -52,9 +54,25 @@ def _figures(table: pd.DataFrame):
     return grid.figure, fig
 
 
+def _reach_figure(table: pd.DataFrame, zero_copy_ceiling: float):
+    plt, sns = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    order = table.sort_values("window bytes")["window"].unique()
+    sns.lineplot(data=table, x="row bytes", y="ours (GB/s)", hue="window", hue_order=order, marker="o", ax=ax)
+    ax.axhline(zero_copy_ceiling / 1e9, color="0.3", linestyle="--", linewidth=1, label="sequential zero-copy read")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(table["row bytes"].unique()), [str(v) for v in sorted(table["row bytes"].unique())])
+    ax.minorticks_off()
+    ax.legend(fontsize=8, title_fontsize=8, title="random rows from the table's")
+    ax.set(title="Cold gather of random rows: bandwidth against their reach", xlabel="row bytes",
+           ylabel="cold gather GB/s")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
+
+
 def render(records: Path, out: Path) -> list[Path]:
-    """The markdown report, the CSVs and both figures in ``out`` from the records at ``records``."""
-    speeds, checks = read_records(records)
+    """The markdown report, the CSVs and the figures in ``out`` from the records at ``records``."""
+    speeds, checks, reached = read_records(records)
     table, facts, record = speeds.table, speeds.facts, speeds.provenance
     ceilings = facts["ceilings"]
     fastest = fastest_variants(table)
@@ -89,10 +107,18 @@ def render(records: Path, out: Path) -> list[Path]:
     sections.append("## Measured (NVML) vs modelled PCIe bytes\n\nNVML counts the whole device over the link, "
                     "protocol overhead and other processes' traffic included; the memcpy row measures that overhead "
                     "for dense copies.\n\n" + shown.to_markdown(index=False, floatfmt=".4g"))
+    if reached is not None:
+        sections.append("## Reach: cold gather of random rows from the first 128 MiB, 1 GiB or the whole table\n\n"
+                         "The default variant, fp32 rows; the same bytes are read in every case, only how far apart "
+                         "the rows are changes. Ceiling: sequential zero-copy read.\n\n"
+                         + reached.table.to_markdown(index=False, floatfmt=".3g"))
     ratios, alignment_figure = _figures(table)
     out = Path(out)
     paths = [out / f"{STEM}.md", copy_table(speeds, out), out / "ratios.png", out / "alignment.png", copy_table(checks, out)]
     atomic.write_text(paths[0], "\n\n".join(sections) + "\n")
     save_figure(ratios, paths[2], record)
     save_figure(alignment_figure, paths[3], record)
+    if reached is not None:
+        paths += [copy_table(reached, out), out / f"{REACH}.png"]
+        save_figure(_reach_figure(reached.table, ceilings["zero_copy_read_bytes_per_s"]), paths[-1], record)
     return paths

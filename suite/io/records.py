@@ -20,8 +20,8 @@ from suite.io import atomic
 
 PROVENANCE_KEYS = ("device", "git_revision", "time")
 """What every record carries at least: where, from which code, and when it was measured."""
-PROVENANCE_COLUMNS = {"device": str, "git_revision": str, "time": str, "host": str, "torch": str,
-                      "machine_profile": str}
+PROVENANCE_COLUMNS = {"device": str, "git_revision": str, "source_sha256": str, "time": str, "host": str,
+                      "torch": str, "machine_profile": str}
 """The provenance columns a table may carry beside its numbers, read as strings (a git revision of digits only
 stays a string)."""
 

@@ -36,6 +36,7 @@ from suite.io.provenance import (
     device_name,
     git_revision,
     machine_profile_name,
+    source_digest,
 )
 from tiering.features.placement import hot_rows
 
@@ -266,6 +267,7 @@ def run_doctor(out_dir=MACHINES_DIR, *, host_tier_bytes: int | None = None, meas
         "host": platform.node(),
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "git_revision": git_revision(),
+        "source_sha256": source_digest(),
         "device": device_name(device if cuda else "cpu"),
         "versions": _versions(cuda),
         "gpus": _probe(_gpus) if cuda else NO_GPU,

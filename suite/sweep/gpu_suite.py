@@ -14,6 +14,13 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
    one dataset per step (records in ``runs/``);
 6. ``report-fig8``, ``report-fig10``: their tables and figures (``fig8/``, ``fig10/``).
 
+Every step runs with ``TIERBENCH_REVISION`` set to the revision the suite found when it started (the caller's value
+where set, else git's; ``suite.io.provenance``), so every record of the visit names the same revision; the state file
+and each log's second line carry the device, that revision, the source digest and the time.
+
+``--max-minutes`` plans with the wall time each step took the last time it finished with rc 0, from the state file,
+and with the typed ``TYPED_S`` for a step that has none; the plan's first line, and each step's line, say which.
+
 The state file ``gpu-suite.json`` records each step's status, return code, wall time, log and command; it is
 written through a temporary file and a rename, under a file lock that also keeps two suites out of one folder.
 A rerun skips the steps done (and says when they were), runs the failed, timed-out and interrupted ones again,
@@ -28,6 +35,7 @@ import contextlib
 import dataclasses
 import datetime
 import json
+import math
 import os
 import shlex
 import signal
@@ -40,16 +48,24 @@ import filelock
 
 from suite.errors import BadValue
 from suite.io import atomic
-from suite.io.provenance import device_name, slug
+from suite.io.provenance import (
+    REVISION_ENV,
+    device_name,
+    git_revision,
+    slug,
+    source_digest,
+)
 
 STATE_FILE = "gpu-suite.json"
-MEASURED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nvidia-h100-80gb-hbm3), rounded up
+TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nvidia-h100-80gb-hbm3), rounded up
     "doctor": 15, "gpu-tests": 140, "gpubench": 40, "datasets-papers-s": 100, "datasets-products-s": 60,
     "fig8-papers-s": 30, "fig8-products-s": 40, "fig8-pipeline-papers-s": 30, "fig8-pipeline-products-s": 30,
     "fig10-papers-s": 100, "fig10-products-s": 110, "report-fig8": 10, "report-fig10": 20,
+    "lookahead-papers-s": 40, "report-lookahead": 10,  # not yet run: a third of fig10-papers-s's six cells
 }
-"""The datasets steps are timed generating and reordering into an empty cache.  A sweep step generates what no
-datasets step left in the cache (a fresh machine resuming a suite) and then takes that much longer."""
+"""Typed by hand from the first visit; a plan uses them only for the steps its state file has no time of
+(``estimate``).  The datasets steps are timed generating and reordering into an empty cache.  A sweep step generates
+what no datasets step left in the cache (a fresh machine resuming a suite) and then takes that much longer."""
 STEP_TIMEOUT_S = 540  # a hung step (a collective that never completes) costs at most 9 minutes
 TIMEOUT_RC = 124
 DATASETS = ("papers-s", "products-s")
@@ -64,7 +80,7 @@ _IMPORT_ROOT = _REPO
 
 @dataclasses.dataclass(frozen=True)
 class Step:
-    """One step: its command, what it writes, and its wall time on one H100 with 16 cores (``MEASURED_S``)."""
+    """One step: its command, what it writes, and the steps whose results it uses."""
 
     name: str
     command: tuple[str, ...]
@@ -73,9 +89,32 @@ class Step:
     inputs: tuple[str, ...] = ()  # steps whose results it uses
     any_input: bool = False  # True: one input done is enough (a report of the sweeps that succeeded)
 
-    @property
-    def estimate_s(self) -> int:
-        return MEASURED_S[self.name]
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """How long a step should take: ``seconds``, and ``source`` "measured" (its wall time the last time it finished
+    with rc 0, from the state file) or "typed" (``TYPED_S``)."""
+
+    seconds: int
+    source: str
+
+    def __str__(self) -> str:
+        return f"~{self.seconds} s, {self.source}"
+
+
+def estimate(step: Step, state: dict) -> Estimate:
+    """The wall time the state file recorded for ``step``'s last successful run, rounded up; ``TYPED_S`` without one."""
+    previous = state["steps"].get(step.name, {})
+    if previous.get("status") == "done" and previous.get("seconds") is not None:
+        return Estimate(math.ceil(previous["seconds"]), "measured")
+    return Estimate(TYPED_S[step.name], "typed")
+
+
+def describe_estimates(estimates: list[Estimate]) -> str:
+    """One line: how many step times come from the state file and how many were typed."""
+    measured = sum(e.source == "measured" for e in estimates)
+    return (f"plan: {measured} of {len(estimates)} step times measured (the state file's last successful run), "
+            f"{len(estimates) - measured} typed (suite.sweep.gpu_suite.TYPED_S)")
 
 
 def visible_gpu() -> str | None:
@@ -119,7 +158,11 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
             steps.append(Step(f"{sweep}-{name}", cli + ("run", "--experiment", experiment, "--datasets", name,
                                                          "--device", "cuda", "--runs", runs, "-q", *extra),
                               f"{runs}/{experiment}.csv", inputs=(f"datasets-{name}",)))
-    for experiment in ("fig8", "fig10"):
+    # the lookahead cache against the tiered loader in the same GPU memory, in the paper's regime
+    steps.append(Step("lookahead-papers-s", cli + ("run", "--experiment", "lookahead", "--datasets", "papers-s",
+                                                   "--device", "cuda", "--runs", runs, "-q"),
+                      f"{runs}/lookahead.csv", inputs=("datasets-papers-s",)))
+    for experiment in ("fig8", "fig10", "lookahead"):
         inputs = tuple(s.name for s in steps if s.name.startswith(f"{experiment}-"))
         steps.append(Step(f"report-{experiment}", cli + ("report", "--experiment", experiment, "--runs", runs,
                                                          "--out", str(folder / experiment)),
@@ -187,16 +230,18 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
 
 
-def run_command(command: tuple[str, ...], log: Path, timeout_s: float) -> int:
+def run_command(command: tuple[str, ...], log: Path, timeout_s: float, *, header: str = "",
+                environment: dict | None = None) -> int:
     """Run ``command`` in its own process group with its output in ``log``; kill the group after ``timeout_s``.
 
+    The log starts with the command and then ``header``; ``environment`` is added to this process's for the command.
     Returns the exit status, ``TIMEOUT_RC`` after a timeout.  Interrupted (Ctrl-C, SIGTERM), it kills the group too.
     """
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_IMPORT_ROOT), os.environ.get("PYTHONPATH")])),
-           REQUIRE_GPU: "1"}  # a GPU test that finds no GPU fails instead of skipping
+           REQUIRE_GPU: "1", **(environment or {})}  # a GPU test that finds no GPU fails instead of skipping
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
-        out.write(f"$ {shlex.join(command)}\n")
+        out.write(f"$ {shlex.join(command)}\n" + (f"{header}\n" if header else ""))
         out.flush()
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
                                    preexec_fn=_die_with_parent)
@@ -252,13 +297,15 @@ def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), m
     rerun, skip = set(rerun), set(skip)
     _check_names(rerun, steps, "--rerun")
     _check_names(skip, steps, "--skip")
-    echo(f"gpu-suite for {gpu or device_name('cpu') + ' (no CUDA GPU visible)'}: results in {folder}")
+    state = read_state(folder)
+    echo(f"gpu-suite for {gpu or device_name('cpu') + ' (no CUDA GPU visible)'}: results in {folder}; "
+         + describe_estimates([estimate(step, state) for step in steps]))
     if dry_run:
-        state, planned = read_state(folder), frozenset()
+        planned = frozenset()
         for step in steps:
             run, why = decide(step, state, gpu=gpu, rerun=rerun, skip=skip, planned=planned)
             planned |= {step.name} if run else set()
-            echo(f"{step.name}: {'would run' if run else 'would skip'} ({why}); ~{step.estimate_s} s\n"
+            echo(f"{step.name}: {'would run' if run else 'would skip'} ({why}); {estimate(step, state)}\n"
                  f"    $ {shlex.join(step.command)}")
         return 0
     folder.mkdir(parents=True, exist_ok=True)
@@ -277,7 +324,9 @@ def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), m
 
 def _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo) -> int:
     state = read_state(folder)
-    state["device"] = gpu or device_name("cpu")
+    stamp = {"device": gpu or device_name("cpu"), "git_revision": git_revision(), "source_sha256": source_digest()}
+    state.update(stamp)
+    estimates = {step.name: estimate(step, state) for step in steps}  # before this run overwrites any step's time
     began = time.monotonic()
     summary, failed = [], False
     for step in steps:
@@ -287,19 +336,22 @@ def _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo) -> int:
             status = "done earlier" if why.startswith("done at") else "skipped"
             summary.append((step.name, status, state["steps"].get(step.name, {}).get("seconds"), why))
             continue
-        if max_minutes is not None and time.monotonic() - began + step.estimate_s > 60 * max_minutes:
-            why = f"its ~{step.estimate_s} s would pass --max-minutes {max_minutes:g}; run the command again"
+        expected = estimates[step.name]
+        if max_minutes is not None and time.monotonic() - began + expected.seconds > 60 * max_minutes:
+            why = f"its {expected} would pass --max-minutes {max_minutes:g}; run the command again"
             echo(f"[stop] {step.name}: {why}")
             summary += [(s.name, "not started", None, why) for s in steps[steps.index(step):]]
             break
         log = folder / "logs" / f"{step.name}.log"
-        echo(f"[run] {step.name} ({why}; ~{step.estimate_s} s)\n    $ {shlex.join(step.command)}")
+        echo(f"[run] {step.name} ({why}; {expected})\n    $ {shlex.join(step.command)}")
         entry = {"status": "running", "command": list(step.command), "log": str(log), "started": _now(),
-                 "finished": None, "rc": None, "seconds": None}
+                 "finished": None, "rc": None, "seconds": None, **stamp}
         state["steps"][step.name] = entry
         write_state(folder, state)
         start = time.monotonic()
-        rc = run_command(step.command, log, STEP_TIMEOUT_S)
+        header = " | ".join(f"{key} {value}" for key, value in {**stamp, "time": entry["started"]}.items())
+        rc = run_command(step.command, log, STEP_TIMEOUT_S, header=f"# {header}",
+                         environment={REVISION_ENV: stamp["git_revision"]})
         status = "done" if rc == 0 else "timed out" if rc == TIMEOUT_RC else "failed"
         entry.update(status=status, rc=rc, seconds=round(time.monotonic() - start, 1), finished=_now())
         write_state(folder, state)

@@ -100,6 +100,7 @@ SCHEMA = {
     "gpus": _count(),
     "device": Column("str"),
     "git_revision": Column("str"),
+    "source_sha256": Column("str", nullable=True),
     "time": Column("str"),
     "host": Column("str"),
     "torch": Column("str"),
@@ -125,12 +126,16 @@ SCHEMA = {
     "pcie_rx_bytes_measured": _count(nullable=True),
     "pcie_measured_scope": Column("str", nullable=True),
     "pipeline": Column("bool", default=False),
+    "kernel_variant": Column("str", nullable=True),  # the gather kernel's variant, where the loader chose one
+    "variant_basis": Column("str", nullable=True),  # why: each tier's fastest in gpubench's records, or the default
 }
 """Column -> type of a record; rows written before ``sampling``, ``processes`` and ``pipeline`` existed ran
 with CPU sampling, in one process, without a pipeline, and those written before ``regime`` with the paper's batch
 unscaled; those written before ``rows_gathered``, ``nodes_touched`` and ``row_bytes`` existed miss them
 (``<NA>``); those written before ``disk_bytes_read`` existed read nothing from disk (0).  ``host_fraction`` is the host
-budget of a loader that reads from disk, empty for the others and in rows written before it existed."""
+budget of a loader that reads from disk, empty for the others and in rows written before it existed; likewise
+``kernel_variant`` and ``variant_basis`` for the loader that chooses its gather kernel's variant (``tiered``), and
+``source_sha256`` (``suite.io.provenance``) in rows written before it existed."""
 
 _EXTRA = Column("str", nullable=True)  # a column this version does not know: kept as text
 _INTEGER = re.compile(r"[+-]?\d+(?:\.0*)?")  # pandas wrote an integer column with a gap as floats: 1744078336.0

@@ -55,7 +55,9 @@ from suite.sweep.records import (
     records_path,
     store_records,
 )
+from suite.sweep.variants import VariantChoice, kernel_variant
 from suite.training.trainer import EpochResult, Trainer
+from tiering.features.placement import hot_rows
 
 
 def open_dataset(cell: Cell, ogb_root=None, progress: bool = True):
@@ -92,6 +94,9 @@ def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, see
     it to its exit, since peers that did not fail would never join it).
     """
     options = {} if cell.host_fraction is None else {"host_fraction": cell.host_fraction}
+    choice = cell_variant(cell, dataset, device)
+    if choice is not None:
+        options["variant"] = choice.variant
     if dist.is_initialized():
         from suite.training.distributed import DistributedTrainer
 
@@ -122,6 +127,14 @@ def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, see
     return results
 
 
+def cell_variant(cell: Cell, dataset, device) -> VariantChoice | None:
+    """The gather kernel variant of the cell's loader (``suite.sweep.variants``); ``None`` where the loader has no
+    choice to make (every loader but one-process ``tiered``)."""
+    if dist.is_initialized():
+        return None
+    return kernel_variant(cell.loader, dataset.features, hot_rows(dataset.num_nodes, cell.hot_fraction), device)
+
+
 def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int, pipeline: bool, progress: bool,
              shm_dir: str = "/dev/shm") -> list[dict]:
     """Train one cell (``train_cell``) and return its records: one row per recorded epoch, with the cell's settings
@@ -130,6 +143,7 @@ def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int
                          progress=progress, shm_dir=shm_dir)
     processes = dist.get_world_size() if dist.is_initialized() else 1
     record = provenance(device)
+    choice = cell_variant(cell, dataset, device)
     common = {
         "dataset": cell.dataset, "num_nodes": dataset.num_nodes, "num_edges": dataset.graph.num_edges,
         "feature_dim": dataset.feature_dim, "fanouts": ",".join(map(str, cell.fanouts)), "batch_size": cell.batch_size,
@@ -137,6 +151,7 @@ def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int
         "loader": cell.loader, "scorer": cell.scorer, "hot_fraction": cell.hot_fraction,
         "host_fraction": cell.host_fraction, "sampling": cell.sampling, "processes": processes,
         "gpus": processes if torch.device(device).type == "cuda" else 0, **record,
+        "kernel_variant": choice and choice.variant, "variant_basis": choice and choice.basis,
     }
     return [{**common, **r.as_record()} for r in results]
 

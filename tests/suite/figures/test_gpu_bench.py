@@ -125,15 +125,43 @@ def test_the_report_writes_tables_and_figures(tmp_path):
     record = {"device": "cuda: Fake GPU", "git_revision": "abc", "time": "2026-01-01T00:00:00+00:00"}
     facts = {"command": "tierbench gpubench", "ceilings": CEILINGS, "table_bytes": 64 << 20, "repeat": 1,
              "default_variant": DEFAULT_VARIANT}
-    paths = render(gpu_bench.write_records(tmp_path / "records", table, checks, record, facts), tmp_path)
+    reached = gpu_bench.reach_table(_fake_rates(64 << 20), 64 << 20, CEILINGS)
+    paths = render(gpu_bench.write_records(tmp_path / "records", table, checks, reached, record, facts), tmp_path)
     assert [p.name for p in paths] == ["microbench.md", "microbench.csv", "ratios.png", "alignment.png",
-                                       "pcie-check.csv"]
+                                       "pcie-check.csv", "reach.csv", "reach.png"]
     markdown = paths[0].read_text()
     assert "**The default variant should be: wide**" in markdown and "device cuda: Fake GPU" in markdown
     assert "## Full `loader.gather`" in markdown and "h2d memcpy 50 GB/s" in markdown
-    for png in paths[2:4]:
+    assert "## Reach: cold gather of random rows from the first 128 MiB, 1 GiB or the whole table" in markdown
+    for png in (paths[2], paths[3], paths[6]):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(pd.read_csv(paths[1])) == len(table)
+    reach_records = pd.read_csv(paths[5])
+    assert len(reach_records) == len(reached) and set(reach_records["device"]) == {"cuda: Fake GPU"}
+    assert {"git_revision", "time"} <= set(reach_records.columns)
+
+
+def _fake_rates(table_bytes):
+    """Cold gathers that slow down as their rows spread: 40 GB/s over 128 MiB, halved by each wider window."""
+    windows = gpu_bench.reach_windows(table_bytes)
+    return [(row_bytes, window, 40e9 * row_bytes / 4096 / 2 ** k)
+            for row_bytes in gpu_bench.REACH_ROW_BYTES for k, window in enumerate(windows)]
+
+
+def test_the_reach_study_windows_are_the_first_128_mib_1_gib_and_the_whole_table():
+    assert gpu_bench.reach_windows(4 << 30) == [128 << 20, 1 << 30, 4 << 30]
+    assert gpu_bench.reach_windows(1 << 30) == [128 << 20, 1 << 30]
+    assert gpu_bench.reach_windows(64 << 20) == [64 << 20]
+
+
+def test_the_reach_table_gives_each_window_its_speed_share_of_the_ceiling_and_gain_over_the_whole_table():
+    table = gpu_bench.reach_table(_fake_rates(4 << 30), 4 << 30, CEILINGS)
+    assert len(table) == len(gpu_bench.REACH_ROW_BYTES) * 3
+    row = table.set_index(["row bytes", "window"]).loc[(4096, "first 128 MiB")]
+    assert row["window bytes"] == 128 << 20 and row["ours (GB/s)"] == pytest.approx(40)
+    assert row["ours / ceiling"] == pytest.approx(1.0) and row["over the whole table"] == pytest.approx(4)
+    assert list(table["window"][:3]) == ["first 128 MiB", "first 1 GiB", "whole table"]
+    assert set(table.loc[table["window"] == "whole table", "over the whole table"]) == {1.0}
 
 
 @pytest.mark.gpu
@@ -152,3 +180,19 @@ def test_each_study_measures_correct_rows_on_the_gpu(variant):
             assert ours > 0 and peer > 0
     finally:
         unregister_host_memory(buffer)
+
+
+@pytest.mark.gpu
+def test_the_reach_study_measures_correct_rows_in_every_window_on_the_gpu():
+    from tiering.features.zero_copy import register_host_memory, unregister_host_memory
+
+    buffer = page_aligned_empty((256 << 20,), torch.uint8)
+    gpu_bench._fill(buffer)
+    register_host_memory(buffer)
+    try:
+        device = torch.device("cuda", torch.cuda.current_device())
+        rates = gpu_bench.reach(buffer, len(buffer), device, repeat=1)  # raises if a row came back wrong
+    finally:
+        unregister_host_memory(buffer)
+    assert [(r, w) for r, w, _ in rates] == [(r, w) for r in gpu_bench.REACH_ROW_BYTES for w in (128 << 20, 256 << 20)]
+    assert all(rate > 0 for _, _, rate in rates)

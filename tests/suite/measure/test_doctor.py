@@ -29,8 +29,8 @@ from suite.io.provenance import (
 from suite.measure import doctor
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
-PROFILE_KEYS = {"format", "host", "time", "git_revision", "device", "versions", "gpus", "peer_access", "memlock", "shm",
-                "host_register", "ceilings", "missing_packages"}
+PROFILE_KEYS = {"format", "host", "time", "git_revision", "source_sha256", "device", "versions", "gpus", "peer_access",
+                "memlock", "shm", "host_register", "ceilings", "missing_packages"}
 
 
 def _row(table: str, label: str) -> str:

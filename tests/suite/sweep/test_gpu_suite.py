@@ -1,6 +1,7 @@
 """tierbench gpu-suite on the CPU: the step runner is replaced, except where the real doctor runs."""
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from suite.sweep import gpu_suite
 
 STEPS = ["doctor", "gpu-tests", "gpubench", "datasets-papers-s", "datasets-products-s", "fig8-papers-s",
          "fig8-products-s", "fig8-pipeline-papers-s", "fig8-pipeline-products-s", "fig10-papers-s", "fig10-products-s",
-         "report-fig8", "report-fig10"]
+         "lookahead-papers-s", "report-fig8", "report-fig10", "report-lookahead"]
 
 
 class FakeRunner:
@@ -23,12 +24,14 @@ class FakeRunner:
     def __init__(self, statuses=None):
         self.statuses = statuses or {}
         self.names = []
+        self.environments = {}
 
-    def __call__(self, command, log, timeout_s):
+    def __call__(self, command, log, timeout_s, *, header="", environment=None):
         name = log.stem
         self.names.append(name)
+        self.environments[name] = environment
         log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(f"$ {' '.join(command)}\nfake output of {name}\n")
+        log.write_text(f"$ {' '.join(command)}\n{header}\nfake output of {name}\n")
         return self.statuses.get(name, 0)
 
 
@@ -119,9 +122,10 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
     runner.statuses = {"datasets-papers-s": 1, "gpu-tests": 1}
     lines = []
     assert _suite(tmp_path, lines) == 1
-    expected = [name for name in STEPS if not name.endswith("-papers-s") or name == "datasets-papers-s"]
-    assert runner.names == expected  # the products-s sweeps, gpubench and the reports still ran
-    for name in ("fig8-papers-s", "fig8-pipeline-papers-s", "fig10-papers-s"):
+    expected = [name for name in STEPS if (not name.endswith("-papers-s") or name == "datasets-papers-s")
+                and name != "report-lookahead"]  # its one sweep is papers-s's
+    assert runner.names == expected  # the products-s sweeps, gpubench and the reports of them still ran
+    for name in ("fig8-papers-s", "fig8-pipeline-papers-s", "fig10-papers-s", "lookahead-papers-s"):
         assert f"[skip] {name}: its input datasets-papers-s is not done (failed)" in lines
     assert any(line.startswith("[failed] gpu-tests: rc 1") and "fake output of gpu-tests" in line for line in lines)
     assert _state(tmp_path)["steps"]["datasets-papers-s"]["status"] == "failed"
@@ -130,7 +134,7 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
     lines.clear()
     assert _suite(tmp_path, lines) == 0  # the failed steps run again, then what waited on them
     assert runner.names == ["gpu-tests", "datasets-papers-s", "fig8-papers-s", "fig8-pipeline-papers-s",
-                            "fig10-papers-s", "report-fig8", "report-fig10"]
+                            "fig10-papers-s", "lookahead-papers-s", "report-fig8", "report-fig10", "report-lookahead"]
     assert any(line.startswith("[run] gpu-tests (it failed at") and "with rc 1; running it again" in line
                for line in lines)
 
@@ -157,7 +161,7 @@ def test_the_state_file_survives_a_crash_while_it_is_written(tmp_path, fake_gpu,
 
 
 def test_a_step_interrupted_by_a_crash_runs_again(tmp_path, fake_gpu, monkeypatch):
-    def crash_in_gpubench(command, log, timeout_s):
+    def crash_in_gpubench(command, log, timeout_s, **options):
         if log.stem == "gpubench":
             raise KeyboardInterrupt
         return 0
@@ -189,10 +193,10 @@ def test_a_dry_run_after_a_failure_shows_what_would_run_again(tmp_path, fake_gpu
 
 def test_the_time_budget_stops_before_a_step_that_would_pass_it(tmp_path, fake_gpu, runner):
     lines = []
-    budget = (gpu_suite.MEASURED_S["doctor"] + gpu_suite.MEASURED_S["gpu-tests"] / 2) / 60  # doctor fits, the tests not
+    budget = (gpu_suite.TYPED_S["doctor"] + gpu_suite.TYPED_S["gpu-tests"] / 2) / 60  # doctor fits, the tests not
     assert _suite(tmp_path, lines, max_minutes=budget) == 0
     assert runner.names == ["doctor"]
-    stop = f"[stop] gpu-tests: its ~{gpu_suite.MEASURED_S['gpu-tests']} s would pass --max-minutes {budget:g}"
+    stop = f"[stop] gpu-tests: its ~{gpu_suite.TYPED_S['gpu-tests']} s, typed would pass --max-minutes {budget:g}"
     assert any(line.startswith(stop) for line in lines)
     table = lines[-1]
     assert "report-fig10" in table and "not started" in table
@@ -234,3 +238,66 @@ def test_the_real_doctor_step_runs_inside_the_suite(tmp_path):
     assert state["steps"]["doctor"]["status"] == "done" and "--no-measure" in state["steps"]["doctor"]["command"]
     assert "wrote" in (folder / "logs" / "doctor.log").read_text()
     assert "[skip] gpubench: --skip asked for it" in lines
+
+
+def test_every_step_runs_with_the_revision_the_suite_started_at(tmp_path, fake_gpu, runner, monkeypatch):
+    monkeypatch.setenv("TIERBENCH_REVISION", "0123456789ab")
+    assert _suite(tmp_path, []) == 0
+    assert {env["TIERBENCH_REVISION"] for env in runner.environments.values()} == {"0123456789ab"}
+    state = _state(tmp_path)
+    assert state["git_revision"] == "0123456789ab" and len(state["source_sha256"]) == 16
+    assert {step["git_revision"] for step in state["steps"].values()} == {"0123456789ab"}
+
+
+def test_the_real_runner_passes_the_environment_and_heads_the_log_with_the_stamp(tmp_path):
+    log = tmp_path / "logs" / "stamp.log"
+    command = (sys.executable, "-c", "import os; print(os.environ['TIERBENCH_REVISION'])")
+    assert gpu_suite.run_command(command, log, 60, header="# device cuda: X | git_revision abc",
+                                 environment={"TIERBENCH_REVISION": "abc"}) == 0
+    lines = log.read_text().splitlines()
+    assert lines[0].startswith("$ ") and lines[1] == "# device cuda: X | git_revision abc" and lines[2] == "abc"
+
+
+def _fake_state(tmp_path, seconds: dict, status="done"):
+    """A state file of an earlier run in which the steps in ``seconds`` finished with that status after that long."""
+    folder = tmp_path / "gpu" / "cuda-fake-gpu-80gb"
+    steps = {name: {"status": status, "rc": 0 if status == "done" else 1, "seconds": s, "command": [], "log": "",
+                    "started": "2026-11-22T11:00:00+00:00", "finished": "2026-11-22T11:01:00+00:00"}
+             for name, s in seconds.items()}
+    atomic.write_json(folder / gpu_suite.STATE_FILE, {"device": "cuda: Fake GPU 80GB", "steps": steps})
+
+
+def test_the_plan_uses_the_times_the_state_file_recorded_and_typed_ones_only_for_the_rest(tmp_path, fake_gpu, runner):
+    _fake_state(tmp_path, {"doctor": 3.2, "gpu-tests": 600.1})
+    lines = []
+    assert _suite(tmp_path, lines, dry_run=True, rerun=["doctor", "gpu-tests"]) == 0
+    assert f"plan: 2 of {len(STEPS)} step times measured" in lines[0] and f"{len(STEPS) - 2} typed" in lines[0]
+    text = "\n".join(lines)
+    assert "doctor: would run (--rerun asked for it); ~4 s, measured" in text
+    assert "gpu-tests: would run (--rerun asked for it); ~601 s, measured" in text
+    assert f"gpubench: would run (not done yet); ~{gpu_suite.TYPED_S['gpubench']} s, typed" in text
+
+
+def test_the_time_budget_plans_with_the_measured_time_where_there_is_one(tmp_path, fake_gpu, runner):
+    _fake_state(tmp_path, {"gpu-tests": 600.0})  # far longer than typed: the budget below would let the typed time in
+    lines = []
+    budget = (gpu_suite.TYPED_S["doctor"] + 2 * gpu_suite.TYPED_S["gpu-tests"]) / 60
+    assert _suite(tmp_path, lines, max_minutes=budget, rerun=["gpu-tests"]) == 0
+    assert runner.names == ["doctor"]
+    assert any(line.startswith("[stop] gpu-tests: its ~600 s, measured would pass") for line in lines)
+
+
+def test_a_step_that_failed_last_time_is_planned_with_its_typed_time(tmp_path, fake_gpu, runner):
+    _fake_state(tmp_path, {"gpubench": 2.0}, status="failed")
+    lines = []
+    assert _suite(tmp_path, lines, dry_run=True) == 0
+    assert f"~{gpu_suite.TYPED_S['gpubench']} s, typed" in next(line for line in lines if line.startswith("gpubench"))
+
+
+def test_each_finished_step_records_its_wall_time_for_the_next_plan(tmp_path, fake_gpu, runner):
+    assert _suite(tmp_path, [], skip=[name for name in STEPS if name != "doctor"]) == 0
+    seconds = _state(tmp_path)["steps"]["doctor"]["seconds"]
+    assert isinstance(seconds, float) and seconds >= 0
+    lines = []
+    _suite(tmp_path, lines, dry_run=True)
+    assert f"~{math.ceil(seconds)} s, measured" in next(line for line in lines if line.startswith("doctor"))

@@ -12,6 +12,7 @@ from suite.figures import write_report
 from suite.sweep.cells import cells
 from suite.sweep.records import read_records
 from suite.sweep.run import run_sweep
+from tiering.features.zero_copy import DEFAULT_VARIANT
 
 FIELDS = [
     "dataset", "num_nodes", "num_edges", "feature_dim", "fanouts", "batch_size", "loader", "scorer", "hot_fraction",
@@ -79,6 +80,10 @@ def test_a_sweep_records_every_field_and_resumes_without_rerunning(tiny, tmp_pat
     tiered = records[records["loader"] == "tiered"].set_index("hot_fraction")
     assert tiered.loc[0.0, "hit_ratio"] == 0 and tiered.loc[0.25, "hit_ratio"] > 0.25  # hottest rows first
     assert tiered.loc[0.25, "pcie_payload_bytes"] < tiered.loc[0.0, "pcie_payload_bytes"]
+    assert set(tiered["kernel_variant"]) == {DEFAULT_VARIANT}  # no gpubench records for a CPU: the default, said so
+    assert tiered["variant_basis"].str.startswith("default: no gpubench records for cpu: ").all()
+    assert records.loc[records["loader"] != "tiered", "kernel_variant"].isna().all()
+    assert (records["source_sha256"].str.len() == 16).all()
     before = path.read_bytes()
     run_sweep("t", tmp_path, **SWEEP)
     assert path.read_bytes() == before  # every cell was found, nothing ran again
