@@ -41,13 +41,11 @@ from suite.io.provenance import provenance
 from suite.measure.ceilings import profile_ceilings
 from suite.measure.stage_events import StageEvents
 from suite.measure.timing import stage_seconds
-from suite.policies.planner import D2D, ZERO_COPY, projected_seconds
+from suite.policies.planner import ABOVE_BOUND, COSTS_SECTION, D2D, ZERO_COPY, projected_seconds
 from suite.registry import create_loader
 from suite.training.trainer import Trainer
 
 STEM = "costs"
-SECTION = "minibatch_costs"
-"""The machine profile's section with the fitted costs."""
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 ROWS = {"sample": "sampled_edges", "gather": "input_rows", "train": "input_rows"}
 """The column each stage's seconds are fitted against."""
@@ -120,7 +118,7 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
                 rows.append({"batch_size": size, "repeat": repeat, **timed})
     table = pd.DataFrame(rows)
     fits = fits_of(table)
-    above = "the bound of the profile's ceilings" if ceilings else "nothing (the profile has no measured ceilings)"
+    above = ABOVE_BOUND if ceilings else "nothing (the profile has no measured ceilings)"
     records_dir = Path(records_dir)
     facts = {
         "command": (f"tierbench costs --dataset {name} --device {device} --loader {loader} --batch-sizes "
@@ -129,7 +127,7 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
         "repeats": repeats, "gather_above": above, "fits": fits, "machine_profile": str(profile_path),
     }
     path = records.write_records(records_dir / f"{STEM}.csv", table, provenance(device), facts, index=False)
-    profile[SECTION] = {
+    profile[COSTS_SECTION] = {
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "dataset": name, "loader": loader, "fanouts": list(fanouts), "batch_sizes": sizes, "repeats": repeats,
         "timed_by": "CUDA events on the stage's stream" if device.type == "cuda" else "the host clock",

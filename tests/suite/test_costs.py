@@ -7,7 +7,8 @@ import pytest
 
 from suite.cli import main
 from suite.errors import BadValue
-from suite.experiments.costs import SECTION, fit_line, read_records
+from suite.experiments.costs import fit_line, read_records
+from suite.policies.planner import COSTS_SECTION as SECTION
 
 
 def test_the_line_is_fitted_exactly_where_the_times_lie_on_one():
