@@ -67,3 +67,19 @@ def test_costs_with_one_batch_size_is_one_line(tiny, tmp_path, capsys):
     error = capsys.readouterr().err
     assert status == 2 and error.startswith("tierbench: error: ") and "at least two sizes" in error
     assert SECTION not in json.loads(profile.read_text())
+
+
+@pytest.mark.gpu
+def test_costs_on_a_gpu_are_timed_by_events_and_fitted_above_the_ceilings_bound(tiny, tmp_path):
+    from suite.policies import planner
+
+    assert main(["doctor", "--out", str(tmp_path / "machines")]) == 0
+    (profile,) = (tmp_path / "machines").glob("*.json")
+    assert main(["costs", "--dataset", "tiny", "--device", "cuda", "--batch-sizes", "8", "64", "512",
+                 "--repeats", "3", "--machine", str(profile), "--out", str(tmp_path / "c"), "-q"]) == 0
+    costs = json.loads(profile.read_text())[SECTION]
+    assert costs["timed_by"] == "CUDA events on the stage's stream" and costs["gather_above"] == planner.ABOVE_BOUND
+    table = read_records(tmp_path / "c").table
+    assert (table["gather_bound_s"] > 0).all() and (table["gather_s"] > 0).all()
+    assert planner.machine(profile).minibatch_costs == (costs["stages"]["gather"]["a_s"],
+                                                         costs["stages"]["gather"]["b_s"])
