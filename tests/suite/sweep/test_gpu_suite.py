@@ -302,3 +302,12 @@ def test_each_finished_step_records_its_wall_time_for_the_next_plan(tmp_path, fa
     lines = []
     _suite(tmp_path, lines, dry_run=True)
     assert f"~{math.ceil(seconds)} s, measured" in next(line for line in lines if line.startswith("doctor"))
+
+
+def test_redoing_the_doctor_redoes_the_fixed_costs_its_fresh_profile_drops(tmp_path, fake_gpu, runner):
+    assert _suite(tmp_path, []) == 0
+    runner.names = []
+    assert _suite(tmp_path, [], rerun=["doctor"]) == 0
+    assert runner.names == ["doctor", "costs-papers-s"]
+    (step,) = [s for s in gpu_suite.plan(tmp_path / "gpu", tmp_path / "machines") if s.name == "costs-papers-s"]
+    assert step.command[step.command.index("--machines") + 1] == str(tmp_path / "machines")
