@@ -93,6 +93,9 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     """Time the stages of ``repeats`` minibatches of each size in ``batch_sizes`` on ``name``, write the records into
     ``records_dir`` and the fits into the machine profile at ``profile_path``; the records' path."""
     profile_path = Path(profile_path)
+    sizes = sorted(set(batch_sizes))
+    if len(sizes) < 2:
+        raise BadValue("a fixed cost needs minibatches of at least two sizes: give two or more --batch-sizes")
     if not profile_path.is_file():
         raise BadValue(f"{profile_path} does not exist: run `tierbench doctor` on this machine first, the fixed "
                        "costs go into its profile")
@@ -103,7 +106,6 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     fanouts = tuple(fanouts) if fanouts else regimes.default_fanouts(name)
     dataset = load_dataset(name, ogb_root=ogb_root, progress=progress)
     train_ids = dataset.splits["train"]
-    sizes = sorted(set(batch_sizes))
     if sizes[-1] > len(train_ids):
         raise BadValue(f"{name} has {len(train_ids):,} training nodes, fewer than a batch of {sizes[-1]:,} seeds")
     trainer = Trainer(dataset, create_loader(loader, dataset, 0.0, device, progress=progress), fanouts,
