@@ -12,7 +12,9 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
 4. ``datasets-<name>``: papers-s and products-s generated and reordered by weighted reverse PageRank, once;
 5. ``fig8-<name>``, ``fig8-pipeline-<name>``, ``fig10-<name>``: the sweeps of Data Tiering Figures 8 and 10 on the GPU,
    one dataset per step (records in ``runs/``);
-6. ``report-fig8``, ``report-fig10``: their tables and figures (``fig8/``, ``fig10/``).
+6. ``costs-papers-s``: the fixed cost of one minibatch per stage across batch sizes (``tierbench costs``), into
+   ``costs/papers-s/`` and the machine profile's ``minibatch_costs``, which ``tierbench plan`` adds to its bound;
+7. ``report-fig8``, ``report-fig10``: their tables and figures (``fig8/``, ``fig10/``).
 
 Every step runs with ``TIERBENCH_REVISION`` set to the revision the suite found when it started (the caller's value
 where set, else git's; ``suite.io.provenance``), so every record of the visit names the same revision; the state file
@@ -62,6 +64,7 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     "fig8-papers-s": 30, "fig8-products-s": 40, "fig8-pipeline-papers-s": 30, "fig8-pipeline-products-s": 30,
     "fig10-papers-s": 100, "fig10-products-s": 110, "report-fig8": 10, "report-fig10": 20,
     "lookahead-papers-s": 40, "report-lookahead": 10,  # not yet run: a third of fig10-papers-s's six cells
+    "costs-papers-s": 60,  # not yet run: 60 minibatches of 8-4096 seeds after loading papers-s
 }
 """Typed by hand from the first visit; a plan uses them only for the steps its state file has no time of
 (``estimate``).  The datasets steps are timed generating and reordering into an empty cache.  A sweep step generates
@@ -162,6 +165,10 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
     steps.append(Step("lookahead-papers-s", cli + ("run", "--experiment", "lookahead", "--datasets", "papers-s",
                                                    "--device", "cuda", "--runs", runs, "-q"),
                       f"{runs}/lookahead.csv", inputs=("datasets-papers-s",)))
+    # the fixed cost of one minibatch per stage across batch sizes, into the machine profile `tierbench plan` reads
+    steps.append(Step("costs-papers-s", cli + ("costs", "--dataset", "papers-s", "--device", "cuda", "--machines",
+                                               str(machines), "--out", str(folder / "costs" / "papers-s"), "-q"),
+                      str(folder / "costs" / "papers-s"), inputs=("doctor", "datasets-papers-s")))
     for experiment in ("fig8", "fig10", "lookahead"):
         inputs = tuple(s.name for s in steps if s.name.startswith(f"{experiment}-"))
         steps.append(Step(f"report-{experiment}", cli + ("report", "--experiment", experiment, "--runs", runs,
