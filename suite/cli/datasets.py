@@ -104,13 +104,23 @@ def _cmd_generate(args) -> int:
     return 0
 
 
-def _cmd_info(args) -> int:
+def _cached_entry(name: str, ogb_root):
+    """The complete cache entry of dataset ``name``; ``BadValue`` saying how to build it where there is none."""
     from suite.datasets import entry_path
+    from suite.datasets.cache import describe_root, is_complete
+
+    entry = entry_path(name, ogb_root)
+    if not is_complete(entry):
+        root = f" --ogb-root {ogb_root}" if ogb_root else ""
+        raise BadValue(f"{name} is not in the dataset cache {describe_root()}: build it with "
+                       f"`tierbench datasets generate {name}{root}`")
+    return entry
+
+
+def _cmd_info(args) -> int:
     from suite.datasets.build import regenerate_hint
     from suite.datasets.cache import (
-        describe_root,
         entry_problem,
-        is_complete,
         read_manifest,
     )
     from suite.experiments.datasets import measure, summarize
@@ -118,11 +128,7 @@ def _cmd_info(args) -> int:
 
     manifests = {}
     for name in args.names:
-        entry = entry_path(name, args.ogb_root)
-        if not is_complete(entry):
-            root = f" --ogb-root {args.ogb_root}" if args.ogb_root else ""
-            raise BadValue(f"{name} is not in the dataset cache {describe_root()}: build it with "
-                             f"`tierbench datasets generate {name}{root}`")
+        entry = _cached_entry(name, args.ogb_root)
         hint = regenerate_hint(name, args.ogb_root)
         problem = entry_problem(entry, hint, checksums=False)  # statistics of a damaged entry would mislead
         if problem:
@@ -146,23 +152,17 @@ def _reordered_entries(name: str) -> list:
 
 
 def _cmd_verify(args) -> int:
-    from suite.datasets import entry_path
     from suite.datasets.build import regenerate_hint
     from suite.datasets.cache import (
         describe_root,
         entry_bytes,
         entry_problem,
-        is_complete,
     )
     from suite.datasets.reordered import reordered_hint
 
     found = []
     for name in args.names:
-        entry = entry_path(name, args.ogb_root)
-        if not is_complete(entry):
-            root = f" --ogb-root {args.ogb_root}" if args.ogb_root else ""
-            raise BadValue(f"{name} is not in the dataset cache {describe_root()}: build it with "
-                           f"`tierbench datasets generate {name}{root}`")
+        entry = _cached_entry(name, args.ogb_root)
         found.append((entry, regenerate_hint(name, args.ogb_root)))
         found += [(path, reordered_hint(name, path.name[len(name) + 1:].rsplit("-", 1)[0], args.ogb_root))
                   for path in _reordered_entries(name)]

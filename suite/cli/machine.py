@@ -1,6 +1,6 @@
-"""``tierbench doctor``, ``tierbench gpubench``, ``tierbench samplerbench`` and ``tierbench gpu-suite``: this machine,
-its GPU's gather bandwidth, the CPU and GPU neighbour samplers' rates, and a first GPU visit in one resumable
-command."""
+"""``tierbench doctor``, ``tierbench costs``, ``tierbench gpubench``, ``tierbench samplerbench`` and ``tierbench
+gpu-suite``: this machine, the fixed cost of its minibatches, its GPU's gather bandwidth, the CPU and GPU neighbour
+samplers' rates, and a first GPU visit in one resumable command."""
 
 from __future__ import annotations
 
@@ -26,6 +26,18 @@ def _cmd_doctor(args) -> int:
                                device=args.device)
     print(format_profile(profile))
     print(f"wrote {path}")
+    return 0
+
+
+def _cmd_costs(args) -> int:
+    from suite.experiments.costs import measure, read_records, summary
+    from suite.io.provenance import machine_profile_name
+
+    profile = args.machine or f"{args.machines}/{machine_profile_name(args.device)}"
+    path = measure(args.dataset, args.out or f"out/costs/{args.dataset}", profile, device=args.device,
+                   loader=args.loader, batch_sizes=args.batch_sizes, repeats=args.repeats, progress=not args.quiet)
+    print(summary(read_records(path)))
+    print(f"wrote {path} and the fits into {profile}")
     return 0
 
 
@@ -85,6 +97,22 @@ def add_parsers(sub) -> None:
     doctor.add_argument("--no-measure", action="store_true", help="skip measuring the bandwidth ceilings")
     doctor.add_argument("--device", help="the GPU the ceilings are measured on (default: the current one)")
     doctor.set_defaults(func=_cmd_doctor)
+
+    costs = sub.add_parser("costs", help="the fixed cost of one minibatch per stage across batch sizes, into the "
+                           "machine profile (what `tierbench plan` adds to its bound)", parents=[options.quiet()])
+    costs.add_argument("--dataset", required=True, help="the preset whose minibatches are timed (papers-s on a GPU)")
+    costs.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    costs.add_argument("--loader", default="uva", help="the feature loader gathering (default uva: every row over "
+                       "zero-copy)")
+    costs.add_argument("--batch-sizes", type=options.positive_int, nargs="+", default=[8, 16, 32, 64, 128, 256, 512,
+                       1024, 2048, 4096], help="seeds per minibatch, at least two sizes (default 8 to 4096)")
+    costs.add_argument("--repeats", type=options.positive_int, default=5, help="timed minibatches per size")
+    costs.add_argument("--machines", default="out/machines", help="where this machine's profile is (tierbench "
+                       "doctor's --out)")
+    costs.add_argument("--machine", help="the machine profile to add the fits to (default: this machine's in "
+                       "--machines)")
+    costs.add_argument("--out", help="records directory (default out/costs/DATASET)")
+    costs.set_defaults(func=_cmd_costs)
 
     gpubench = sub.add_parser("gpubench", help="gather microbenchmarks on a GPU (cold, hot, alignment, model check)",
                               parents=[options.quiet()])

@@ -7,7 +7,11 @@ fastest.  Records: ``plan.csv`` (per policy and capacity: hit ratio, PCIe
 bytes and rows admitted per epoch, the projected seconds) with its sidecar
 (the recommendation, the ceilings used, the budget), and, where GPU epochs of
 the same device are committed, ``plan-measured.csv``: the projection beside
-their measured gather time.  ``suite.figures.plan`` draws them.
+their measured gather time.  Where the machine profile holds the fixed cost
+of a minibatch (``tierbench costs``), every projection adds it:
+``a x minibatches + b x row reads`` per epoch, the same for every policy; the
+sidecar's ``minibatch_costs`` holds ``[a, b]`` (None without them; absent in
+plans made before it existed).  ``suite.figures.plan`` draws them.
 """
 
 from __future__ import annotations
@@ -44,17 +48,18 @@ def _budget_rows(dataset, fanouts, max_rows: int, row_bytes: int, gpu_memory: in
     return needed, int(rows)
 
 
-def _recommendation(table: pd.DataFrame, name: str, gpu_memory: str, fits: int, num_nodes: int) -> str:
+def _recommendation(table: pd.DataFrame, name: str, gpu_memory: str, fits: int, num_nodes: int,
+                    projection: str) -> str:
     usable = table[table["kind"] != "bound"]
     best = usable.loc[usable[PROJECTED].idxmin()]
     bound = table[(table["policy"] == POLICIES["belady"].label) & (table["capacity (rows)"] == best["capacity (rows)"])]
     if fits == num_nodes:
         return (f"Recommended for {name} in {gpu_memory} of GPU memory: every one of its {fits:,} rows fits, so keep "
                 f"the whole table there (the `in-memory` loader; any static policy at 100%): {best[PROJECTED]:.3f} s of "
-                f"data loading per epoch (projected bound).")
+                f"data loading per epoch ({projection}).")
     return (f"Recommended for {name} in {gpu_memory} of GPU memory: {best['policy']} with {best['capacity (rows)']:,} "
             f"rows ({best['capacity (%)']:.1f}% of them) in GPU memory, {best[PROJECTED]:.3f} s of data loading per "
-            f"epoch (projected bound, hit ratio {best['hit ratio']:.3f}; Belady's bound at that capacity: "
+            f"epoch ({projection}, hit ratio {best['hit ratio']:.3f}; Belady's bound at that capacity: "
             f"{float(bound[PROJECTED].iloc[0]):.3f} s).")
 
 
@@ -77,8 +82,12 @@ def measure(name: str, gpu_memory: str, records_dir, *, machine_path=None, epoch
     rows, facts = run_lab(dataset, settings, capacities, traces, progress=progress)
     summary = summarise(rows)
     summary["hits"] = summary["hits"] / epochs
+    fixed = planner.fixed_seconds(machine.minibatch_costs, facts["batches_per_epoch"],
+                                  float(np.mean(facts["reads_per_epoch"])))
     summary[PROJECTED] = planner.projected_seconds(summary["miss_bytes"], summary["hits"], summary["fill_rows"],
-                                                   row_bytes, machine.ceilings)
+                                                   row_bytes, machine.ceilings) + fixed
+    projection = "projected bound" if machine.minibatch_costs is None else "projected bound + fixed cost"
+
     table = display(summary, row_bytes).assign(**{PROJECTED: summary[PROJECTED]})
     comparison = pd.DataFrame()
     if machine.measured:
@@ -92,7 +101,7 @@ def measure(name: str, gpu_memory: str, records_dir, *, machine_path=None, epoch
         "command": (f"tierbench plan --dataset {name} --gpu-memory {gpu_memory}"
                     f"{'' if epochs == 1 else f' --epochs {epochs}'}{trace_options(regime, batch, fanouts, name)} "
                     f"--out {records_dir}"),
-        "recommendation": _recommendation(table, name, gpu_memory, fits, dataset.num_nodes),
+        "recommendation": _recommendation(table, name, gpu_memory, fits, dataset.num_nodes, projection),
         "name": name, "gpu_memory": gpu_memory, "device": machine.device, "ceilings_source": machine.source,
         "measured_machine": machine.measured, "zero_copy_bytes_per_s": machine.ceilings[planner.ZERO_COPY],
         "d2d_bytes_per_s": machine.ceilings[planner.D2D], "budget_bytes": budget, "model_bytes": model, "fits": fits,
@@ -100,6 +109,8 @@ def measure(name: str, gpu_memory: str, records_dir, *, machine_path=None, epoch
         "epochs": epochs, "batches_per_epoch": facts["batches_per_epoch"],
         "compared_rows": len(comparison), "overhead": None if overhead is None else [float(v) for v in overhead],
         "fitted_on": list(comparison.attrs.get("fitted_on", [])),
+        "minibatch_costs": None if machine.minibatch_costs is None else list(machine.minibatch_costs),
+        "fixed_s_per_epoch": fixed,
     }
     if len(comparison):
         records.write_records(records_dir / f"{MEASURED}.csv", comparison, record, {}, index=False)

@@ -44,18 +44,36 @@ def _comparison_text(comparison: pd.DataFrame, facts: dict) -> str:
                   f"{overhead[0] * 1e3:.3f} ms per minibatch + {overhead[1] * 1e9:.2f} ns per row.")
     return (f"\n## Projected against measured, {facts['device']}\n\nGather time of the committed GPU epochs of {name} "
             f"(batch {batch}, fanouts {fanouts}; `uva` keeps nothing, `tiered` keeps the top wR-PR rows), against the "
-            f"bound projected from this trace, and the bound plus the overhead every gather pays. {fitted} Error: "
+            f"bound projected from this trace, and the bound plus the overhead every gather pays. {fitted}"
+            f"{_measured_costs_text(comparison)} Error: "
             f"projected / measured - 1; the goal is within 15%.\n\n"
             + comparison.to_markdown(index=False, floatfmt=".3f") + "\n")
 
 
-def plot(table: pd.DataFrame, title: str):
+def _measured_costs_text(comparison: pd.DataFrame) -> str:
+    """What the fixed-cost columns of the comparison are, where the profile had the costs."""
+    if "fixed cost error" not in comparison.columns:
+        return ""
+    return (" Beside it, the bound plus the fixed cost `tierbench costs` measured across batch sizes on that GPU "
+            "(bound + fixed cost s; fixed cost error).")
+
+
+def _fixed_text(costs, facts: dict) -> str:
+    """How the fixed cost of the profile's minibatches is added, where it holds one."""
+    if costs is None:
+        return ""
+    return (f"; to which every projection here adds the fixed cost `tierbench costs` measured on that GPU, "
+            f"{costs[0] * 1e3:.3f} ms per minibatch + {costs[1] * 1e9:.2f} ns per row read above the bound: "
+            f"{facts['fixed_s_per_epoch']:.3f} s per epoch")
+
+
+def plot(table: pd.DataFrame, title: str, projection: str):
     plt, sns = pyplot()
     order = [POLICIES[p].label for p in POLICIES if POLICIES[p].label in set(table["policy"])]
     fig, ax = plt.subplots(figsize=(10, 4.8))
     sns.lineplot(data=table, x="capacity (%)", y=PROJECTED, hue="policy", hue_order=order, style="kind", markers=True,
                  dashes=False, ax=ax)
-    ax.set(ylabel="data loading s / epoch (projected bound)", xlabel="capacity (% of rows)")
+    ax.set(ylabel=f"data loading s / epoch ({projection})", xlabel="capacity (% of rows)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
@@ -67,6 +85,7 @@ def render(records: Path, out: Path) -> list[Path]:
     plan, comparison = read_records(records)
     table, facts, record = plan.table, plan.facts, plan.provenance
     name, gpu_memory = facts["name"], facts["gpu_memory"]
+    costs = facts.get("minibatch_costs")  # absent in plans made before `tierbench costs` existed
     markdown = (
         f"# Placement plan, {name}, {gpu_memory} of GPU memory\n\nMade by `{facts['command']}` on "
         f"{caption(record)}.\n\n**{facts['recommendation']}**\n\n"
@@ -78,12 +97,13 @@ def render(records: Path, out: Path) -> list[Path]:
         f"{facts['row_bytes']} B. Trace: fanouts {tuple(facts['fanouts'])}, {facts['trace']}, {facts['epochs']} "
         f"epoch(s) of {facts['batches_per_epoch']:,} minibatches. Projected: PCIe bytes / zero-copy ceiling + (hits + "
         f"rows admitted) x row bytes / D2D ceiling, per epoch: a bound that leaves out each gather's fixed costs, the "
-        f"same for every policy.\n\n"
+        f"same for every policy{_fixed_text(costs, facts)}.\n\n"
         + table.to_markdown(index=False, floatfmt=".3f", intfmt=",") + "\n"
         + _comparison_text(comparison, facts)
     )
     gpu = facts["device"].removeprefix("cuda: ")
-    fig = plot(table, f"{name} in {gpu_memory}: data loading per epoch projected with {gpu}'s ceilings")
+    fig = plot(table, f"{name} in {gpu_memory}: data loading per epoch projected with {gpu}'s ceilings",
+               "projected bound" if costs is None else "projected bound + fixed cost")
     out = Path(out)
     paths = [out / f"{STEM}.md", copy_table(plan, out), out / f"{STEM}.png"]
     atomic.write_text(paths[0], markdown)

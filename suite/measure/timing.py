@@ -1,4 +1,4 @@
-"""Timing: the best of several runs, by the host clock or by CUDA events.
+"""Timing: the best of several runs, by the host clock or by CUDA events, and one run by either.
 
 Every speed tierbench reports outside a training epoch (scorer and reorder
 times, asv and pytest-benchmark ratios, gpubench and the doctor's ceilings)
@@ -41,3 +41,19 @@ def best_cuda_seconds(run, device: torch.device, repeats: int, batch: int = 1) -
         end.synchronize()
         best = min(best, start.elapsed_time(end) / 1e3 / batch)
     return best
+
+
+def stage_seconds(fn, device: torch.device):
+    """``(result, seconds)`` of one ``fn()``: by CUDA events on the current stream, waiting for the second, on CUDA
+    (the GPU's time for the work ``fn`` enqueued); by the host clock elsewhere."""
+    if device.type != "cuda":
+        start = time.perf_counter()
+        result = fn()
+        return result, time.perf_counter() - start
+    stream = torch.cuda.current_stream(device)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record(stream)
+    result = fn()
+    end.record(stream)
+    end.synchronize()
+    return result, start.elapsed_time(end) / 1e3

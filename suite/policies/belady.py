@@ -13,7 +13,7 @@ alike, and no policy's hit count can exceed it.
 
 One pass computes every access's next use (O(accesses + N)); the replay
 keeps the cached rows in an indexed max-heap on next use
-(``suite.policies.heap``), O(log C) per access.
+(``tiering.heap``), O(log C) per access.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from suite.policies.heap import push, replace_top, sift_up
 from suite.policies.replay import Replay, check_capacity, counters, epoch_of_batch
+from tiering.heap import push, replace_top, sift_up
 
 NEVER = np.iinfo(np.int64).max
 """The next use of a row that no later minibatch reads."""

@@ -34,8 +34,8 @@ import numba
 import numpy as np
 
 from suite.policies.belady import next_use
-from suite.policies.heap import push, replace_top, sift_down, sift_up
 from suite.policies.replay import Replay, check_capacity, counters, epoch_of_batch
+from tiering.heap import push, replace_top, sift_down, sift_up
 
 WINDOWS = (1, 4, 16, 64, 256)
 """The windows, in minibatches sampled ahead, that the policy lab replays."""

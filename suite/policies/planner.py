@@ -20,6 +20,16 @@ the *other* datasets, and ``compare_measured`` sets the projection with and
 without it beside the measured gather time of the planned dataset's epochs:
 a check on data the fit never saw.  The overhead is the same for every
 policy on one trace, so it moves no recommendation.
+
+Where the profile holds the fixed cost of a minibatch measured across batch
+sizes on that GPU (``tierbench costs``, its ``minibatch_costs`` section: the
+gather's seconds *above* the ceilings' bound fitted as ``a`` per minibatch
+plus ``b`` per input row), the projection of an epoch is the bound plus
+``a x minibatches + b x row reads`` of the trace (``fixed_seconds``): the
+traffic model prices the bytes, the fitted line what every gather pays beside
+them.  Without that section (or with one fitted on a machine without measured
+ceilings, whose line holds the bytes' time too) the projection is the bound
+alone, as before.
 """
 
 from __future__ import annotations
@@ -60,14 +70,36 @@ def parse_bytes(text: str) -> int:
     return int(float(match.group(1)) * _UNITS[match.group(2)])
 
 
+COSTS_SECTION = "minibatch_costs"
+"""The machine profile's section that ``tierbench costs`` writes (``suite.experiments.costs``)."""
+ABOVE_BOUND = "the bound of the profile's ceilings"
+"""What its gather line was fitted above where the profile had measured ceilings."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Machine:
-    """Ceilings (bytes/s) to project with, and where they come from."""
+    """Ceilings (bytes/s) to project with, where they come from, and the gather's fixed cost where measured."""
 
     device: str
     ceilings: dict
     source: str
     measured: bool
+    minibatch_costs: tuple[float, float] | None = None  # (seconds per minibatch, per input row) above the bound
+
+
+def gather_costs(profile: dict) -> tuple[float, float] | None:
+    """``(a, b)`` of the gather's line in the profile's ``minibatch_costs`` section, where it was fitted above the
+    ceilings' bound; None otherwise."""
+    costs = profile.get(COSTS_SECTION)
+    if not isinstance(costs, dict) or costs.get("gather_above") != ABOVE_BOUND:
+        return None
+    gather = costs.get("stages", {}).get("gather", {})
+    return float(gather["a_s"]), float(gather["b_s"])
+
+
+def fixed_seconds(costs: tuple[float, float] | None, batches, reads):
+    """What the gathers of ``batches`` minibatches reading ``reads`` rows pay beside their bytes (0 without costs)."""
+    return 0.0 if costs is None else costs[0] * batches + costs[1] * reads
 
 
 NO_PROFILE = "none"
@@ -92,7 +124,8 @@ def machine(path=None, machines=PROFILE_DIRS) -> Machine:
         raise BadValue(f"{path} holds no measured zero-copy and D2D ceilings (made on a CPU, or with "
                        "--no-measure?): run `tierbench doctor` on the GPU machine")
     profile = json.loads(Path(path).read_text(encoding="utf-8"))
-    return Machine(profile["device"], ceilings, f"measured by `tierbench doctor` on {profile['time']} ({path})", True)
+    return Machine(profile["device"], ceilings, f"measured by `tierbench doctor` on {profile['time']} ({path})", True,
+                   gather_costs(profile))
 
 
 def model_bytes(feature_dim: int, num_classes: int, layers: int, hidden: int, max_rows: int, row_bytes: int) -> int:
@@ -167,6 +200,10 @@ def compare_measured(name: str, batch_size: int, fanouts, measured_machine: Mach
         if overhead is not None:
             projected = bound + overhead[0] * batches_per_epoch + overhead[1] * reads_per_epoch
             row.update({"bound + overhead s": projected, "error": projected / group["gather_s"].mean() - 1})
+        if measured_machine.minibatch_costs is not None:
+            projected = bound + fixed_seconds(measured_machine.minibatch_costs, batches_per_epoch, reads_per_epoch)
+            row.update({"bound + fixed cost s": projected,
+                        "fixed cost error": projected / group["gather_s"].mean() - 1})
         rows.append(row)
     table = pd.DataFrame(rows)
     table.attrs["overhead"] = overhead

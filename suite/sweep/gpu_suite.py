@@ -15,7 +15,10 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
 6. ``fig8-<name>``, ``fig8-pipeline-<name>``, ``fig10-<name>``: the sweeps of Data Tiering Figures 8 and 10 on the GPU,
    one dataset per step (records in ``runs/``), and ``fig8-gpu-sampling-papers-s``: Figure 8 on papers-s sampled by
    the fused GPU sampler, beside the CPU-sampled cells of ``fig8-papers-s`` in the same records;
-7. ``report-fig8``, ``report-fig10``: their tables and figures (``fig8/``, ``fig10/``).
+   ``lookahead-papers-s``: the lookahead loader beside ``tiered`` in the same GPU memory;
+   ``costs-papers-s``: the fixed cost of one minibatch per stage across batch sizes (``tierbench costs``), into
+   ``costs/papers-s/`` and the machine profile's ``minibatch_costs``, which ``tierbench plan`` adds to its bound;
+7. ``report-fig8``, ``report-fig10``, ``report-lookahead``: their tables and figures (``fig8/``, ``fig10/``, ``lookahead/``).
 
 Every step runs with ``TIERBENCH_REVISION`` set to the revision the suite found when it started (the caller's value
 where set, else git's; ``suite.io.provenance``), so every record of the visit names the same revision; the state file
@@ -68,6 +71,7 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     "lookahead-papers-s": 40, "report-lookahead": 10,  # not yet run: a third of fig10-papers-s's six cells
     "samplerbench-papers-s": 60,  # not yet run: papers-s loaded, six cases of six runs each
     "fig8-gpu-sampling-papers-s": 30,  # not yet run: fig8-papers-s's cells, sampled on the GPU
+    "costs-papers-s": 60,  # not yet run: 60 minibatches of 8-4096 seeds after loading papers-s
 }
 """Typed by hand from the first visit; a plan uses them only for the steps its state file has no time of
 (``estimate``).  The datasets steps are timed generating and reordering into an empty cache.  A sweep step generates
@@ -178,6 +182,10 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
     steps.append(Step("lookahead-papers-s", cli + ("run", "--experiment", "lookahead", "--datasets", "papers-s",
                                                    "--device", "cuda", "--runs", runs, "-q"),
                       f"{runs}/lookahead.csv", inputs=("datasets-papers-s",)))
+    # the fixed cost of one minibatch per stage across batch sizes, into the machine profile `tierbench plan` reads
+    steps.append(Step("costs-papers-s", cli + ("costs", "--dataset", "papers-s", "--device", "cuda", "--machines",
+                                               str(machines), "--out", str(folder / "costs" / "papers-s"), "-q"),
+                      str(folder / "costs" / "papers-s"), inputs=("doctor", "datasets-papers-s")))
     for experiment in ("fig8", "fig10", "lookahead"):
         inputs = tuple(s.name for s in steps if s.name.startswith(f"{experiment}-"))
         steps.append(Step(f"report-{experiment}", cli + ("report", "--experiment", experiment, "--runs", runs,

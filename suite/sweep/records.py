@@ -126,6 +126,9 @@ SCHEMA = {
     "pcie_rx_bytes_measured": _count(nullable=True),
     "pcie_measured_scope": Column("str", nullable=True),
     "pipeline": Column("bool", default=False),
+    "sample_event_s": Column("float", nullable=True, within="seconds"),  # CUDA events (suite.measure.stage_events)
+    "gather_event_s": Column("float", nullable=True, within="seconds"),
+    "train_event_s": Column("float", nullable=True, within="seconds"),
     "kernel_variant": Column("str", nullable=True),  # the gather kernel's variant, where the loader chose one
     "variant_basis": Column("str", nullable=True),  # why: each tier's fastest in gpubench's records, or the default
 }
@@ -135,7 +138,9 @@ unscaled; those written before ``rows_gathered``, ``nodes_touched`` and ``row_by
 (``<NA>``); those written before ``disk_bytes_read`` existed read nothing from disk (0).  ``host_fraction`` is the host
 budget of a loader that reads from disk, empty for the others and in rows written before it existed; likewise
 ``kernel_variant`` and ``variant_basis`` for the loader that chooses its gather kernel's variant (``tiered``), and
-``source_sha256`` (``suite.io.provenance``) in rows written before it existed."""
+``source_sha256`` (``suite.io.provenance``) in rows written before it existed.  ``sample_event_s``, ``gather_event_s``
+and ``train_event_s`` are the stages timed by CUDA events on their streams: empty on a CPU and in rows written before
+they existed."""
 
 _EXTRA = Column("str", nullable=True)  # a column this version does not know: kept as text
 _INTEGER = re.compile(r"[+-]?\d+(?:\.0*)?")  # pandas wrote an integer column with a gap as floats: 1744078336.0

@@ -29,7 +29,9 @@ is idle) and the second when this gather's last kernel ends or the host has
 finished enqueueing, whichever is later, so the span is the GPU time of the
 gather together with the host-side part the stream waited for, never the CPU
 enqueue alone.  Spans are read once their events have completed: after the
-training step that used the minibatch, and at the end of the iteration.
+training step that used the minibatch, and at the end of the iteration.  On a
+GPU each worker also records its spans (the sampler's on its own stream too)
+into the ``events`` it is given (``suite.measure.stage_events``).
 
 The pipeline never changes results: minibatches are drawn in the same order
 from the same generator and trained in that order, so losses are identical
@@ -46,6 +48,8 @@ import time
 from typing import Callable, Iterable
 
 import torch
+
+from suite.measure.stage_events import StageEvents
 
 
 class _Failed:
@@ -66,12 +70,14 @@ class Pipeline:
     each other and the caller's training, so they do not add up to the wall time).
     """
 
-    def __init__(self, produce: Iterable, prepare: Callable, *, capacity: int = 2, device=None):
+    def __init__(self, produce: Iterable, prepare: Callable, *, capacity: int = 2, device=None,
+                 events: StageEvents | None = None):
         if capacity < 1:
             raise ValueError(f"queue capacity must be at least 1, got {capacity}")
         self.produce = produce
         self.prepare = prepare
         self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.events = events if events is not None else StageEvents("cpu")  # where the workers' spans go, if anywhere
         self.sampled: queue.Queue = queue.Queue(capacity)
         self.ready: queue.Queue = queue.Queue(capacity)
         self.stop = threading.Event()
@@ -112,8 +118,11 @@ class Pipeline:
                     item, sampled = next(items, _DONE), None
                 else:
                     with torch.cuda.stream(stream):
+                        span = self.events.begin(stream)
                         item, sampled = next(items, _DONE), torch.cuda.Event()
                         sampled.record(stream)
+                        if item is not _DONE:
+                            self.events.end("sample", span, stream)
                 self.busy["sample"] += time.perf_counter() - start
                 if item is _DONE:
                     self._put(self.sampled, _DONE)
@@ -143,6 +152,7 @@ class Pipeline:
                         span = _StreamSpan(stream)
                         prepared = self.prepare(item)
                         span.close(stream)
+                        self.events.add("gather", span.begin, span.end)
                 if not self._put(self.ready, (prepared, span)):
                     return
         except BaseException as error:  # noqa: B036 (handed to the consumer, who raises it)

@@ -9,7 +9,9 @@ An epoch runs three stages per minibatch and times each one, synchronising
 the training's CUDA stream (not the whole GPU) before reading the clock when
 training on CUDA (with ``pipeline=True`` the stages of different minibatches
 overlap in threads, ``suite.training.pipeline``, and each stage's time is its busy
-time, the gather's taken by CUDA events on its own stream):
+time, the gather's taken by CUDA events on its own stream).  On CUDA each stage
+is also timed by CUDA events on the stream it runs on (``suite.measure.stage_events``),
+into ``sample_event_s``, ``gather_event_s`` and ``train_event_s`` (None on a CPU):
 
 * **sample**: the sampler of ``sampling`` (``suite.training.sampling``: ``NeighborSampler`` on the CPU, or the
   fused GPU sampler over the CSR in GPU or pinned host memory) draws the blocks for the batch's seeds, the same
@@ -34,6 +36,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from suite.measure.pcie import PCIeCounter
+from suite.measure.stage_events import StageEvents
 from suite.training.model import GraphSAGE
 from suite.training.pipeline import Pipeline
 from tiering.features.loader import FeatureLoader
@@ -65,6 +68,9 @@ class EpochResult:
     pcie_rx_bytes_measured: int | None  # NVML, None where unavailable (never 0 for "unknown")
     pcie_measured_scope: str  # what the NVML bytes cover (suite.measure.pcie.SCOPE), or why there are none
     pipeline: bool  # sampling, gathering and training overlapped (suite.training.pipeline)
+    sample_event_s: float | None = None  # CUDA events on the stage's stream (suite.measure.stage_events); None on a CPU
+    gather_event_s: float | None = None
+    train_event_s: float | None = None
     losses: list[float] = dataclasses.field(default_factory=list, repr=False)  # per minibatch, in order
 
     def as_record(self) -> dict:
@@ -120,26 +126,33 @@ class Trainer:
         if self.device.type == "cuda":
             torch.cuda.current_stream(self.device).synchronize()
 
+    def _stream(self):
+        """The training's CUDA stream (None on a CPU): where the sequential stages and training run."""
+        return torch.cuda.current_stream(self.device) if self.device.type == "cuda" else None
+
     def _prepare(self, batch: MiniBatch):
         """The gather stage: the batch's features and blocks on the training device."""
         return batch, self.loader.gather(batch.input_nodes), [b.to(self.device) for b in batch.blocks]
 
-    def _sequential(self, batches, times: dict):
+    def _sequential(self, batches, times: dict, events: StageEvents):
         """Sample, then gather, one minibatch at a time, timing each stage."""
         while True:
-            start = time.perf_counter()
+            start, span = time.perf_counter(), events.begin(self._stream())
             batch = next(batches, None)
             times["sample"] += time.perf_counter() - start
             if batch is None:
                 return
-            start = time.perf_counter()
+            events.end("sample", span, self._stream())
+            start, span = time.perf_counter(), events.begin(self._stream())
             prepared = self._prepare(batch)
+            events.end("gather", span, self._stream())
             self._sync()
             times["gather"] += time.perf_counter() - start
             yield prepared
 
-    def _step(self, batch: MiniBatch, x: torch.Tensor, blocks, times: dict, train: bool) -> torch.Tensor:
-        start = time.perf_counter()
+    def _step(self, batch: MiniBatch, x: torch.Tensor, blocks, times: dict, train: bool,
+              events: StageEvents) -> torch.Tensor:
+        start, span = time.perf_counter(), events.begin(self._stream())
         logits = self.model(x, blocks)
         if train:
             loss = F.cross_entropy(logits, self.labels[batch.seeds.to(self.device)])
@@ -147,6 +160,7 @@ class Trainer:
             loss.backward()
             self.optimizer.step()
             logits = loss.detach()
+        events.end("train", span, self._stream())
         self._sync()
         times["train"] += time.perf_counter() - start
         return logits
@@ -157,6 +171,7 @@ class Trainer:
         self.loader.start_epoch(epoch)
         self.loader.reset_stats()
         times = {"sample": 0.0, "gather": 0.0, "train": 0.0}
+        events = StageEvents(self.device)
         losses, edges = [], 0
         touched = torch.zeros(self.dataset.num_nodes, dtype=torch.bool, device=self.sampler.graph.indptr.device)
         batches, total, _ = self._batches("train", epoch, shuffle=True)
@@ -165,16 +180,17 @@ class Trainer:
         self.pcie.start()
         epoch_start = time.perf_counter()
         if pipeline:
-            stages = Pipeline(batches, self._prepare, capacity=self.pipeline_capacity, device=self.device)
+            stages = Pipeline(batches, self._prepare, capacity=self.pipeline_capacity, device=self.device,
+                              events=events)
             times = stages.busy  # worker stages time themselves; training adds its own entry
             times["train"] = 0.0
         else:
-            stages = self._sequential(batches, times)
+            stages = self._sequential(batches, times, events)
         try:
             for batch, x, blocks in stages:
                 edges += batch.num_sampled_edges
                 touched[batch.input_nodes] = True
-                losses.append(float(self._step(batch, x, blocks, times, train=True)))
+                losses.append(float(self._step(batch, x, blocks, times, train=True, events=events)))
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
                 bar.update(1)
             epoch_s = time.perf_counter() - epoch_start
@@ -182,6 +198,7 @@ class Trainer:
         finally:
             self.pcie.close()  # an interrupted epoch leaves no NVML reader running
         bar.close()
+        on_gpu = events.seconds()
         stats = self.epoch_stats = self.loader.stats()  # before the validation pass gathers rows of its own
         self.epoch_touched = touched
         return EpochResult(
@@ -206,6 +223,9 @@ class Trainer:
             pcie_rx_bytes_measured=None if measured is None else measured["rx_bytes"],
             pcie_measured_scope=self.pcie.scope,
             pipeline=pipeline,
+            sample_event_s=on_gpu["sample"],
+            gather_event_s=on_gpu["gather"],
+            train_event_s=on_gpu["train"],
             losses=losses,
         )
 
@@ -225,9 +245,10 @@ class Trainer:
         """``(correct, counted)`` predictions on a split, with the same sampled neighbourhoods as training."""
         self.model.eval()
         correct, seen, times = 0, 0, {"sample": 0.0, "gather": 0.0, "train": 0.0}
+        untimed = StageEvents("cpu")
         batches, _, counted = self._batches(split, epoch + 10_000, shuffle=False)
-        for batch, x, blocks in self._sequential(batches, times):
-            predicted = self._step(batch, x, blocks, times, train=False).argmax(dim=1)
+        for batch, x, blocks in self._sequential(batches, times, untimed):
+            predicted = self._step(batch, x, blocks, times, train=False, events=untimed).argmax(dim=1)
             right = predicted == self.labels[batch.seeds.to(self.device)]
             correct += int(right[: max(0, counted - seen)].sum())
             seen += len(right)

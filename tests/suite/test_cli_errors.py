@@ -307,7 +307,7 @@ WRITING_COMMANDS = [
     ["policies", "--dataset", "tiny"], ["plan", "--dataset", "tiny", "--gpu-memory", "1GB"], ["disk", "--dataset", "tiny"],
     ["bucket-orders"], ["bucket-train", "--dataset", "tiny"], ["sar", "--dataset", "tiny"], ["datasets", "info", "tiny"],
     ["datasets", "cost", "tiny"], ["doctor", "--no-measure"], ["scorers", "--dataset", "tiny"], ["gpubench"],
-    ["gpu-suite"], ["run", "--experiment", "fig8"],
+    ["gpu-suite"], ["run", "--experiment", "fig8"], ["costs", "--dataset", "tiny"],
 ]
 """Every command that writes files into a folder it is given."""
 

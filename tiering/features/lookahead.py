@@ -14,7 +14,8 @@ replays the same rule over a whole trace (``suite.policies.lookahead``), and
 the tests check the two agree exactly.
 
 Layout: ``cache`` holds C rows in GPU memory; the node -> slot map and the
-rule's bookkeeping (an indexed max-heap on each cached row's next use, and
+rule's bookkeeping (an indexed max-heap on each cached row's next use,
+``tiering.heap``, and
 each row's last announced minibatch) live in host memory, where the sampler
 produces the ids, and a gather copies the minibatch's slots to the device.
 A gather serves hits from ``cache`` and misses by zero-copy from the pinned
@@ -41,40 +42,11 @@ from tiering.features.combined import CombinedTensor
 from tiering.features.loader import FeatureLoader
 from tiering.features.traffic import zero_copy_traffic_tensors
 from tiering.features.zero_copy import DEFAULT_VARIANT
+from tiering.heap import push, replace_top, sift_down, sift_up
 
 BEYOND = np.int64(2**62)
 """The key of a row not needed within the window: ``BEYOND`` plus its static rank, above any minibatch number."""
 _UNSET = np.int64(-1)
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _above(key, u, v):
-    return key[u] > key[v] or (key[u] == key[v] and u > v)
-
-
-@numba.njit(cache=True, nogil=True)
-def _sift_up(heap, key, where, i):
-    while i > 0 and _above(key, heap[i], heap[(i - 1) // 2]):
-        parent = (i - 1) // 2
-        heap[i], heap[parent] = heap[parent], heap[i]
-        where[heap[i]] = i
-        where[heap[parent]] = parent
-        i = parent
-
-
-@numba.njit(cache=True, nogil=True)
-def _sift_down(heap, key, where, i, size):
-    while True:
-        top = i
-        for child in (2 * i + 1, 2 * i + 2):
-            if child < size and _above(key, heap[child], heap[top]):
-                top = child
-        if top == i:
-            return
-        heap[i], heap[top] = heap[top], heap[i]
-        where[heap[i]] = i
-        where[heap[top]] = top
-        i = top
 
 
 @numba.njit(cache=True, nogil=True)
@@ -88,7 +60,7 @@ def _announce(ids, batch, gathered, start, following, base, last_seen, last_pos,
             following[last_pos[v] - base] = batch
         elif where[v] >= 0:  # cached, not needed within the window until now
             key[v] = batch
-            _sift_down(heap, key, where, where[v], size)
+            sift_down(heap, key, where, where[v], size)
         last_seen[v] = batch
         last_pos[v] = start + i
 
@@ -104,7 +76,7 @@ def _serve(ids, following, batch, rank, heap, where, key, slot_of, hit_in, capac
             slots[i] = slot_of[v]
             hit_in[v] = batch
             key[v] = following[i] if following[i] != _UNSET else BEYOND + rank[v]
-            _sift_up(heap, key, where, where[v])
+            sift_up(heap, key, where, where[v])
     admitted = np.empty(len(ids), np.int64)
     admitted_slots = np.empty(len(ids), np.int64)
     count = 0
@@ -114,20 +86,11 @@ def _serve(ids, following, batch, rank, heap, where, key, slot_of, hit_in, capac
             continue
         if size < capacity:
             slot = size
-            heap[size] = v
-            where[v] = size
-            key[v] = following[i]
-            size += 1
-            _sift_up(heap, key, where, size - 1)
+            size = push(heap, key, where, size, v, following[i])
         elif size > 0 and following[i] < key[heap[0]]:  # a cache of no rows admits nothing
-            gone = heap[0]
-            slot = slot_of[gone]
-            slot_of[gone] = -1
-            where[gone] = -1
-            heap[0] = v
-            where[v] = 0
-            key[v] = following[i]
-            _sift_down(heap, key, where, 0, size)
+            slot = slot_of[heap[0]]
+            slot_of[heap[0]] = -1
+            replace_top(heap, key, where, size, v, following[i])
         else:
             continue
         slot_of[v] = slot
@@ -222,8 +185,8 @@ class LookaheadLoader(FeatureLoader):
         rows = np.concatenate([ahead, rest])
         keys = np.concatenate([first[ahead], BEYOND + self.rank[rest]])
         for slot, (v, k) in enumerate(zip(rows, keys)):
-            self._heap[slot], self._where[v], self._key[v], self._slot_of[v] = v, slot, k, slot
-            _sift_up(self._heap, self._key, self._where, slot)
+            self._slot_of[v] = slot
+            push(self._heap, self._key, self._where, slot, v, k)
         self._size = len(rows)
         if len(rows):
             self.host.launch_kernel(torch.as_tensor(rows).to(self.device), self.cache[:len(rows)])

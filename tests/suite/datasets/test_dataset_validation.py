@@ -12,7 +12,7 @@ from suite.datasets.build import generate_arrays
 from suite.datasets.dataset import load_entry
 from suite.datasets.ogb_format import write_node_dataset
 
-HINT = "in OGB.s layout \(--ogb-root names the folder above it\): put a complete copy of OGB.s download there"
+HINT = r"in OGB.s layout \(--ogb-root names the folder above it\): put a complete copy of OGB.s download there"
 
 
 @pytest.fixture(scope="module")

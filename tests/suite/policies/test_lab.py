@@ -15,6 +15,7 @@ import torch
 
 from suite.cli import main
 from suite.datasets.reordered import load_reordered
+from suite.experiments import plan
 from suite.policies.lab import POLICIES, presc_order
 from suite.policies.static import replay_static
 from suite.policies.trace import record_trace
@@ -186,3 +187,29 @@ def test_two_plans_into_one_folder_take_turns_and_each_prints_its_own(tiny, tmp_
         (recommendation,) = [line for line in out.splitlines() if line.startswith("Recommended for tiny")]
         assert recommendation.startswith(f"Recommended for tiny in {budget} of GPU memory"), out
         assert f"in {budget} of GPU memory" in out.split("wrote ")[0]  # the table it printed is its own too
+
+
+def test_tierbench_plan_adds_the_profiles_fixed_cost_of_a_minibatch_to_every_projection(tiny, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    ceilings = {"zero_copy_read_bytes_per_s": 50e9, "d2d_copy_bytes_per_s": 1500e9}
+    plain, costed = tmp_path / "plain.json", tmp_path / "costed.json"
+    profile = {"device": "cuda: Test GPU", "time": "2026-11-22T00:00:00+00:00", "ceilings": ceilings}
+    plain.write_text(json.dumps(profile))
+    a, b = 0.9e-3, 7e-9
+    costed.write_text(json.dumps({**profile, "minibatch_costs": {
+        "gather_above": "the bound of the profile's ceilings",
+        "stages": {"gather": {"a_s": a, "b_s": b, "per": "input row"}}}}))
+    plans = {}
+    for name, path in (("plain", plain), ("costed", costed)):
+        assert main(["plan", "--dataset", "tiny", "--gpu-memory", "24GiB", "--batch-size", "64", "--fanout", "5,3",
+                     "--machine", str(path), "--out", str(tmp_path / name), "-q"]) == 0
+        plans[name] = plan.read_records(tmp_path / name)[0]
+    facts = plans["costed"].facts
+    assert plans["plain"].facts["minibatch_costs"] is None and plans["plain"].facts["fixed_s_per_epoch"] == 0
+    assert facts["minibatch_costs"] == [a, b] and facts["fixed_s_per_epoch"] > a * facts["batches_per_epoch"]
+    added = plans["costed"].table[plan.PROJECTED] - plans["plain"].table[plan.PROJECTED]
+    assert added.to_numpy() == pytest.approx(facts["fixed_s_per_epoch"])  # the same for every policy and capacity
+    assert "projected bound + fixed cost" in facts["recommendation"]
+    text = (tmp_path / "costed" / "plan.md").read_text()
+    assert "0.900 ms per minibatch + 7.00 ns per row" in text
+    assert "tierbench costs" not in (tmp_path / "plain" / "plan.md").read_text()

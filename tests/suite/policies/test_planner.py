@@ -60,3 +60,18 @@ def test_the_overhead_fit_recovers_a_cost_per_minibatch_and_per_row():
 def test_the_projection_charges_misses_to_the_link_and_hits_and_fills_to_gpu_memory():
     ceilings = {planner.ZERO_COPY: 50e9, planner.D2D: 1000e9}
     assert planner.projected_seconds(50e9, 1e9, 1e9, 500, ceilings) == pytest.approx(1.0 + 1.0)
+
+
+def test_the_fixed_cost_of_a_minibatch_is_taken_only_where_fitted_above_the_ceilings_bound(tmp_path):
+    ceilings = {planner.ZERO_COPY: 40e9, planner.D2D: 900e9}
+    stages = {"gather": {"a_s": 1e-3, "b_s": 5e-9, "per": "input row"}}
+    above = {"gather_above": planner.ABOVE_BOUND, "stages": stages}
+    cases = {"above": ({planner.COSTS_SECTION: above}, (1e-3, 5e-9)),
+             "whole": ({planner.COSTS_SECTION: {**above, "gather_above": "nothing"}}, None), "none": ({}, None)}
+    for name, (extra, expected) in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"device": "cuda: G", "time": "2026-01-01", "ceilings": ceilings, **extra}))
+        assert planner.machine(path).minibatch_costs == expected, name
+    assert planner.fixed_seconds((1e-3, 5e-9), 100, 2e6) == pytest.approx(0.1 + 0.01)
+    assert planner.fixed_seconds(None, 100, 2e6) == 0.0
+    assert planner.machine("none").minibatch_costs is None

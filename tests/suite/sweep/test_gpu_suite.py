@@ -15,8 +15,8 @@ from suite.sweep import gpu_suite
 
 STEPS = ["doctor", "gpu-tests", "gpubench", "datasets-papers-s", "datasets-products-s", "samplerbench-papers-s",
          "fig8-papers-s", "fig8-products-s", "fig8-pipeline-papers-s", "fig8-pipeline-products-s", "fig10-papers-s",
-         "fig10-products-s", "fig8-gpu-sampling-papers-s", "lookahead-papers-s", "report-fig8", "report-fig10",
-         "report-lookahead"]
+         "fig10-products-s", "fig8-gpu-sampling-papers-s", "lookahead-papers-s", "costs-papers-s", "report-fig8",
+         "report-fig10", "report-lookahead"]
 
 
 class FakeRunner:
@@ -130,7 +130,7 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
                 and name != "report-lookahead"]  # its one sweep is papers-s's
     assert runner.names == expected  # the products-s sweeps, gpubench and the reports of them still ran
     for name in ("samplerbench-papers-s", "fig8-papers-s", "fig8-pipeline-papers-s", "fig10-papers-s",
-                 "fig8-gpu-sampling-papers-s", "lookahead-papers-s"):
+                 "fig8-gpu-sampling-papers-s", "lookahead-papers-s", "costs-papers-s"):
         assert f"[skip] {name}: its input datasets-papers-s is not done (failed)" in lines
     assert any(line.startswith("[failed] gpu-tests: rc 1") and "fake output of gpu-tests" in line for line in lines)
     assert _state(tmp_path)["steps"]["datasets-papers-s"]["status"] == "failed"
@@ -140,7 +140,7 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
     assert _suite(tmp_path, lines) == 0  # the failed steps run again, then what waited on them
     assert runner.names == ["gpu-tests", "datasets-papers-s", "samplerbench-papers-s", "fig8-papers-s",
                             "fig8-pipeline-papers-s", "fig10-papers-s", "fig8-gpu-sampling-papers-s",
-                            "lookahead-papers-s", "report-fig8", "report-fig10", "report-lookahead"]
+                            "lookahead-papers-s", "costs-papers-s", "report-fig8", "report-fig10", "report-lookahead"]
     assert any(line.startswith("[run] gpu-tests (it failed at") and "with rc 1; running it again" in line
                for line in lines)
 
@@ -307,3 +307,12 @@ def test_each_finished_step_records_its_wall_time_for_the_next_plan(tmp_path, fa
     lines = []
     _suite(tmp_path, lines, dry_run=True)
     assert f"~{math.ceil(seconds)} s, measured" in next(line for line in lines if line.startswith("doctor"))
+
+
+def test_redoing_the_doctor_redoes_the_fixed_costs_its_fresh_profile_drops(tmp_path, fake_gpu, runner):
+    assert _suite(tmp_path, []) == 0
+    runner.names = []
+    assert _suite(tmp_path, [], rerun=["doctor"]) == 0
+    assert runner.names == ["doctor", "costs-papers-s"]
+    (step,) = [s for s in gpu_suite.plan(tmp_path / "gpu", tmp_path / "machines") if s.name == "costs-papers-s"]
+    assert step.command[step.command.index("--machines") + 1] == str(tmp_path / "machines")

@@ -33,7 +33,7 @@ def row(**changes) -> dict:
         "row_bytes": 128, "pcie_payload_bytes": 1744, "pcie_requests": 13, "host_bytes_touched": 1744,
         "gpu_bytes_resident": 524288, "disk_bytes_read": 0, "pcie_rx_bytes_measured": None,
         "pcie_measured_scope": "unavailable: cpu",
-        "pipeline": False, "kernel_variant": "aligned", "variant_basis": "default: no gpubench records for cpu: AMD EPYC",
+        "pipeline": False, "sample_event_s": None, "gather_event_s": None, "train_event_s": None, "kernel_variant": "aligned", "variant_basis": "default: no gpubench records for cpu: AMD EPYC",
     }
     return {**values, **changes}
 

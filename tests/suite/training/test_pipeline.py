@@ -5,6 +5,7 @@ import contextlib
 import pytest
 import torch
 
+from suite.measure.stage_events import StageEvents
 from suite.training.pipeline import Pipeline, held_tensors
 from tiering.sampling.neighbors import Block, MiniBatch
 
@@ -107,6 +108,26 @@ def test_on_a_gpu_the_gather_is_timed_by_events_on_its_stream_once_they_complete
     assert len(gatherer.waited) == 6 and gatherer.waited == sampler.recorded[:6]  # each gather waits for its sampling
     ends = gatherer.recorded[1::2]  # begin, end per minibatch
     assert main.waited == ends  # training waits for each gather's end
+
+
+def test_given_stage_events_each_worker_times_its_stage_on_its_own_stream(fake_cuda):
+    clock, streams, main = fake_cuda(completes_at_once=True)
+    sample_ms = 2.0
+
+    def produce():
+        for i in range(5):
+            clock.ms += sample_ms
+            yield i
+
+    events = StageEvents("cuda")
+    assert list(Pipeline(produce(), _gather(clock), capacity=2, device="cuda", events=events)) == [0, 2, 4, 6, 8]
+    seconds = events.seconds()
+    assert seconds["sample"] == pytest.approx(5 * sample_ms / 1e3)
+    assert seconds["gather"] == pytest.approx(5 * FakeClock.GATHER_MS / 1e3) and seconds["train"] == 0
+    sampler, gatherer = sorted(streams, key=lambda s: len(s.waited))
+    assert all(start in sampler.recorded and stop in sampler.recorded for start, stop in events.spans["sample"])
+    assert len(gatherer.recorded) == 10  # the gather's own span, begin and end, reused: no further events
+    assert [e for span in events.spans["gather"] for e in span] == gatherer.recorded
 
 
 def test_spans_not_yet_complete_are_counted_at_the_end_of_the_epoch(fake_cuda):

@@ -1,7 +1,7 @@
 """An indexed max-heap of cached rows, ordered by a key per row: the row a cache would evict first is on top.
 
-Belady's MIN and the lookahead cache (``suite.policies.belady``,
-``suite.policies.lookahead``) keep their rows in one.  Rows with equal keys
+The lookahead loader (``tiering.features.lookahead``) and the policy lab's
+replays of Belady's MIN and of the lookahead cache keep their rows in one.  Rows with equal keys
 are ordered by id, the larger on top, so which row is evicted never depends
 on the order the heap was built in.  ``where[v]`` is row v's place in the
 heap (-1: not in it); every operation is O(log C).

@@ -1,0 +1,156 @@
+"""``tierbench costs``: the fixed cost of one minibatch per stage, measured across batch sizes (PyTorch-Direct §3.3).
+
+Every stage of a minibatch pays a cost that does not shrink with its size
+(kernel launches, the ids' copy, the traffic counters, Python) beside one
+that grows with it.  For each batch size (8 to 4,096 seeds by default) this
+samples ``repeats`` minibatches of distinct training seeds, after one untimed
+minibatch, and times each stage of each on its own: on CUDA by events on the
+stream it runs on (``suite.measure.timing.stage_seconds``), elsewhere by the
+host clock.  Then, per stage, a least-squares line ``seconds = a + b x rows``:
+
+* **sample**: rows are the minibatch's sampled edges (the sampler's work
+  grows with them, not with the seeds);
+* **gather**: rows are the minibatch's input rows (``input_nodes``), and the
+  seconds are the gather's time *above* the bound the machine profile's
+  ceilings give for its bytes (misses over zero-copy, hits over D2D,
+  ``suite.policies.planner.projected_seconds``), so that ``a`` and ``b`` are
+  what the traffic model leaves out; without measured ceilings (a CPU) the
+  bound is 0 and the line fits the whole gather;
+* **train**: rows are the input rows (the first layer's width).
+
+Records: ``costs.csv`` (one row per timed minibatch) and its sidecar with the
+fits; the fits also go into the machine profile (``tierbench doctor``'s
+JSON) as its ``minibatch_costs`` section, where ``tierbench plan`` finds them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from suite.datasets import load_dataset
+from suite.datasets import regime as regimes
+from suite.errors import BadValue
+from suite.io import atomic, records
+from suite.io.provenance import provenance
+from suite.measure.ceilings import profile_ceilings
+from suite.measure.stage_events import StageEvents
+from suite.measure.timing import stage_seconds
+from suite.policies.planner import ABOVE_BOUND, COSTS_SECTION, D2D, ZERO_COPY, projected_seconds
+from suite.registry import create_loader
+from suite.training.trainer import Trainer
+
+STEM = "costs"
+BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+ROWS = {"sample": "sampled_edges", "gather": "input_rows", "train": "input_rows"}
+"""The column each stage's seconds are fitted against."""
+FACTS = ("command", "dataset", "loader", "device", "fanouts", "batch_sizes", "repeats", "gather_above", "fits",
+         "machine_profile")
+
+
+def fit_line(rows, seconds) -> tuple[float, float]:
+    """``(a, b)`` of ``seconds = a + b x rows`` by least squares; at least two distinct row counts are needed."""
+    rows, seconds = np.asarray(rows, np.float64), np.asarray(seconds, np.float64)
+    if len(np.unique(rows)) < 2:
+        raise BadValue("a fixed cost needs minibatches of at least two sizes: give two or more --batch-sizes")
+    design = np.stack([np.ones_like(rows), rows], axis=1)
+    (a, b), *_ = np.linalg.lstsq(design, seconds, rcond=None)
+    return float(a), float(b)
+
+
+def fits_of(table: pd.DataFrame) -> dict:
+    """Per stage: ``a_s`` (seconds per minibatch), ``b_s`` (seconds per row) and what a row is."""
+    fitted = {}
+    for stage, column in ROWS.items():
+        seconds = table["gather_excess_s"] if stage == "gather" else table[f"{stage}_s"]
+        a, b = fit_line(table[column], seconds)
+        fitted[stage] = {"a_s": a, "b_s": b, "per": "sampled edge" if column == "sampled_edges" else "input row"}
+    return fitted
+
+
+def _time_minibatch(trainer: Trainer, seeds: torch.Tensor, generator: torch.Generator, ceilings: dict) -> dict:
+    device, untimed, times = trainer.device, StageEvents("cpu"), {"train": 0.0}
+    batch, sample_s = stage_seconds(lambda: trainer.sampler.sample(seeds, generator), device)
+    trainer.loader.reset_stats()
+    (batch, x, blocks), gather_s = stage_seconds(lambda: trainer._prepare(batch), device)
+    stats = trainer.loader.stats()
+    _, train_s = stage_seconds(lambda: trainer._step(batch, x, blocks, times, train=True, events=untimed), device)
+    row_bytes = trainer.dataset.feature_dim * trainer.dataset.features.element_size()
+    bound = projected_seconds(stats.pcie_payload_bytes, stats.hits, 0, row_bytes, ceilings) if ceilings else 0.0
+    return {"seeds": len(seeds), "sampled_edges": batch.num_sampled_edges, "input_rows": len(batch.input_nodes),
+            "pcie_payload_bytes": stats.pcie_payload_bytes, "hit_rows": stats.hits, "sample_s": sample_s,
+            "gather_s": gather_s, "gather_bound_s": bound, "gather_excess_s": max(gather_s - bound, 0.0),
+            "train_s": train_s}
+
+
+def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str = "uva", batch_sizes=BATCH_SIZES,
+            repeats: int = 5, fanouts=None, seed: int = 0, ogb_root=None, progress: bool = True) -> Path:
+    """Time the stages of ``repeats`` minibatches of each size in ``batch_sizes`` on ``name``, write the records into
+    ``records_dir`` and the fits into the machine profile at ``profile_path``; the records' path."""
+    profile_path = Path(profile_path)
+    sizes = sorted(set(batch_sizes))
+    if len(sizes) < 2:
+        raise BadValue("a fixed cost needs minibatches of at least two sizes: give two or more --batch-sizes")
+    if not profile_path.is_file():
+        raise BadValue(f"{profile_path} does not exist: run `tierbench doctor` on this machine first, the fixed "
+                       "costs go into its profile")
+    profile = json.loads(profile_path.read_text(encoding="utf-8"))
+    ceilings = profile_ceilings(profile_path)
+    ceilings = ceilings if {ZERO_COPY, D2D} <= set(ceilings) else {}
+    device = torch.device(device)
+    fanouts = tuple(fanouts) if fanouts else regimes.default_fanouts(name)
+    dataset = load_dataset(name, ogb_root=ogb_root, progress=progress)
+    train_ids = dataset.splits["train"]
+    if sizes[-1] > len(train_ids):
+        raise BadValue(f"{name} has {len(train_ids):,} training nodes, fewer than a batch of {sizes[-1]:,} seeds")
+    trainer = Trainer(dataset, create_loader(loader, dataset, 0.0, device, progress=progress), fanouts,
+                      batch_size=sizes[0], seed=seed)
+    generator = torch.Generator().manual_seed(seed)
+    rows = []
+    for size in sizes:
+        for repeat in range(repeats + 1):  # the first is untimed: it warms the allocator and the kernels' caches
+            seeds = train_ids[torch.randperm(len(train_ids), generator=generator)[:size]]
+            timed = _time_minibatch(trainer, seeds, generator, ceilings)
+            if repeat:
+                rows.append({"batch_size": size, "repeat": repeat, **timed})
+    table = pd.DataFrame(rows)
+    fits = fits_of(table)
+    above = ABOVE_BOUND if ceilings else "nothing (the profile has no measured ceilings)"
+    records_dir = Path(records_dir)
+    facts = {
+        "command": (f"tierbench costs --dataset {name} --device {device} --loader {loader} --batch-sizes "
+                    f"{' '.join(map(str, sizes))} --repeats {repeats} --out {records_dir} --machine {profile_path}"),
+        "dataset": name, "loader": loader, "device": str(device), "fanouts": list(fanouts), "batch_sizes": sizes,
+        "repeats": repeats, "gather_above": above, "fits": fits, "machine_profile": str(profile_path),
+    }
+    path = records.write_records(records_dir / f"{STEM}.csv", table, provenance(device), facts, index=False)
+    profile[COSTS_SECTION] = {
+        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "dataset": name, "loader": loader, "fanouts": list(fanouts), "batch_sizes": sizes, "repeats": repeats,
+        "timed_by": "CUDA events on the stage's stream" if device.type == "cuda" else "the host clock",
+        "gather_above": above, "stages": fits, "records": str(path),
+    }
+    atomic.write_json(profile_path, profile)
+    return path
+
+
+def read_records(path) -> records.Records:
+    """The fixed-cost records in ``path`` (their folder or ``costs.csv``)."""
+    path = Path(path)
+    return records.read_records(path / f"{STEM}.csv" if path.is_dir() else path, FACTS,
+                                measured_by="tierbench costs")
+
+
+def summary(measured: records.Records) -> str:
+    """One line per stage: its fixed cost per minibatch and its cost per row."""
+    lines = [f"fixed cost of one minibatch on {measured.provenance['device']} ({measured.facts['dataset']}, "
+             f"{measured.facts['loader']}, batches of {measured.facts['batch_sizes'][0]}-"
+             f"{measured.facts['batch_sizes'][-1]} seeds; gather above {measured.facts['gather_above']}):"]
+    for stage, fit in measured.facts["fits"].items():
+        lines.append(f"  {stage:<7} {1e3 * fit['a_s']:8.3f} ms + {1e9 * fit['b_s']:9.2f} ns per {fit['per']}")
+    return "\n".join(lines)

@@ -1,0 +1,85 @@
+"""tierbench costs: the fixed cost of one minibatch per stage, fitted across batch sizes, into the machine profile."""
+
+import json
+
+import numpy as np
+import pytest
+
+from suite.cli import main
+from suite.errors import BadValue
+from suite.experiments.costs import fit_line, read_records
+from suite.policies.planner import COSTS_SECTION as SECTION
+
+
+def test_the_line_is_fitted_exactly_where_the_times_lie_on_one():
+    rows = np.array([10, 100, 1000, 10_000])
+    a, b = fit_line(rows, 2e-4 + 3e-8 * rows)
+    assert a == pytest.approx(2e-4) and b == pytest.approx(3e-8)
+
+
+def test_one_size_cannot_separate_the_fixed_cost_from_the_per_row_cost():
+    with pytest.raises(BadValue, match="at least two sizes"):
+        fit_line([64, 64, 64], [1.0, 1.1, 0.9])
+
+
+def _profile(tmp_path):
+    assert main(["doctor", "--no-measure", "--out", str(tmp_path / "machines")]) == 0
+    (path,) = (tmp_path / "machines").glob("*.json")
+    return path
+
+
+def test_costs_on_tiny_writes_records_and_the_fits_into_the_machine_profile(tiny, tmp_path, capsys):
+    profile = _profile(tmp_path)
+    before = json.loads(profile.read_text())
+    out = tmp_path / "costs"
+    assert main(["costs", "--dataset", "tiny", "--batch-sizes", "8", "32", "128", "--repeats", "2",
+                 "--machines", str(tmp_path / "machines"), "--out", str(out), "-q"]) == 0
+    printed = capsys.readouterr().out
+    assert "per sampled edge" in printed and "per input row" in printed and str(profile) in printed
+    measured = read_records(out)
+    table = measured.table
+    assert sorted(table["batch_size"].unique()) == [8, 32, 128] and len(table) == 6  # the untimed ones left out
+    assert (table["seeds"] == table["batch_size"]).all() and (table["input_rows"] >= table["seeds"]).all()
+    assert (table["gather_bound_s"] == 0).all()  # no measured ceilings on a CPU: the line fits the whole gather
+    after = json.loads(profile.read_text())
+    assert {k: v for k, v in after.items() if k != SECTION} == before  # the doctor's sections are kept as they were
+    costs = after[SECTION]
+    assert costs["dataset"] == "tiny" and costs["timed_by"] == "the host clock" and costs["batch_sizes"] == [8, 32, 128]
+    assert costs["stages"] == measured.facts["fits"] and set(costs["stages"]) == {"sample", "gather", "train"}
+    for stage, column in (("sample", "sampled_edges"), ("gather", "input_rows"), ("train", "input_rows")):
+        seconds = table["gather_excess_s"] if stage == "gather" else table[f"{stage}_s"]
+        a, b = fit_line(table[column], seconds)
+        assert costs["stages"][stage]["a_s"] == pytest.approx(a) and costs["stages"][stage]["b_s"] == pytest.approx(b)
+
+
+def test_costs_without_a_machine_profile_is_one_line(tiny, tmp_path, capsys):
+    status = main(["costs", "--dataset", "tiny", "--batch-sizes", "8", "32", "--machines", str(tmp_path / "none"),
+                   "--out", str(tmp_path / "c"), "-q"])
+    error = capsys.readouterr().err
+    assert status == 2 and error.startswith("tierbench: error: ") and error.count("\n") == 1
+    assert "run `tierbench doctor` on this machine first" in error and not (tmp_path / "c").exists()
+
+
+def test_costs_with_one_batch_size_is_one_line(tiny, tmp_path, capsys):
+    profile = _profile(tmp_path)
+    status = main(["costs", "--dataset", "tiny", "--batch-sizes", "64", "--repeats", "1", "--machine", str(profile),
+                   "--out", str(tmp_path / "c"), "-q"])
+    error = capsys.readouterr().err
+    assert status == 2 and error.startswith("tierbench: error: ") and "at least two sizes" in error
+    assert SECTION not in json.loads(profile.read_text())
+
+
+@pytest.mark.gpu
+def test_costs_on_a_gpu_are_timed_by_events_and_fitted_above_the_ceilings_bound(tiny, tmp_path):
+    from suite.policies import planner
+
+    assert main(["doctor", "--out", str(tmp_path / "machines")]) == 0
+    (profile,) = (tmp_path / "machines").glob("*.json")
+    assert main(["costs", "--dataset", "tiny", "--device", "cuda", "--batch-sizes", "8", "64", "512",
+                 "--repeats", "3", "--machine", str(profile), "--out", str(tmp_path / "c"), "-q"]) == 0
+    costs = json.loads(profile.read_text())[SECTION]
+    assert costs["timed_by"] == "CUDA events on the stage's stream" and costs["gather_above"] == planner.ABOVE_BOUND
+    table = read_records(tmp_path / "c").table
+    assert (table["gather_bound_s"] > 0).all() and (table["gather_s"] > 0).all()
+    assert planner.machine(profile).minibatch_costs == (costs["stages"]["gather"]["a_s"],
+                                                         costs["stages"]["gather"]["b_s"])
