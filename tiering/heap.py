@@ -65,3 +65,15 @@ def replace_top(heap, key, where, size, v, k):
     where[v] = 0
     key[v] = k
     sift_down(heap, key, where, 0, size)
+
+
+@numba.njit(cache=True, nogil=True)
+def offer(heap, key, where, size, capacity, v, k):
+    """Admit row ``v`` with key ``k`` into a cache of ``capacity`` rows holding ``size``: into a free slot, else in
+    place of the top row if ``k`` is strictly sooner than its key.  ``(new size, whether it was admitted)``."""
+    if size < capacity:
+        return push(heap, key, where, size, v, k), True
+    if size > 0 and k < key[heap[0]]:
+        replace_top(heap, key, where, size, v, k)
+        return size, True
+    return size, False

@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from suite.policies.replay import Replay, check_capacity, counters, epoch_of_batch
-from tiering.heap import push, replace_top, sift_up
+from tiering.heap import offer, push, sift_up
 
 NEVER = np.iinfo(np.int64).max
 """The next use of a row that no later minibatch reads."""
@@ -67,13 +67,8 @@ def _min(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost, followin
             upcoming = following[a]
             if upcoming == NEVER:
                 continue
-            if size < capacity:
-                size = push(heap, key, where, size, v, upcoming)
-            elif upcoming < key[heap[0]]:
-                replace_top(heap, key, where, size, v, upcoming)
-            else:
-                continue
-            fills[e] += 1
+            size, admitted = offer(heap, key, where, size, capacity, v, upcoming)
+            fills[e] += admitted
     return hits, miss_bytes, fills
 
 

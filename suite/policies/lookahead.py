@@ -35,7 +35,7 @@ import numpy as np
 
 from suite.policies.belady import next_use
 from suite.policies.replay import Replay, check_capacity, counters, epoch_of_batch
-from tiering.heap import push, replace_top, sift_down, sift_up
+from tiering.heap import offer, push, sift_down, sift_up
 
 WINDOWS = (1, 4, 16, 64, 256)
 """The windows, in minibatches sampled ahead, that the policy lab replays."""
@@ -89,13 +89,8 @@ def _lookahead(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost, wi
             upcoming = following[a]
             if upcoming > horizon:  # not needed within the window (or never again): read by zero-copy only
                 continue
-            if size < capacity:
-                size = push(heap, key, where, size, v, upcoming)
-            elif upcoming < key[heap[0]]:
-                replace_top(heap, key, where, size, v, upcoming)
-            else:
-                continue
-            fills[e] += 1
+            size, admitted = offer(heap, key, where, size, capacity, v, upcoming)
+            fills[e] += admitted
     return hits, miss_bytes, fills
 
 
