@@ -20,6 +20,24 @@ into ``sample_event_s``, ``gather_event_s`` and ``train_event_s`` (None on a CPU
   training device, through whichever loader is being measured;
 * **train**: forward, loss, backward and the optimizer step.
 
+Host synchronisation.  Nothing in a training minibatch reads a value back from
+the GPU: each minibatch's loss stays on the device, and the epoch's losses are
+read in one copy after its last minibatch (``EpochResult.loss`` and ``losses``);
+the nodes it touched are marked on the device and counted once; the loader's
+counters and range check (``tiering.features.loader``) are read once, by
+``stats()``.  What still waits for the GPU in each minibatch, and why:
+
+* the stage timing: without ``pipeline`` the trainer waits for its stream after
+  the gather and after the step (``_sync``) so that ``gather_s`` and ``train_s``
+  are the stages' wall times (the CUDA events need no wait);
+* the fused GPU sampler reads two totals per hop to size its outputs
+  (``tiering.sampling.fused``);
+* the progress bar's loss (only when the bar is shown), read every
+  ``LOSS_SHOWN_EVERY`` minibatches;
+* loaders that decide on the host which rows to read (``baselines.degree_cache``,
+  ``baselines.gns``, ``tiering.features.lookahead``, the disk tiers), which say so
+  in their docstrings.
+
 Randomness is fixed by one seed: model initialisation and dropout by
 ``torch.manual_seed``, the order of seeds and the sampling of each epoch by
 generators seeded from (seed, epoch), so two runs with the same seed see the
@@ -43,6 +61,9 @@ from tiering.features.loader import FeatureLoader
 from suite.errors import BadValue
 from suite.training.sampling import build_sampler
 from tiering.sampling.neighbors import MiniBatch, minibatches
+
+LOSS_SHOWN_EVERY = 50
+"""Minibatches between two reads of the loss for the progress bar (each read waits for the GPU)."""
 
 
 @dataclasses.dataclass
@@ -190,8 +211,9 @@ class Trainer:
             for batch, x, blocks in stages:
                 edges += batch.num_sampled_edges
                 touched[batch.input_nodes] = True
-                losses.append(float(self._step(batch, x, blocks, times, train=True, events=events)))
-                bar.set_postfix(loss=f"{losses[-1]:.3f}")
+                losses.append(self._step(batch, x, blocks, times, train=True, events=events))
+                if progress and len(losses) % LOSS_SHOWN_EVERY == 1:
+                    bar.set_postfix(loss=f"{float(losses[-1]):.3f}")
                 bar.update(1)
             epoch_s = time.perf_counter() - epoch_start
             measured = self.pcie.delta()
@@ -199,6 +221,7 @@ class Trainer:
             self.pcie.close()  # an interrupted epoch leaves no NVML reader running
         bar.close()
         on_gpu = events.seconds()
+        losses = torch.stack(losses).tolist() if losses else []  # the epoch's one read of its losses
         stats = self.epoch_stats = self.loader.stats()  # before the validation pass gathers rows of its own
         self.epoch_touched = touched
         return EpochResult(
