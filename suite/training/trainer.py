@@ -275,6 +275,7 @@ class Trainer:
             right = predicted == self.labels[batch.seeds.to(self.device)]
             correct += int(right[: max(0, counted - seen)].sum())
             seen += len(right)
+        self.loader.check()  # ids gathered on the device out of range raise here, once per pass
         return correct, counted
 
     def evaluate(self, split: str, epoch: int = 0) -> float:

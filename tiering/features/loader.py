@@ -16,6 +16,16 @@ Counters (docs/design.md, "Metrics"):
 * ``host_bytes_touched``: bytes of host memory read;
 * ``gpu_bytes_resident``: bytes of features held in GPU memory;
 * ``disk_bytes_read``: bytes read from disk (loaders with a disk tier).
+
+The range check of ``gather`` never synchronises.  Ids in host memory are
+checked where they are, and an id outside [0, N) raises ``IndexError`` at
+that gather, before anything is read.  Ids already on a CUDA device (a GPU
+sampler's) are checked on the device: the number of ids out of range is added
+to a counter there (``tiering.features.device_counters``), and the ids are
+clamped into [0, N) before the loader reads, so a bad id reads a wrong row,
+never outside the table.  The ``IndexError`` is raised by the next ``check()``
+or ``stats()`` (which calls it): the trainer's once per epoch, after the
+epoch's last gather, and after each evaluation pass.
 """
 
 from __future__ import annotations
@@ -24,6 +34,8 @@ import abc
 import dataclasses
 
 import torch
+
+from tiering.features.device_counters import DeviceCounters
 
 
 @dataclasses.dataclass
@@ -54,22 +66,47 @@ class FeatureLoader(abc.ABC):
         if self.device.type == "cuda" and self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
         self._stats = LoaderStats()
+        self._out_of_range: DeviceCounters | None = None  # ids on a CUDA device gathered out of range, unread
 
     def gather(self, ids) -> torch.Tensor:
-        """``features[ids]`` on ``self.device``; ids outside [0, N) raise ``IndexError``."""
+        """``features[ids]`` on ``self.device``; ids outside [0, N) raise ``IndexError``: at once for ids in host
+        memory, at the next ``check()`` for ids on a CUDA device (read clamped into the table until then)."""
         ids = torch.as_tensor(ids)
         if ids.dim() != 1:
             raise ValueError(f"ids must be one-dimensional, got shape {tuple(ids.shape)}")
         if ids.dtype not in (torch.int32, torch.int64):
             raise TypeError(f"ids must be int32 or int64, got {ids.dtype}")
-        if ids.numel() and not self._in_range(ids):
+        if not ids.numel():
+            return self._gather(ids)
+        if ids.is_cuda and self.num_rows:
+            return self._gather(self._clamped(ids))
+        if not self._in_range(ids):
             bad = int(torch.nonzero((ids < 0) | (ids >= self.num_rows))[0, 0])
             raise IndexError(f"ids[{bad}] = {int(ids[bad])} is not a row of the {self.num_rows}-row feature table")
         return self._gather(ids)
 
     def _in_range(self, ids: torch.Tensor) -> bool:
-        low, high = torch.aminmax(ids)  # one synchronisation on a GPU, before anything is read
+        low, high = torch.aminmax(ids)  # ids in host memory: nothing to wait for
         return bool((low >= 0) & (high < self.num_rows))
+
+    def _clamped(self, ids: torch.Tensor) -> torch.Tensor:
+        """``ids`` (on a CUDA device) clamped into [0, N), the count of those that were not added on the device."""
+        if self._out_of_range is None:
+            self._out_of_range = DeviceCounters(1, ids.device)
+        outside = (ids < 0) | (ids >= self.num_rows)
+        self._out_of_range.add(outside.sum().reshape(1))
+        return ids.clamp(0, self.num_rows - 1)
+
+    def check(self) -> None:
+        """Raise ``IndexError`` if ids on a CUDA device were gathered out of range since the last check (one read
+        of a device counter: it waits for those gathers)."""
+        if self._out_of_range is None:
+            return
+        (outside,) = self._out_of_range.read()
+        if outside:
+            self._out_of_range.zero()
+            raise IndexError(f"{outside} ids gathered on {self._out_of_range.values.device} were not rows of the "
+                             f"{self.num_rows}-row feature table (they read rows clamped into it)")
 
     @abc.abstractmethod
     def _gather(self, ids: torch.Tensor) -> torch.Tensor:
@@ -93,6 +130,8 @@ class FeatureLoader(abc.ABC):
         return None
 
     def stats(self) -> LoaderStats:
+        """The counters since the last ``reset_stats``, after ``check()``."""
+        self.check()
         return dataclasses.replace(self._stats)
 
     def reset_stats(self) -> None:

@@ -97,7 +97,8 @@ import torch
 import torch.distributed as dist
 
 from tiering.features.addressing import LINE, check_variant
-from tiering.features.combined import DeviceCounters, check_host_features
+from tiering.features.combined import check_host_features
+from tiering.features.device_counters import DeviceCounters
 from tiering.features.loader import FeatureLoader, LoaderStats
 from tiering.features.placement import INTERLEAVED, REPLICATED, Placement, locate, plan_placement, shard
 from tiering.features.traffic import zero_copy_traffic_tensors

@@ -19,7 +19,8 @@ import torch
 from tests.tables import bits, table_at
 from tiering.features import combined, zero_copy
 from tiering.features.addressing import LINE, SECTOR, UNROLL, VARIANTS, WARP, copy_unit, warp_steps
-from tiering.features.combined import CombinedTensor, DeviceCounters
+from tiering.features.combined import CombinedTensor
+from tiering.features.device_counters import DeviceCounters
 from tiering.features.traffic import zero_copy_traffic
 from tiering.features.zero_copy import KERNEL_NAMES
 
