@@ -8,6 +8,10 @@ each row once.  The staging buffer is reused; before refilling it the loader
 waits for the previous copy out of it to finish.
 
 On a CPU device there is no copy: the gathered rows are the result.
+
+The CPU gathers, so ids on the GPU (a GPU sampler's) are first copied to host
+memory, which waits for them: one synchronisation per minibatch that the
+design requires, as does the wait for the previous copy out of the buffer.
 """
 
 from __future__ import annotations

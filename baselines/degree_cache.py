@@ -7,6 +7,11 @@ the cache, misses are gathered by the CPU and copied by DMA (as in
 ``baselines.cpu_gather``), and the two are merged on the GPU.  Unlike data
 tiering the graph keeps its ids, which is why the map is needed (Data Tiering
 §3.2 explains the cost of such a map at 100M nodes).
+
+The CPU gathers the misses, so it must know which they are: a gather of ids
+on the GPU waits for the map lookup to reach the host (``ids[~hit]``), one
+synchronisation per minibatch that the design requires.  The counters are
+then host numbers (the misses' count), read without a further wait.
 """
 
 from __future__ import annotations

@@ -20,8 +20,13 @@ each row's last announced minibatch) live in host memory, where the sampler
 produces the ids, and a gather copies the minibatch's slots to the device.
 A gather serves hits from ``cache`` and misses by zero-copy from the pinned
 host table (``tiering.features.combined``, with no hot tier), then writes the
-admitted misses into their slots: one host decision per minibatch, which
-synchronises nothing on the device.
+admitted misses into their slots: one host decision per minibatch.  That
+decision needs the ids in host memory, so with ids on the GPU (a GPU sampler's)
+``look_ahead`` and the gather each wait for the GPU to copy them out: the two
+synchronisations per minibatch this loader keeps.  Everything after the
+decision is queued without waiting: the hits, misses and admissions are
+positions computed on the host, and the PCIe counters stay on the device
+(``tiering.features.device_counters``) until ``stats()``.
 
 A gather of ids that were not announced (an evaluation pass, or a caller
 that never looks ahead) is served from the cache as it stands, and changes
@@ -39,6 +44,7 @@ import numpy as np
 import torch
 
 from tiering.features.combined import CombinedTensor
+from tiering.features.device_counters import DeviceCounters
 from tiering.features.loader import FeatureLoader
 from tiering.features.traffic import zero_copy_traffic_tensors
 from tiering.features.zero_copy import DEFAULT_VARIANT
@@ -135,6 +141,7 @@ class LookaheadLoader(FeatureLoader):
         self.cache = torch.empty((capacity, self.feature_dim), dtype=features.dtype, device=self.device)
         self._stats.gpu_bytes_resident = capacity * self.row_bytes
         self.rows_admitted = 0
+        self._counters = DeviceCounters(2, self.device)  # PCIe payload and requests of the misses
         self._heap = np.empty(max(capacity, 1), np.int64)
         self._where = np.full(self.num_rows, -1, np.int64)
         self._key = np.empty(self.num_rows, np.int64)
@@ -232,29 +239,37 @@ class LookaheadLoader(FeatureLoader):
                     self._slot_of, self._hit_in, self.capacity, self._size)
                 self._gathered += 1
                 self.rows_admitted += count
-        slots = torch.from_numpy(slots).to(self.device)
-        ids = ids.to(self.device, dtype=torch.int64)
-        hit = slots >= 0
-        payload, requests = zero_copy_traffic_tensors(ids, self.row_bytes, self.host.host_offset, self.host.variant,
-                                                      counted=~hit)
+        hits_at, misses_at = np.flatnonzero(slots >= 0), np.flatnonzero(slots < 0)
         self._stats.accesses += len(ids)
-        self._stats.hits += int(hit.sum())
-        self._stats.pcie_payload_bytes += int(payload)
-        self._stats.pcie_requests += int(requests)
-        self._stats.host_bytes_touched += int(payload)
+        self._stats.hits += len(hits_at)
+        ids = ids.to(self.device, dtype=torch.int64)
+        payload, requests = zero_copy_traffic_tensors(ids, self.row_bytes, self.host.host_offset, self.host.variant,
+                                                      counted=self._to_device(slots < 0))
+        self._counters.add(torch.stack([payload, requests]))
         out = torch.empty((len(ids), self.feature_dim), dtype=self.cache.dtype, device=self.device)
-        out[hit] = torch.index_select(self.cache, 0, slots[hit])
-        misses = torch.nonzero(~hit).squeeze(1)
-        cold = torch.empty((len(misses), self.feature_dim), dtype=self.cache.dtype, device=self.device)
-        self.host.launch_kernel(ids[misses], cold)
-        out[misses] = cold
+        out.index_copy_(0, self._to_device(hits_at), torch.index_select(self.cache, 0, self._to_device(slots[hits_at])))
+        missed = self._to_device(misses_at)
+        cold = torch.empty((len(misses_at), self.feature_dim), dtype=self.cache.dtype, device=self.device)
+        self.host.launch_kernel(ids[missed], cold)
+        out.index_copy_(0, missed, cold)
         if len(admitted):
-            self.cache[torch.from_numpy(admitted_slots).to(self.device)] = out[torch.from_numpy(admitted).to(self.device)]
+            self.cache[self._to_device(admitted_slots)] = out[self._to_device(admitted)]
         return out
+
+    def _to_device(self, values: np.ndarray) -> torch.Tensor:
+        """A host array of the rule's, on the device without waiting for it (copied out before this returns)."""
+        return torch.from_numpy(values).to(self.device, non_blocking=True)
+
+    def stats(self):
+        payload, requests = self._counters.read()
+        stats = super().stats()
+        stats.pcie_payload_bytes, stats.pcie_requests, stats.host_bytes_touched = payload, requests, payload
+        return stats
 
     def reset_stats(self) -> None:
         super().reset_stats()
         self.rows_admitted = 0
+        self._counters.zero()
 
     def close(self) -> None:
         self.host.close()
