@@ -235,9 +235,9 @@ class FusedNeighborSampler:
     def sample(self, seeds, generator: torch.Generator | None = None) -> MiniBatch:
         seeds = torch.as_tensor(seeds)
         check_nodes(self.graph, seeds, 1)
-        seeds = seeds.to(device=self.device, dtype=torch.int64)
-        if len(torch.unique(seeds)) != len(seeds):
+        if len(torch.unique(seeds)) != len(seeds):  # where the seeds are: in host memory (the trainer's), no wait
             raise ValueError("seeds must be distinct node ids")
+        seeds = seeds.to(device=self.device, dtype=torch.int64, non_blocking=True)
         self._follow_stream()
         self._reserve(len(seeds))
         k, stream = self._kernels, _stream(self.device)
