@@ -81,6 +81,18 @@ def _verified(hint: str, progress: bool):
     return check, reused
 
 
+def _show_build_plan(name: str) -> None:
+    """For a preset built on the GPU machine (paper scale): what its build needs of this machine, before it is
+    checked (``suite.datasets.memory_plan``)."""
+    from suite.datasets.build import is_real_ogb
+    from suite.datasets.cache import cache_root
+    from suite.datasets.memory_plan import build_needs, render, this_machine
+    from suite.datasets.presets import get_preset
+
+    if not is_real_ogb(name) and get_preset(name).gpu_built:
+        print(render(f"{name}: what its build needs", build_needs(get_preset(name)), this_machine(cache_root())))
+
+
 def _cmd_generate(args) -> int:
     from suite.datasets import prepare_dataset
     from suite.datasets.build import regenerate_hint
@@ -89,6 +101,7 @@ def _cmd_generate(args) -> int:
     print(f"dataset cache: {describe_root()}")
     done = []
     for name in args.names:
+        _show_build_plan(name)
         check, reused = _verified(regenerate_hint(name, args.ogb_root), not args.quiet)
         try:
             entry = prepare_dataset(name, ogb_root=args.ogb_root, force=args.force, progress=not args.quiet,

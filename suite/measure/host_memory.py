@@ -31,3 +31,12 @@ def available_bytes() -> int:
 def gib(n: float) -> str:
     """``n`` bytes in GiB, for a message."""
     return f"{n / 2**30:.1f} GiB"
+
+
+def memlock_bytes() -> int | None:
+    """The soft ``RLIMIT_MEMLOCK`` (``ulimit -l``): the most memory this process may lock or pin; None when
+    unlimited."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    return None if soft == resource.RLIM_INFINITY else soft
