@@ -26,6 +26,7 @@ from suite.datasets.memory_plan import (
 )
 from suite.datasets.presets import get_preset
 from suite.errors import BadValue, UserError
+from suite.measure.host_memory import available_bytes
 from suite.policies.planner import model_bytes
 
 GB = 10**9
@@ -34,6 +35,8 @@ PAPERS = get_preset("papers-100m")
 HALF = get_preset("papers-100m-half")
 CSR = (N + 1) * 8 + PAPERS.list_entries * 4
 LABELS = N * 8 + PAPERS.num_labeled * 8
+SMALL_MACHINE = pytest.mark.skipif(available_bytes() > 30 * 2**30, reason="the refusal for host RAM needs a machine "
+                                   "with less than papers-100m-half's 34 GiB available, as the CPU machine has")
 GPU_MACHINE = Machine(host_bytes=120 * GB, gpu_bytes=78 * GB, disk_bytes=500 * GB, memlock_bytes=None)
 
 
@@ -105,6 +108,7 @@ def test_prepare_dataset_refuses_papers_100m_before_building(monkeypatch, tmp_pa
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
 
 
+@SMALL_MACHINE
 def test_generate_papers_100m_here_exits_2_in_one_line_in_seconds(tmp_path):
     env_cache = tmp_path / "cache"
     start = time.perf_counter()
@@ -118,4 +122,19 @@ def test_generate_papers_100m_here_exits_2_in_one_line_in_seconds(tmp_path):
     assert "64.8 GiB of host RAM" in lines[0] and "available" in lines[0]
     assert "feature table" in done.stdout and "64.8 GiB" in done.stdout  # the plan, shown first
     assert seconds < 30
+    assert not env_cache.exists() or not any(env_cache.iterdir())
+
+
+@SMALL_MACHINE
+def test_train_on_papers_100m_here_shows_the_run_plan_and_refuses_before_opening(tmp_path):
+    env_cache = tmp_path / "cache"
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "suite.cli", "train", "--dataset", "papers-100m-half", "--loader",
+                           "tiered", "--hot-fraction", "0.1"], capture_output=True, text=True,
+                          env={**__import__("os").environ, "TIERBENCH_DATA": str(env_cache)})
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tierbench: error: papers-100m-half needs 34.2 GiB of host RAM")
+    assert "hot tier (11,105,996 rows)" in done.stdout and "26.5 GiB" in done.stdout
+    assert time.perf_counter() - start < 30
     assert not env_cache.exists() or not any(env_cache.iterdir())

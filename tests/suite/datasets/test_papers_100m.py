@@ -38,3 +38,14 @@ def test_the_new_traits_leave_the_keys_of_float32_presets_as_they_were():
     assert PRESETS["papers-s"].key() == "8f0970345f60"
     assert PRESETS["tiny"].key() == "c5a79d153e59"
     assert dataclasses.replace(PRESETS["tiny"], gpu_built=True).key() == "c5a79d153e59"
+
+
+def test_at_the_imitated_graphs_size_the_paper_regime_is_the_papers_batch_without_bisecting():
+    import time
+
+    from suite.datasets import regime
+
+    start = time.perf_counter()
+    assert regime.resolve("papers-100m") == (1024, "paper") == regime.resolve("papers-100m-half")
+    assert time.perf_counter() - start < 1  # no footprint model drawn over 111M nodes
+    assert regime.imitated_graph("papers-100m").num_nodes == get_preset("papers-100m").num_nodes
