@@ -50,13 +50,14 @@ def _cmd_list(args) -> int:
                 "D": p.feature_dim,
                 "C": p.num_classes,
                 "labelled": f"{p.num_labeled / p.num_nodes:.1%}",
-                "size": _human_bytes(entry_bytes(entry)) if cached else f"~{_human_bytes(p.estimated_bytes())} (est.)",
+                "size": _human_bytes(entry_bytes(entry)) if cached else f"~{_human_bytes(p.disk_bytes)} (est.)",
                 "cached": "damaged" if problem else cached,
             }
         )
     print(f"dataset cache: {describe_root()}\n")
     print(pd.DataFrame(rows).to_string(index=False))
-    print("\nsize: what a cached entry takes on disk, or an estimate (features + CSR) for one not built yet.")
+    print("\nsize: what a cached entry takes on disk, or an estimate (features + CSR) for one not built yet; "
+          "papers-100m's entries hold no features (they are generated into pinned memory on the GPU machine).")
     print("cached: True once built with every file of the size its manifest records, damaged when one is not "
           "(`tierbench datasets verify NAME` also checks their SHA-256).")
     for problem in problems:

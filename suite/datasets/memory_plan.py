@@ -122,7 +122,7 @@ def build_needs(preset: Preset) -> list[Need]:
         Need(HOST, "generator's per-node arrays", GENERATOR_BYTES_PER_NODE * preset.num_nodes),
         Need(GPU, "CSR being drawn (drawn entries)", preset.csr_bytes),
         Need(GPU, "one chunk of edges", EDGE_CHUNK_BYTES),
-        Need(DISK, "CSR, labels and splits (no feature table)", preset.csr_bytes + preset.label_bytes),
+        Need(DISK, "CSR, labels and splits (no feature table)", preset.disk_bytes),
         Need(PINNED, "feature table", preset.feature_bytes),
     ]
 
@@ -155,8 +155,7 @@ def run_needs(preset: Preset, setting: RunSetting) -> list[Need]:
         needs.append(Need(GPU, "CSR, for sampling", preset.csr_bytes))
     needs.append(Need(GPU, "model, minibatch, CUDA context", model_bytes(
         preset.feature_dim, preset.num_classes, len(setting.fanouts), setting.hidden, rows, preset.row_bytes)))
-    needs.append(Need(DISK, "CSR, labels and splits" if preset.gpu_built else "the cache entry",
-                      preset.csr_bytes + preset.label_bytes + (0 if preset.gpu_built else preset.feature_bytes)))
+    needs.append(Need(DISK, "CSR, labels and splits" if preset.gpu_built else "the cache entry", preset.disk_bytes))
     if pinned:
         needs.append(Need(PINNED, "feature table", preset.feature_bytes))
     return needs

@@ -138,8 +138,13 @@ class Preset:
         return int(round(self.num_nodes * self.train_fraction))
 
     def estimated_bytes(self) -> int:
-        """The entry's arrays: features, CSR (before duplicates are removed), labels and splits."""
+        """The dataset's arrays: features, CSR (before duplicates are removed), labels and splits."""
         return self.feature_bytes + self.csr_bytes + self.label_bytes
+
+    @property
+    def disk_bytes(self) -> int:
+        """What its cache entry holds, estimated: every array, the feature table only when not ``gpu_built``."""
+        return self.estimated_bytes() - (self.feature_bytes if self.gpu_built else 0)
 
 
 def _papers(name: str, num_nodes: int) -> Preset:

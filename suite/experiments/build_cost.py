@@ -29,7 +29,7 @@ runs on the GPU machine and its feature table is never written to disk (``suite.
 is a linear projection from the measured preset with the most list entries (a papers-like one first;
 ``PROJECTION_REFERENCE`` is measured when only paper-scale presets are named): the reference's list entries per
 second for the build and the prepare, and its bytes scaled by the arrays' bytes (``Preset.estimated_bytes``, the
-feature table included, for the peaks; the arrays the entry writes, for its size on disk).
+feature table included, for the peaks; ``Preset.disk_bytes``, the arrays the entry writes, for its size on disk).
 
 **Cores.** Measured times are this machine's (all of its cores).  With ``--one-thread NAME`` NAME is also built
 and prepared with one numba thread, right after its runs on all cores (so under the same load); Amdahl's law on
@@ -193,18 +193,13 @@ def project(measured: pd.DataFrame, coefficients: pd.DataFrame, factors: dict | 
     return pd.DataFrame(rows)
 
 
-def written_bytes(preset) -> int:
-    """The arrays a preset's entry holds: all of them, or, for a ``gpu_built`` one, all but the feature table."""
-    return preset.estimated_bytes() - (preset.feature_bytes if preset.gpu_built else 0)
-
-
 def linear_projection(reference: pd.Series, name: str) -> dict:
     """The row of the paper-scale preset ``name``, linear in the measured row ``reference``: its list entries per
     second, its peaks per byte of arrays and its size per byte written."""
     preset, measured = get_preset(name), get_preset(reference["dataset"])
     entries = preset.list_entries / measured.list_entries
     arrays = preset.estimated_bytes() / measured.estimated_bytes()
-    written = written_bytes(preset) / written_bytes(measured)
+    written = preset.disk_bytes / measured.disk_bytes
     return {"dataset": name, "rows": LINEAR, "cores": reference["cores"], "nodes": preset.num_nodes,
             "list_entries": preset.list_entries, "feature_bytes": preset.feature_bytes,
             "size_on_disk_bytes": reference["size_on_disk_bytes"] * written,

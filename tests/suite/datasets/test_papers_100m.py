@@ -16,6 +16,8 @@ def test_papers_100m_has_ogbn_papers100m_shape():
     assert p.feature_bytes == N * 128 * 4  # 56.9 GB
     assert p.csr_bytes == (N + 1) * 8 + p.list_entries * 4  # int64 indptr, int32 indices: ~7.4 GB
     assert 7e9 < p.csr_bytes < 7.5e9
+    assert p.disk_bytes == p.csr_bytes + p.label_bytes  # its entry holds no feature table
+    assert get_preset("papers-s").disk_bytes == get_preset("papers-s").estimated_bytes()
 
 
 def test_papers_100m_has_the_degree_skew_of_papers_s():
