@@ -273,7 +273,8 @@ def add_parsers(sub) -> None:
 
     cost = dsub.add_parser("cost", help="build and prepare presets in child processes: time, peak memory, size, "
                            "and a projection", parents=[options.quiet()])
-    cost.add_argument("names", nargs="+", metavar="NAME", help="a preset name (each is rebuilt, as with --force)")
+    cost.add_argument("names", nargs="+", metavar="NAME", help="a preset name (each is rebuilt, as with --force; "
+                      "papers-100m and papers-100m-half are projected from a measured one instead)")
     cost.add_argument("--out", default="out/datasets", help="directory for build-cost.md, .csv and .png")
     cost.add_argument("--one-thread", metavar="NAME", help="also measure NAME with one numba thread, for the "
                       "projection to 16 cores")

@@ -13,7 +13,7 @@ GPU), what lands where:
   the CSR when sampling on the GPU (or, for the build, the CSR being drawn there and one chunk of edges), and the
   model's training state, minibatch and CUDA context (``suite.policies.planner.model_bytes``);
 * disk, in the dataset cache: the CSR, labels and splits (the only files such an entry holds);
-* the memlock limit (``ulimit -l``), which must admit the pinned table.
+* the memlock limit (``ulimit -l``), which must admit the pinned table (``CAP_IPC_LOCK`` lifts it).
 
 ``check`` refuses in one line, naming what is needed and what the machine has, the first of these that does not
 fit; a machine without CUDA shows "no GPU" on the GPU lines (a build, which runs there, is refused).
