@@ -54,7 +54,13 @@ def _plan_paper_scale(args, hot_fraction: float, fanouts, batch_size: int, devic
     opened (``suite.datasets.memory_plan``)."""
     from suite.datasets.build import is_real_ogb
     from suite.datasets.cache import cache_root
-    from suite.datasets.memory_plan import RunSetting, check, render, run_needs, this_machine
+    from suite.datasets.memory_plan import (
+        RunSetting,
+        check,
+        render,
+        run_needs,
+        this_machine,
+    )
     from suite.datasets.presets import get_preset
 
     if is_real_ogb(args.dataset) or not get_preset(args.dataset).gpu_built:

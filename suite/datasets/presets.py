@@ -112,7 +112,7 @@ class Preset:
     @property
     def list_entries(self) -> int:
         """The list entries drawn (duplicates, removed in the build, included): an upper bound on the CSR's."""
-        return int(round(self.num_nodes * self.avg_degree))
+        return round(self.num_nodes * self.avg_degree)
 
     @property
     def row_bytes(self) -> int:
@@ -135,7 +135,7 @@ class Preset:
 
     @property
     def train_size(self) -> int:
-        return int(round(self.num_nodes * self.train_fraction))
+        return round(self.num_nodes * self.train_fraction)
 
     def estimated_bytes(self) -> int:
         """The dataset's arrays: features, CSR (before duplicates are removed), labels and splits."""

@@ -1,6 +1,7 @@
 """The memory plan of the paper-scale presets: its arithmetic against a fake machine, and the one-line refusals
 before anything is allocated."""
 
+import os
 import subprocess
 import sys
 import time
@@ -113,7 +114,7 @@ def test_generate_papers_100m_here_exits_2_in_one_line_in_seconds(tmp_path):
     env_cache = tmp_path / "cache"
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "suite.cli", "datasets", "generate", "papers-100m"],
-                          capture_output=True, text=True, env={**__import__("os").environ,
+                          check=False, capture_output=True, text=True, env={**os.environ,
                                                                 "TIERBENCH_DATA": str(env_cache)})
     seconds = time.perf_counter() - start
     assert done.returncode == 2, done.stderr
@@ -130,8 +131,8 @@ def test_train_on_papers_100m_here_shows_the_run_plan_and_refuses_before_opening
     env_cache = tmp_path / "cache"
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "suite.cli", "train", "--dataset", "papers-100m-half", "--loader",
-                           "tiered", "--hot-fraction", "0.1"], capture_output=True, text=True,
-                          env={**__import__("os").environ, "TIERBENCH_DATA": str(env_cache)})
+                           "tiered", "--hot-fraction", "0.1"], check=False, capture_output=True, text=True,
+                          env={**os.environ, "TIERBENCH_DATA": str(env_cache)})
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tierbench: error: papers-100m-half needs 34.2 GiB of host RAM")
