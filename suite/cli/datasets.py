@@ -50,13 +50,14 @@ def _cmd_list(args) -> int:
                 "D": p.feature_dim,
                 "C": p.num_classes,
                 "labelled": f"{p.num_labeled / p.num_nodes:.1%}",
-                "size": _human_bytes(entry_bytes(entry)) if cached else f"~{_human_bytes(p.estimated_bytes())} (est.)",
+                "size": _human_bytes(entry_bytes(entry)) if cached else f"~{_human_bytes(p.disk_bytes)} (est.)",
                 "cached": "damaged" if problem else cached,
             }
         )
     print(f"dataset cache: {describe_root()}\n")
     print(pd.DataFrame(rows).to_string(index=False))
-    print("\nsize: what a cached entry takes on disk, or an estimate (features + CSR) for one not built yet.")
+    print("\nsize: what a cached entry takes on disk, or an estimate (features + CSR) for one not built yet; "
+          "papers-100m's entries hold no features (they are generated into pinned memory on the GPU machine).")
     print("cached: True once built with every file of the size its manifest records, damaged when one is not "
           "(`tierbench datasets verify NAME` also checks their SHA-256).")
     for problem in problems:
@@ -81,6 +82,18 @@ def _verified(hint: str, progress: bool):
     return check, reused
 
 
+def _show_build_plan(name: str) -> None:
+    """For a preset built on the GPU machine (paper scale): what its build needs of this machine, before it is
+    checked (``suite.datasets.memory_plan``)."""
+    from suite.datasets.build import is_real_ogb
+    from suite.datasets.cache import cache_root
+    from suite.datasets.memory_plan import build_needs, render, this_machine
+    from suite.datasets.presets import get_preset
+
+    if not is_real_ogb(name) and get_preset(name).gpu_built:
+        print(render(f"{name}: what its build needs", build_needs(get_preset(name)), this_machine(cache_root())))
+
+
 def _cmd_generate(args) -> int:
     from suite.datasets import prepare_dataset
     from suite.datasets.build import regenerate_hint
@@ -89,6 +102,7 @@ def _cmd_generate(args) -> int:
     print(f"dataset cache: {describe_root()}")
     done = []
     for name in args.names:
+        _show_build_plan(name)
         check, reused = _verified(regenerate_hint(name, args.ogb_root), not args.quiet)
         try:
             entry = prepare_dataset(name, ogb_root=args.ogb_root, force=args.force, progress=not args.quiet,
@@ -259,7 +273,8 @@ def add_parsers(sub) -> None:
 
     cost = dsub.add_parser("cost", help="build and prepare presets in child processes: time, peak memory, size, "
                            "and a projection", parents=[options.quiet()])
-    cost.add_argument("names", nargs="+", metavar="NAME", help="a preset name (each is rebuilt, as with --force)")
+    cost.add_argument("names", nargs="+", metavar="NAME", help="a preset name (each is rebuilt, as with --force; "
+                      "papers-100m and papers-100m-half are projected from a measured one instead)")
     cost.add_argument("--out", default="out/datasets", help="directory for build-cost.md, .csv and .png")
     cost.add_argument("--one-thread", metavar="NAME", help="also measure NAME with one numba thread, for the "
                       "projection to 16 cores")

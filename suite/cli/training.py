@@ -49,6 +49,30 @@ def _check_model_fits(dataset, layers: int, hidden: int, device) -> None:
                        "a smaller --hidden")
 
 
+def _plan_paper_scale(args, hot_fraction: float, fanouts, batch_size: int, device) -> None:
+    """For a paper-scale preset (``gpu_built``): the run's memory plan, shown and checked before the dataset is
+    opened (``suite.datasets.memory_plan``)."""
+    from suite.datasets.build import is_real_ogb
+    from suite.datasets.cache import cache_root
+    from suite.datasets.memory_plan import (
+        RunSetting,
+        check,
+        render,
+        run_needs,
+        this_machine,
+    )
+    from suite.datasets.presets import get_preset
+
+    if is_real_ogb(args.dataset) or not get_preset(args.dataset).gpu_built:
+        return
+    setting = RunSetting(args.loader, hot_fraction, args.sampling == "gpu", batch_size, tuple(fanouts), args.hidden)
+    needs = run_needs(get_preset(args.dataset), setting)
+    machine = this_machine(cache_root())
+    print(render(f"{args.dataset} with loader {args.loader}, {args.sampling} sampling: what the run needs", needs,
+                 machine))
+    check(args.dataset, needs, machine, needs_gpu=device.type == "cuda")
+
+
 def _cmd_train(args) -> int:
     import torch
 
@@ -73,6 +97,7 @@ def _cmd_train(args) -> int:
                 batch_size=batch_size, regime=regime)
     if args.sampling in NEEDS_GPU and device.type != "cuda":
         raise BadValue(f"{NEEDS_GPU[args.sampling]}: it needs --device cuda")
+    _plan_paper_scale(args, hot_fraction, fanouts, batch_size, device)
     try:
         dataset = open_dataset(cell, args.ogb_root, progress=not args.quiet)
     except KeyboardInterrupt:  # a cache entry being built is removed on the way out (suite.datasets.cache)

@@ -281,9 +281,15 @@ def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: 
     """Make sure the cache entry of ``name`` exists; build it if not (or if ``force``).
 
     Concurrent calls for one entry build it once (``cache.build_entry``);
-    ``on_reuse(entry)`` is called when the entry is there already.
+    ``on_reuse(entry)`` is called when the entry is there already.  A ``gpu_built`` preset (paper scale) is
+    refused before anything is allocated, by its memory plan (``suite.datasets.memory_plan``) or, where that fits,
+    because its GPU builder is not written yet.
     """
     entry = entry_path(name, ogb_root)
+    if not is_real_ogb(name) and get_preset(name).gpu_built and (force or not cache.is_complete(entry)):
+        from suite.datasets.memory_plan import refuse_build, this_machine
+
+        refuse_build(get_preset(name), this_machine(cache.cache_root()))
     return cache.build_entry(entry, lambda partial: _build(name, ogb_root, partial, progress), force=force,
                              on_reuse=on_reuse)
 

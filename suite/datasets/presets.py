@@ -25,6 +25,15 @@ Shapes follow docs/design.md and the OGB datasets used in Data Tiering (Table 1)
 ``papers-s`` and ``products-s`` build on a 2-core, 24 GB machine in well
 under two minutes; ``papers-m`` and ``papers-l`` are meant for the GPU machine
 (16 cores, 128 GB): 8.6 M and 16.8 M nodes, 4.3 GB and 8.6 GB of features.
+
+``papers-100m`` is ogbn-papers100M's own size: its 111,059,956 nodes and
+OGB's 1.6B directed edges (14.55 drawn per node, the papers presets' degree
+exponent), a 57 GB float32 feature table; ``papers-100m-half`` is the same
+graph with float16 features (28 GB).  Both are built on the GPU machine
+(``gpu_built``), their feature table generated into pinned host memory and
+never written to disk; only the CSR is cached (``csr_bytes``, ~7 GB).  Their
+memory plan (``suite.datasets.memory_plan``) is checked before anything is
+allocated.
 """
 
 from __future__ import annotations
@@ -36,6 +45,11 @@ import json
 from suite.errors import UnknownName
 
 GENERATORS = ("dcsbm", "rmat")
+FEATURE_DTYPES = {"float32": 4, "float16": 2}
+"""The feature tables' element types, and their bytes per element."""
+PAPERS_100M_NODES = 111_059_956
+PAPERS_100M_EDGES = 1_615_685_872
+"""ogbn-papers100M's nodes and directed edges, from OGB's dataset page."""
 
 @dataclasses.dataclass(frozen=True)
 class Preset:
@@ -61,10 +75,14 @@ class Preset:
     signal: float = 0.1
     neighbor_signal: float = 0.2
     seed: int = 0
+    feature_dtype: str = "float32"
+    gpu_built: bool = False  # paper scale: built on the GPU machine, features kept in pinned host memory only
 
     def __post_init__(self):
         if self.generator not in GENERATORS:
             raise ValueError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
+        if self.feature_dtype not in FEATURE_DTYPES:
+            raise ValueError(f"feature_dtype must be one of {tuple(FEATURE_DTYPES)}, got {self.feature_dtype!r}")
         if self.generator == "rmat" and self.num_nodes & (self.num_nodes - 1):
             raise ValueError(f"rmat needs a power-of-two num_nodes, got {self.num_nodes}")
         total = self.train_fraction + self.valid_fraction + self.test_fraction
@@ -79,15 +97,54 @@ class Preset:
         return dataclasses.asdict(self)
 
     def key(self) -> str:
-        """A short hash of all parameters: changing any of them makes a new cache entry."""
-        blob = json.dumps(self.params(), sort_keys=True).encode()
+        """A short hash of what the arrays depend on: changing any of it makes a new cache entry.
+
+        ``gpu_built`` says how the arrays are built, not what they are, and is left out; ``feature_dtype`` enters
+        only when it is not float32, the one type of every entry built before the type was a parameter, so that
+        their keys (and the records naming them) stay."""
+        params = self.params()
+        del params["gpu_built"]
+        if params["feature_dtype"] == "float32":
+            del params["feature_dtype"]
+        blob = json.dumps(params, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
+    @property
+    def list_entries(self) -> int:
+        """The list entries drawn (duplicates, removed in the build, included): an upper bound on the CSR's."""
+        return round(self.num_nodes * self.avg_degree)
+
+    @property
+    def row_bytes(self) -> int:
+        return self.feature_dim * FEATURE_DTYPES[self.feature_dtype]
+
+    @property
+    def feature_bytes(self) -> int:
+        return self.num_nodes * self.row_bytes
+
+    @property
+    def csr_bytes(self) -> int:
+        """``indptr`` (int64, N + 1) and ``indices`` (int32 below 2**31 nodes, else int64) of the drawn entries."""
+        index_bytes = 4 if self.num_nodes < 2**31 else 8
+        return (self.num_nodes + 1) * 8 + self.list_entries * index_bytes
+
+    @property
+    def label_bytes(self) -> int:
+        """Labels (int64 per node) and the splits' ids (int64 per labelled node)."""
+        return self.num_nodes * 8 + self.num_labeled * 8
+
+    @property
+    def train_size(self) -> int:
+        return round(self.num_nodes * self.train_fraction)
+
     def estimated_bytes(self) -> int:
-        """The entry's arrays: features, CSR (before duplicates are removed), labels and splits."""
-        entries = self.num_nodes * self.avg_degree
-        return int(self.num_nodes * self.feature_dim * 4 + entries * 4 + (self.num_nodes + 1) * 8
-                   + self.num_nodes * 8 + self.num_labeled * 8)
+        """The dataset's arrays: features, CSR (before duplicates are removed), labels and splits."""
+        return self.feature_bytes + self.csr_bytes + self.label_bytes
+
+    @property
+    def disk_bytes(self) -> int:
+        """What its cache entry holds, estimated: every array, the feature table only when not ``gpu_built``."""
+        return self.estimated_bytes() - (self.feature_bytes if self.gpu_built else 0)
 
 
 def _papers(name: str, num_nodes: int) -> Preset:
@@ -107,6 +164,9 @@ def _papers(name: str, num_nodes: int) -> Preset:
         homophily=0.6,
     )
 
+
+_PAPERS_100M = dataclasses.replace(_papers("papers-100m", PAPERS_100M_NODES),
+                                   avg_degree=round(PAPERS_100M_EDGES / PAPERS_100M_NODES, 2), gpu_built=True)
 
 _TINY = Preset(
     name="tiny",
@@ -147,6 +207,8 @@ PRESETS: dict[str, Preset] = {
         _papers("papers-s", 1 << 20),
         _papers("papers-m", 1 << 23),
         _papers("papers-l", 1 << 24),
+        _PAPERS_100M,
+        dataclasses.replace(_PAPERS_100M, name="papers-100m-half", feature_dtype="float16"),
         Preset(
             name="graph500-s",
             imitates="Graph500 scale 20, edge factor 16",

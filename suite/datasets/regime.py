@@ -47,7 +47,7 @@ import functools
 import numba
 import numpy as np
 
-from suite.datasets.presets import PRESETS, Preset
+from suite.datasets.presets import PAPERS_100M_NODES, PRESETS, Preset
 from suite.errors import BadValue
 from tiering.rng import normal, uniform
 
@@ -69,7 +69,7 @@ IMITATED = {
     g.name: g
     for g in (
         # Data Tiering §5.1: batch 1024, fanouts (12, 12, 12) on ogbn-papers100M (node count from OGB's dataset page)
-        ImitatedGraph("ogbn-papers100M", 111_059_956, 1024, (12, 12, 12)),
+        ImitatedGraph("ogbn-papers100M", PAPERS_100M_NODES, 1024, (12, 12, 12)),
         # PyG's ogbn-products example: batch 1024, fanouts (15, 10, 5)
         ImitatedGraph("ogbn-products", 2_449_029, 1024, (15, 10, 5)),
     )
@@ -262,6 +262,8 @@ def resolve(name: str, regime: str = "paper", batch_size: int | None = None) -> 
         return PAPER_BATCH, "unscaled"
     if regime == "unscaled" or name not in PRESETS:
         return imitated.batch_size, "unscaled" if name in PRESETS else "paper"
+    if PRESETS[name].num_nodes == imitated.num_nodes:  # a preset at the graph's size: the paper's batch matches
+        return imitated.batch_size, "paper"
     return _matched_batch(name), "paper"
 
 

@@ -24,6 +24,13 @@ was not measured (its entries: its nodes times the entries per node of the measu
 the size of ogbn-papers100M (``suite.datasets.regime.IMITATED``; features as wide as the papers presets'), with
 the entries per node of our papers presets (about 30, so ~3.3B entries) and with OGB's 1.6B edges.
 
+**Paper scale.** A ``gpu_built`` preset (``papers-100m``: ogbn-papers100M's size) is not built here: its build
+runs on the GPU machine and its feature table is never written to disk (``suite.datasets.memory_plan``).  Its row
+is a linear projection from the measured preset with the most list entries (a papers-like one first;
+``PROJECTION_REFERENCE`` is measured when only paper-scale presets are named): the reference's list entries per
+second for the build and the prepare, and its bytes scaled by the arrays' bytes (``Preset.estimated_bytes``, the
+feature table included, for the peaks; ``Preset.disk_bytes``, the arrays the entry writes, for its size on disk).
+
 **Cores.** Measured times are this machine's (all of its cores).  With ``--one-thread NAME`` NAME is also built
 and prepared with one numba thread, right after its runs on all cores (so under the same load); Amdahl's law on
 the two runs, ``T(p) = S + P / p``, splits each time into a serial part S and a part P that numba spreads over
@@ -74,6 +81,9 @@ TARGET_MEMORY_BYTES = 128 * 10**9
 COSTS = ("size_on_disk_bytes", "build_s", "build_peak_bytes", "prepare_s", "prepare_peak_bytes")
 """What is measured of each dataset, and fitted and projected."""
 MIN_FIT_POINTS = 3
+PROJECTION_REFERENCE = "papers-xs"
+"""Measured for the linear projection of a paper-scale preset when no other preset is named."""
+LINEAR = "projected (linear)"
 STEM = "build-cost"
 FACTS = ("command", "cpu_count", "memory_bytes", "cores", "one_thread", "coefficients", "factors")
 
@@ -183,19 +193,43 @@ def project(measured: pd.DataFrame, coefficients: pd.DataFrame, factors: dict | 
     return pd.DataFrame(rows)
 
 
+def linear_projection(reference: pd.Series, name: str) -> dict:
+    """The row of the paper-scale preset ``name``, linear in the measured row ``reference``: its list entries per
+    second, its peaks per byte of arrays and its size per byte written."""
+    preset, measured = get_preset(name), get_preset(reference["dataset"])
+    entries = preset.list_entries / measured.list_entries
+    arrays = preset.estimated_bytes() / measured.estimated_bytes()
+    written = preset.disk_bytes / measured.disk_bytes
+    return {"dataset": name, "rows": LINEAR, "cores": reference["cores"], "nodes": preset.num_nodes,
+            "list_entries": preset.list_entries, "feature_bytes": preset.feature_bytes,
+            "size_on_disk_bytes": reference["size_on_disk_bytes"] * written,
+            "build_s": reference["build_s"] * entries, "build_peak_bytes": reference["build_peak_bytes"] * arrays,
+            "prepare_s": reference["prepare_s"] * entries,
+            "prepare_peak_bytes": reference["prepare_peak_bytes"] * arrays,
+            "papers_like": preset.imitates == PAPERS, "projected_from": reference["dataset"]}
+
+
+def reference_row(measured: pd.DataFrame) -> pd.Series:
+    """The measured row a linear projection starts from: the papers-like one with the most list entries, else the
+    one with the most."""
+    papers = measured[measured["papers_like"]]
+    pool = papers if len(papers) else measured
+    return pool.loc[pool["list_entries"].idxmax()]
+
+
 def measure(names: list[str], records_dir, one_thread: str | None = None, progress: bool = True) -> Path:
     """Measure every dataset in ``names`` (and ``one_thread`` with one numba thread), project, and write the records
-    into ``records_dir``; their path."""
+    into ``records_dir``; their path.  Paper-scale presets are projected, not built (the module docstring)."""
     from tqdm.auto import tqdm
 
-    if one_thread is not None and one_thread not in names:
-        raise BadValue(f"--one-thread {one_thread} must be one of the datasets measured ({', '.join(names)})")
-    for name in names:
-        get_preset(name)
+    paper_scale = [name for name in names if get_preset(name).gpu_built]
+    built = [name for name in names if name not in paper_scale] or ([PROJECTION_REFERENCE] if paper_scale else [])
+    if one_thread is not None and one_thread not in built:
+        raise BadValue(f"--one-thread {one_thread} must be one of the datasets measured ({', '.join(built)})")
     record = provenance(device="cpu")
     cores = numba.config.NUMBA_NUM_THREADS
     # the one-thread run right after the same dataset's run on all cores: under the same load, if the machine has any
-    runs = [(name, threads) for name in names for threads in ((None, 1) if name == one_thread else (None,))]
+    runs = [(name, threads) for name in built for threads in ((None, 1) if name == one_thread else (None,))]
     rows = []
     for name, threads in tqdm(runs, desc="build cost", unit="dataset", disable=not progress):
         rows.append(measure_dataset(name, threads))
@@ -213,6 +247,10 @@ def measure(names: list[str], records_dir, one_thread: str | None = None, progre
             parallel = everywhere[everywhere["dataset"] == one_thread].iloc[0]
             factors = amdahl_factor(parallel, serial, cores, TARGET_CORES)
         table = pd.concat([measured, project(everywhere, coefficients, factors, cores)], ignore_index=True)
+    if paper_scale:
+        reference = reference_row(everywhere)
+        table = pd.concat([table, pd.DataFrame([linear_projection(reference, name) for name in paper_scale])],
+                          ignore_index=True)
     command = " ".join(["tierbench datasets cost", *names, "--out", str(records_dir)]
                        + (["--one-thread", one_thread] if one_thread else []))
     facts = {"command": command, "cpu_count": os.cpu_count(), "memory_bytes": physical_bytes(), "cores": cores,

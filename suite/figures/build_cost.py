@@ -9,6 +9,7 @@ import pandas as pd
 
 from suite.experiments.build_cost import (
     COSTS,
+    LINEAR,
     MIN_FIT_POINTS,
     SCORER,
     STEM,
@@ -61,6 +62,16 @@ def _figure(table: pd.DataFrame):
     return fig
 
 
+def _linear_notes(table: pd.DataFrame) -> list[str]:
+    """What the report says of the paper-scale rows: projected linearly, not built."""
+    if "projected_from" not in table:  # records without paper-scale rows
+        return []
+    linear = table[table["rows"] == LINEAR]
+    return [f"{name}: a projection, not a build (its build runs on the GPU machine, not yet implemented): "
+            f"{source}'s list entries per second, and its bytes scaled by the arrays' bytes (the feature table is "
+            f"never written to disk)." for name, source in zip(linear["dataset"], linear["projected_from"])]
+
+
 def _notes(table: pd.DataFrame, facts: dict) -> list[str]:
     """What the report says under its table: Amdahl's factors, the fitted model, the projected peaks too large."""
     if facts["coefficients"] is None:
@@ -93,7 +104,8 @@ def render(records: Path, out: Path) -> list[Path]:
         "`ru_maxrss` from `os.wait4` (resident memory, mapped file pages included); size: the built entry on disk. "
         "The load average before each child shows other work on the machine. Projected rows: the fitted model "
         f"below; on {TARGET_CORES} cores scaled by Amdahl's law (an assumption: see `suite/experiments/build_cost.py`).\n\n"
-        + _shown(table).to_markdown(floatfmt=".3g") + "\n\n" + "\n\n".join(_notes(table, facts)) + "\n"
+        + _shown(table).to_markdown(floatfmt=".3g") + "\n\n" + "\n\n".join(_linear_notes(table) + _notes(table, facts))
+        + "\n"
     )
     out = Path(out)
     paths = [out / f"{STEM}.md", copy_table(measured, out), out / f"{STEM}.png"]

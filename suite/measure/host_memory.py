@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 MEMINFO = Path("/proc/meminfo")
+PROC_STATUS = Path("/proc/self/status")
 
 
 def physical_bytes() -> int:
@@ -31,3 +32,26 @@ def available_bytes() -> int:
 def gib(n: float) -> str:
     """``n`` bytes in GiB, for a message."""
     return f"{n / 2**30:.1f} GiB"
+
+
+def memlock_bytes() -> int | None:
+    """The most memory this process may lock or pin: the soft ``RLIMIT_MEMLOCK`` (``ulimit -l``); None when it is
+    unlimited or the process holds ``CAP_IPC_LOCK``, which lifts it."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    return None if soft == resource.RLIM_INFINITY or _can_lock_any() else soft
+
+
+CAP_IPC_LOCK = 14
+
+
+def _can_lock_any() -> bool:
+    """Whether the process's effective capabilities (``CapEff`` in ``/proc/self/status``) hold ``CAP_IPC_LOCK``."""
+    try:
+        for line in PROC_STATUS.read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> CAP_IPC_LOCK & 1)
+    except OSError:
+        pass
+    return False

@@ -80,3 +80,38 @@ def test_the_fit_recovers_a_linear_cost_and_projects_it():
     per_node = np.mean([3.1e7 / (5.4e8 // 512), 2.5e8 / (4.3e9 // 512)])
     assert projected.iloc[2]["list_entries"] == pytest.approx(111_059_956 * per_node, rel=1e-6)
     assert projected.iloc[3]["list_entries"] == build_cost.PAPERS_OGB_EDGES
+
+
+def test_papers_100m_is_projected_linearly_from_a_measured_preset_not_built(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(build_cost, "run_child", in_process)
+    monkeypatch.setenv("TIERBENCH_DATA", str(tmp_path / "cache"))
+    assert main(["datasets", "cost", "tiny", "papers-100m", "--out", str(tmp_path), "-q"]) == 0
+    table = pd.read_csv(tmp_path / "build-cost.csv").set_index("dataset")
+    tiny, big = build_cost.get_preset("tiny"), build_cost.get_preset("papers-100m")
+    measured, projected = table.loc["tiny"], table.loc["papers-100m"]
+    assert projected["rows"] == "projected (linear)" and projected["projected_from"] == "tiny"
+    assert projected["nodes"] == 111_059_956 and projected["list_entries"] == big.list_entries
+    entries = big.list_entries / tiny.list_entries  # the measured list entries per second, held
+    assert projected["build_s"] == pytest.approx(measured["build_s"] * entries)
+    assert projected["prepare_s"] == pytest.approx(measured["prepare_s"] * entries)
+    arrays = big.estimated_bytes() / tiny.estimated_bytes()
+    assert projected["build_peak_bytes"] == pytest.approx(measured["build_peak_bytes"] * arrays)
+    written = (big.csr_bytes + big.label_bytes) / tiny.estimated_bytes()  # no feature table on disk
+    assert projected["size_on_disk_bytes"] == pytest.approx(measured["size_on_disk_bytes"] * written)
+    assert not (tmp_path / "cache").joinpath(f"papers-100m-{big.key()}").exists()
+    markdown = (tmp_path / "build-cost.md").read_text()
+    assert "papers-100m: a projection, not a build" in markdown and "| papers-100m" in markdown
+
+
+def test_paper_scale_alone_measures_the_reference_preset(monkeypatch, tmp_path):
+    measured = []
+
+    def fake_measure(name, threads=None):
+        measured.append(name)
+        return {"dataset": name, "rows": "measured", "cores": 2, "nodes": 1, "list_entries": 1, "feature_bytes": 1,
+                "papers_like": True, **{cost: 1.0 for cost in build_cost.COSTS}}
+
+    monkeypatch.setattr(build_cost, "measure_dataset", fake_measure)
+    path = build_cost.measure(["papers-100m-half"], tmp_path, progress=False)
+    assert measured == [build_cost.PROJECTION_REFERENCE]
+    assert list(pd.read_csv(path)["dataset"]) == [build_cost.PROJECTION_REFERENCE, "papers-100m-half"]

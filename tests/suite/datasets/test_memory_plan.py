@@ -1,0 +1,141 @@
+"""The memory plan of the paper-scale presets: its arithmetic against a fake machine, and the one-line refusals
+before anything is allocated."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import suite.datasets.build
+from suite.datasets import memory_plan
+from suite.datasets.memory_plan import (
+    DISK,
+    GPU,
+    HOST,
+    PINNED,
+    BuildRouteMissing,
+    Machine,
+    PlanDoesNotFit,
+    RunSetting,
+    build_needs,
+    check,
+    refuse_build,
+    run_needs,
+    totals,
+)
+from suite.datasets.presets import get_preset
+from suite.errors import BadValue, UserError
+from suite.measure.host_memory import available_bytes
+from suite.policies.planner import model_bytes
+
+GB = 10**9
+N = 111_059_956
+PAPERS = get_preset("papers-100m")
+HALF = get_preset("papers-100m-half")
+CSR = (N + 1) * 8 + PAPERS.list_entries * 4
+LABELS = N * 8 + PAPERS.num_labeled * 8
+SMALL_MACHINE = pytest.mark.skipif(available_bytes() > 30 * 2**30, reason="the refusal for host RAM needs a machine "
+                                   "with less than papers-100m-half's 34 GiB available, as the CPU machine has")
+GPU_MACHINE = Machine(host_bytes=120 * GB, gpu_bytes=78 * GB, disk_bytes=500 * GB, memlock_bytes=None)
+
+
+def test_build_needs_the_pinned_table_and_the_csr_in_host_ram_and_only_the_csr_on_disk():
+    total = totals(build_needs(PAPERS))
+    assert total[HOST] == N * 128 * 4 + CSR + LABELS + memory_plan.GENERATOR_BYTES_PER_NODE * N
+    assert total[GPU] == CSR + memory_plan.EDGE_CHUNK_BYTES
+    assert total[DISK] == CSR + LABELS < 8.5 * GB  # the feature table (57 GB) is never written
+    assert total[PINNED] == N * 128 * 4
+    assert totals(build_needs(HALF))[PINNED] == N * 128 * 2
+
+
+def test_run_needs_the_hot_tier_the_model_and_the_csr_on_the_gpu_when_sampling_there():
+    setting = RunSetting(loader="tiered", hot_fraction=0.1, sample_on_gpu=True)
+    rows = 1024 * (1 + 12 + 144 + 1728)
+    assert memory_plan.largest_minibatch_rows(setting) == rows
+    total = totals(run_needs(PAPERS, setting))
+    hot = round(N * 0.1)
+    assert total[GPU] == hot * 512 + CSR + model_bytes(128, 172, 3, 256, rows, 512)
+    assert total[HOST] == N * 512 + CSR + LABELS + rows * memory_plan.SAMPLED_BYTES_PER_ROW
+    assert total[PINNED] == N * 512
+    on_cpu = totals(run_needs(HALF, RunSetting(loader="tiered", hot_fraction=0.1)))
+    assert on_cpu[GPU] == hot * 256 + model_bytes(128, 172, 3, 256, rows, 256)
+
+
+def test_in_memory_keeps_every_row_on_the_gpu_and_a_disk_loader_is_refused():
+    assert totals(run_needs(HALF, RunSetting(loader="in-memory")))[GPU] > N * 256
+    with pytest.raises(BadValue, match="mmap reads the feature table from disk"):
+        run_needs(PAPERS, RunSetting(loader="mmap"))
+
+
+@pytest.mark.parametrize("machine, fragments", [
+    (Machine(23 * GB, None, 500 * GB, None), ["of host RAM", "64.8 GiB", "21.4 GiB available"]),
+    (Machine(120 * GB, None, 500 * GB, None), ["7.0 GiB of GPU memory", "no GPU"]),
+    (Machine(120 * GB, 4 * GB, 500 * GB, None), ["7.0 GiB of GPU memory", "3.7 GiB is free"]),
+    (Machine(120 * GB, 78 * GB, 5 * GB, None), ["7.7 GiB of disk", "4.7 GiB is free"]),
+    (Machine(120 * GB, 78 * GB, 500 * GB, 8 << 20), ["53.0 GiB feature table", "`ulimit -l` is 8.0 MiB"]),
+])
+def test_the_first_shortfall_is_refused_naming_both_sizes(machine, fragments):
+    with pytest.raises(PlanDoesNotFit) as refused:
+        check("papers-100m", build_needs(PAPERS), machine, needs_gpu=True)
+    assert isinstance(refused.value, UserError) and "\n" not in str(refused.value)
+    for fragment in fragments:
+        assert fragment in str(refused.value)
+
+
+def test_a_run_without_a_gpu_is_not_refused_for_it():
+    check("papers-100m-half", run_needs(HALF, RunSetting(hot_fraction=0.1)), Machine(120 * GB, None, 500 * GB, None),
+          needs_gpu=False)
+
+
+def test_where_the_plan_fits_the_missing_gpu_builder_is_said_in_one_line():
+    with pytest.raises(BuildRouteMissing, match="the papers-100m build runs on the GPU machine"):
+        refuse_build(PAPERS, GPU_MACHINE)
+
+
+def test_the_table_shows_each_place_beside_what_the_machine_has():
+    table = memory_plan.render("papers-100m", build_needs(PAPERS), Machine(23 * GB, None, 500 * GB, None))
+    assert "no GPU" in table and "21.4 GiB available" in table and "unlimited" in table
+    assert "53.0 GiB" in table
+
+
+def test_prepare_dataset_refuses_papers_100m_before_building(monkeypatch, tmp_path):
+    monkeypatch.setenv("TIERBENCH_DATA", str(tmp_path / "cache"))
+    monkeypatch.setattr(memory_plan, "this_machine", lambda cache: GPU_MACHINE)
+    monkeypatch.setattr(suite.datasets.build, "_build", lambda *a: pytest.fail("the CPU builder ran"))
+    with pytest.raises(BuildRouteMissing):
+        suite.datasets.build.load_dataset("papers-100m-half")
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+@SMALL_MACHINE
+def test_generate_papers_100m_here_exits_2_in_one_line_in_seconds(tmp_path):
+    env_cache = tmp_path / "cache"
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "suite.cli", "datasets", "generate", "papers-100m"],
+                          check=False, capture_output=True, text=True, env={**os.environ,
+                                                                "TIERBENCH_DATA": str(env_cache)})
+    seconds = time.perf_counter() - start
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tierbench: error: papers-100m needs "), done.stderr
+    assert "64.8 GiB of host RAM" in lines[0] and "available" in lines[0]
+    assert "feature table" in done.stdout and "64.8 GiB" in done.stdout  # the plan, shown first
+    assert seconds < 30
+    assert not env_cache.exists() or not any(env_cache.iterdir())
+
+
+@SMALL_MACHINE
+def test_train_on_papers_100m_here_shows_the_run_plan_and_refuses_before_opening(tmp_path):
+    env_cache = tmp_path / "cache"
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "suite.cli", "train", "--dataset", "papers-100m-half", "--loader",
+                           "tiered", "--hot-fraction", "0.1"], check=False, capture_output=True, text=True,
+                          env={**os.environ, "TIERBENCH_DATA": str(env_cache)})
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tierbench: error: papers-100m-half needs 34.2 GiB of host RAM")
+    assert "hot tier (11,105,996 rows)" in done.stdout and "26.5 GiB" in done.stdout
+    assert time.perf_counter() - start < 30
+    assert not env_cache.exists() or not any(env_cache.iterdir())
