@@ -95,21 +95,34 @@ class ChildCost:
     load: float  # one-minute load average of the machine before the child started
 
 
+_PEAK_REPORTER = (
+    "import os, sys\n"
+    "pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n"
+)
+"""Runs a command and writes its peak resident set (KiB) into a file.  Linux counts, in a child's ``ru_maxrss``, the
+peak of the memory it ran in before ``exec``: a child spawned straight from this process would report this process's
+peak when that is larger.  Spawned from this small reporter, the command inherits only the reporter's few MB."""
+
+
 def run_child(command: list[str], threads: int | None = None) -> ChildCost:
     """Run ``command`` in a child process (with ``threads`` numba threads if given); its wall time and peak memory."""
     env = {**os.environ, "NUMBA_NUM_THREADS": str(threads)} if threads else None
     load = os.getloadavg()[0]
-    with tempfile.TemporaryFile() as log:
+    with tempfile.TemporaryFile() as log, tempfile.TemporaryDirectory() as scratch:
+        peak_file = Path(scratch) / "peak"
         start = time.perf_counter()
-        child = subprocess.Popen(command, stdout=log, stderr=log, env=env)
-        _, status, usage = os.wait4(child.pid, 0)
+        returncode = subprocess.run([sys.executable, "-c", _PEAK_REPORTER, str(peak_file), *command], stdout=log,
+                                    stderr=log, env=env).returncode
         seconds = time.perf_counter() - start
-        child.returncode = os.waitstatus_to_exitcode(status)
-        if child.returncode:
+        if returncode:
             log.seek(0)
             last = (log.read().decode(errors="replace").strip().splitlines() or ["no output"])[-1]
-            raise BadValue(f"`{' '.join(command)}` failed (exit status {child.returncode}): {last}")
-    return ChildCost(seconds, usage.ru_maxrss * 1024, load)  # ru_maxrss is in KiB on Linux
+            raise BadValue(f"`{' '.join(command)}` failed (exit status {returncode}): {last}")
+        peak_kib = int(peak_file.read_text())
+    return ChildCost(seconds, peak_kib * 1024, load)  # ru_maxrss is in KiB on Linux
 
 
 def tierbench(*args: str) -> list[str]:

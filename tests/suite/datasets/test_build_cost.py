@@ -21,6 +21,13 @@ def test_a_child_is_measured_by_its_own_peak_and_time():
         build_cost.run_child([sys.executable, "-c", "import sys; print('a line'); print('the last line'); sys.exit(3)"])
 
 
+def test_a_childs_peak_is_its_own_even_when_this_process_is_larger():
+    ballast = np.ones(3 << 27)  # 3 GiB of pages touched here: a child spawned straight from here would report them
+    grow = [sys.executable, "-c", "block = b'x' * (300 << 20)"]
+    assert 300 << 20 < build_cost.run_child(grow).peak_bytes < 1 << 30
+    del ballast
+
+
 def in_process(command, threads=None):
     """``run_child`` without the child: the tierbench command it names, run here (the test above runs a real one)."""
     assert command[:3] == build_cost.tierbench()
