@@ -86,6 +86,9 @@ def stream_hashes(seed: int, streams):
     return _splitmix64_tensor(streams.long() ^ first)
 
 
-def uniform_from_hashes(hashes, counter: int):
-    """``uniform(seed, stream, counter)`` for every stream, from ``stream_hashes(seed, streams)``: bit-identical."""
+def uniform_from_hashes(hashes, counter):
+    """``uniform(seed, stream, counter)`` for every stream, from ``stream_hashes(seed, streams)``: bit-identical.
+
+    ``counter`` is an int, or an int64 tensor of non-negative counters that broadcasts against ``hashes``.
+    """
     return _shift_right(_splitmix64_tensor(hashes ^ counter), 11).double() * _TWO_POW_MINUS_53

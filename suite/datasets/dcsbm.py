@@ -34,7 +34,8 @@ import numpy as np
 from tiering.graph.csr import indptr_from_counts
 from tiering.rng import uniform
 
-_SRC, _SAME_CLASS, _CLASS, _DST = 0, 1, 2, 3  # counters of the four draws per edge
+SRC_DRAW, SAME_CLASS_DRAW, CLASS_DRAW, DST_DRAW = 0, 1, 2, 3  # edge e's four draws use counters 4 * e + these
+EDGE_STREAM = 3  # the stream of the edge draws (0 to 2 are the classes and the propensities)
 
 
 @numba.njit(parallel=True, cache=True)
@@ -132,7 +133,7 @@ def _edge_kernel(block_ptr, cum_src, guide_src, cum_dst, guide_dst, cum_block_ds
         touched = 0.0
         for b in range(size):
             e = first + start + b
-            xs[b] = uniform(seed, stream, 4 * e + _SRC) * total_src
+            xs[b] = uniform(seed, stream, 4 * e + SRC_DRAW) * total_src
             los[b], his[b] = _bucket(cum_src, guide_src, scale_src, xs[b])
         for b in range(size):
             touched += _touch(cum_src, los[b], his[b])
@@ -141,13 +142,13 @@ def _edge_kernel(block_ptr, cum_src, guide_src, cum_dst, guide_dst, cum_block_ds
             s = min(_search(cum_src, los[b], his[b], xs[b]), n - 1)
             src[start + b] = s
             r = np.searchsorted(block_ptr, s, side="right") - 1
-            if uniform(seed, stream, 4 * e + _SAME_CLASS) >= homophily:
-                x = uniform(seed, stream, 4 * e + _CLASS) * total_dst_blocks
+            if uniform(seed, stream, 4 * e + SAME_CLASS_DRAW) >= homophily:
+                x = uniform(seed, stream, 4 * e + CLASS_DRAW) * total_dst_blocks
                 r = min(max(np.searchsorted(cum_block_dst, x, side="right"), 0), num_blocks - 1)
             lo = block_ptr[r]
             hi = block_ptr[r + 1]
             base = cum_dst[lo - 1] if lo > 0 else 0.0
-            xs[b] = base + uniform(seed, stream, 4 * e + _DST) * (cum_dst[hi - 1] - base)
+            xs[b] = base + uniform(seed, stream, 4 * e + DST_DRAW) * (cum_dst[hi - 1] - base)
             block_lo[b], block_hi[b] = lo, hi
             los[b], his[b] = _bucket(cum_dst, guide_dst, scale_dst, xs[b])
         for b in range(size):
@@ -191,7 +192,7 @@ class BlockModel:
         src = np.empty(count, dtype=np.int64)
         dst = np.empty(count, dtype=np.int64)
         _edge_kernel(self.block_ptr, self.cum_src, self.guide_src, self.cum_dst, self.guide_dst, self.cum_block_dst,
-                     self.homophily, self.seed, 3, first, src, dst)
+                     self.homophily, self.seed, EDGE_STREAM, first, src, dst)
         _to_node_ids(self.order, src)
         _to_node_ids(self.order, dst)
         return src, dst
