@@ -221,17 +221,17 @@ def run_lab(dataset, settings: LabSettings, capacities, traces: LabTraces, *,
     replayed = [name for name, spec in POLICIES.items() if spec.kind in ("dynamic", "lookahead")] + ["belady"]
     with tqdm(total=len(replayed) * len(capacities), desc="replaying", unit="replay", disable=not progress,
               leave=False) as bar:
+        beyond_window = lookahead_order(dataset, orders)
         for name in replayed:
             start = time.perf_counter()
-            for capacity in capacities:
+            if name in WINDOWS:  # one pass over the trace finds every read's next and previous use for all capacities
+                bar.set_postfix_str(f"{name} at {len(capacities)} capacities")
+                replays += lookahead.replay_lookahead(trace, capacities, cost, WINDOWS[name], beyond_window)
+                bar.update(len(capacities))
+            for capacity in capacities if name not in WINDOWS else ():
                 bar.set_postfix_str(f"{name} at {capacity:,} rows")
-                if name == "belady":
-                    replays.append(belady.replay_belady(trace, capacity, cost))
-                elif name in WINDOWS:
-                    replays.append(lookahead.replay_lookahead(trace, capacity, cost, WINDOWS[name],
-                                                              lookahead_order(dataset, orders)))
-                else:
-                    replays.append(dynamic.replay_dynamic(name, trace, capacity, cost))
+                replays.append(belady.replay_belady(trace, capacity, cost) if name == "belady"
+                               else dynamic.replay_dynamic(name, trace, capacity, cost))
                 bar.update(1)
             seconds[name] = time.perf_counter() - start
     rows = pd.DataFrame([

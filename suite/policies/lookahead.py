@@ -35,6 +35,7 @@ import numpy as np
 
 from suite.policies.belady import next_use
 from suite.policies.replay import Replay, check_capacity, counters, epoch_of_batch
+from tiering.features.placement import order_ranks
 from tiering.heap import offer, push, sift_down, sift_up
 
 WINDOWS = (1, 4, 16, 64, 256)
@@ -94,38 +95,40 @@ def _lookahead(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost, wi
     return hits, miss_bytes, fills
 
 
-def start_placement(first: np.ndarray, order: np.ndarray, capacity: int, window: int, num_batches: int):
+def start_placement(first: np.ndarray, order: np.ndarray, rank: np.ndarray, capacity: int, window: int,
+                    num_batches: int):
     """The rows the cache starts with and their keys: those the first ``window`` minibatches read, by first use
-    (``first``: each row's first minibatch), then ``order``'s first rows ranked after them."""
-    rank = np.empty(len(order), np.int64)
-    rank[order] = np.arange(len(order))
+    (``first``: each row's first minibatch), then ``order``'s first rows ranked after them (``rank``: each row's
+    place in ``order``)."""
     ahead = np.flatnonzero(first < min(window, num_batches))
     ahead = ahead[np.argsort(first[ahead], kind="stable")][:capacity]
     taken = np.zeros(len(order), bool)
     taken[ahead] = True
     rest = order[~taken[order]][:capacity - len(ahead)]
-    return np.concatenate([ahead, rest]), np.concatenate([first[ahead], num_batches + rank[rest]]), rank
+    return np.concatenate([ahead, rest]), np.concatenate([first[ahead], num_batches + rank[rest]])
 
 
-def replay_lookahead(trace, capacity: int, row_cost: np.ndarray, window: int, order: np.ndarray) -> Replay:
-    """The lookahead cache over ``trace`` at ``capacity`` rows, seeing ``window`` minibatches ahead, with rows beyond
-    the window ranked by ``order`` (row ids, the first kept longest)."""
-    capacity = check_capacity(capacity, trace.num_nodes)
+def replay_lookahead(trace, capacities, row_cost: np.ndarray, window: int, order: np.ndarray) -> list[Replay]:
+    """The lookahead cache over ``trace`` at every one of ``capacities`` (rows), seeing ``window`` minibatches ahead,
+    with rows beyond the window ranked by ``order`` (row ids, the first kept longest)."""
+    capacities = [check_capacity(c, trace.num_nodes) for c in capacities]
     name = policy_name(int(window))
     if int(window) < 0:
         raise ValueError(f"the lookahead window must be at least 0 minibatches, got {window}")
-    order = np.asarray(order, dtype=np.int64)
-    if order.shape != (trace.num_nodes,) or not np.array_equal(np.sort(order), np.arange(trace.num_nodes)):
-        raise ValueError(f"the lookahead's static order must hold every one of the {trace.num_nodes:,} rows once")
+    order, rank = order_ranks(order, trace.num_nodes, "the lookahead's static order")
     window = min(int(window), trace.num_batches)
     following, first = next_use(trace.ids, trace.batch_offsets, trace.num_nodes)
     preceding = previous_use(trace.ids, trace.batch_offsets, trace.num_nodes)
-    start, keys, rank = start_placement(first, order, capacity, window, trace.num_batches)
-    hits, miss_bytes, fills = _lookahead(trace.ids, trace.batch_offsets, epoch_of_batch(trace.epoch_batches),
-                                         trace.num_epochs, trace.num_nodes, capacity,
-                                         np.asarray(row_cost, dtype=np.int64), window, rank, following, preceding,
-                                         start, keys)
-    return Replay(name, capacity, trace.epoch_accesses(), hits, miss_bytes, fills)
+    epoch_of = epoch_of_batch(trace.epoch_batches)
+    cost = np.asarray(row_cost, dtype=np.int64)
+    replays = []
+    for capacity in capacities:
+        start, keys = start_placement(first, order, rank, capacity, window, trace.num_batches)
+        hits, miss_bytes, fills = _lookahead(trace.ids, trace.batch_offsets, epoch_of, trace.num_epochs,
+                                             trace.num_nodes, capacity, cost, window, rank, following, preceding,
+                                             start, keys)
+        replays.append(Replay(name, capacity, trace.epoch_accesses(), hits, miss_bytes, fills))
+    return replays
 
 
 def policy_name(window: int) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from suite.policies.replay import Replay, check_capacity
+from tiering.features.placement import order_ranks
 
 
 def order_by(values: np.ndarray) -> np.ndarray:
@@ -29,9 +30,7 @@ def replay_static(name: str, counts: np.ndarray, order: np.ndarray, capacities, 
     """The rows ``order[:C]`` cached, for every C in ``capacities``; ``counts`` is the trace's ``(E, N)`` reads per
     epoch (``AccessTrace.counts``)."""
     num_nodes = counts.shape[1]
-    order = np.asarray(order, dtype=np.int64)
-    if order.shape != (num_nodes,) or not np.array_equal(np.sort(order), np.arange(num_nodes)):
-        raise ValueError(f"the order of policy {name!r} must hold every one of the {num_nodes:,} rows once")
+    order, _ = order_ranks(order, num_nodes, f"the order of policy {name!r}")
     capacities = [check_capacity(c, num_nodes) for c in capacities]
     ordered = counts[:, order].astype(np.int64)
     hits = np.cumsum(ordered, axis=1)

@@ -46,6 +46,7 @@ import torch
 from tiering.features.combined import CombinedTensor
 from tiering.features.device_counters import DeviceCounters
 from tiering.features.loader import FeatureLoader
+from tiering.features.placement import order_ranks
 from tiering.features.traffic import zero_copy_traffic_tensors
 from tiering.features.zero_copy import DEFAULT_VARIANT
 from tiering.heap import push, replace_top, sift_down, sift_up
@@ -130,12 +131,9 @@ class LookaheadLoader(FeatureLoader):
             raise ValueError(f"capacity must be in [0, {self.num_rows}], got {capacity}")
         if window < 0:
             raise ValueError(f"the window must be at least 0 minibatches, got {window}")
-        order = np.arange(self.num_rows) if order is None else np.asarray(order, dtype=np.int64)
-        if order.shape != (self.num_rows,) or not np.array_equal(np.sort(order), np.arange(self.num_rows)):
-            raise ValueError(f"the static order must hold every one of the {self.num_rows:,} rows once")
-        self.capacity, self.window, self.order = capacity, window, order
-        self.rank = np.empty(self.num_rows, np.int64)
-        self.rank[order] = np.arange(self.num_rows)
+        self.order, self.rank = order_ranks(np.arange(self.num_rows) if order is None else order, self.num_rows,
+                                            "the static order")
+        self.capacity, self.window = capacity, window
         self.host = CombinedTensor(features, 0, self.device, variant=variant, max_blocks=max_blocks)
         self.row_bytes = self.host.row_bytes
         self.cache = torch.empty((capacity, self.feature_dim), dtype=features.dtype, device=self.device)

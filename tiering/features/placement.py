@@ -20,9 +20,22 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import torch
 
 REPLICATED, INTERLEAVED, HOST = 0, 1, 2
+
+
+def order_ranks(order, num_rows: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """``order`` (row ids, the first placed first) as int64, and each row's place in it; ``ValueError`` naming ``what``
+    unless it holds every one of the ``num_rows`` rows once."""
+    order = np.asarray(order, dtype=np.int64)
+    rank = np.full(num_rows, -1, np.int64)
+    if order.shape == (num_rows,) and (num_rows == 0 or (order.min() >= 0 and order.max() < num_rows)):
+        rank[order] = np.arange(num_rows)
+    if order.shape != (num_rows,) or (rank < 0).any():
+        raise ValueError(f"{what} must hold every one of the {num_rows:,} rows once")
+    return order, rank
 
 
 class PlacementTooLarge(MemoryError):

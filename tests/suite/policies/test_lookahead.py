@@ -70,7 +70,7 @@ def totals(replay):
 def test_the_lookahead_cache_follows_its_rule(seed):
     rng, trace, capacity, cost, order = case_of(seed)
     for window in (0, 1, 2, int(rng.integers(3, 50))):
-        replay = replay_lookahead(trace, capacity, cost, window, order)
+        [replay] = replay_lookahead(trace, [capacity], cost, window, order)
         assert totals(replay) == reference_lookahead(trace, capacity, window, order, cost), window
 
 
@@ -79,7 +79,7 @@ def test_a_window_over_the_whole_trace_is_belady(seed):
     _, trace, capacity, cost, order = case_of(100 + seed)
     belady = replay_belady(trace, capacity, cost)
     for window in (trace.num_batches, trace.num_batches + 7):
-        lookahead = replay_lookahead(trace, capacity, cost, window, order)
+        [lookahead] = replay_lookahead(trace, [capacity], cost, window, order)
         for counter in ("hits", "miss_bytes", "fills"):
             assert (getattr(lookahead, counter) == getattr(belady, counter)).all(), counter
 
@@ -88,18 +88,18 @@ def test_a_window_over_the_whole_trace_is_belady(seed):
 def test_no_window_is_the_static_order_and_no_window_beats_belady(seed):
     _, trace, capacity, cost, order = case_of(200 + seed)
     static = replay_static("s", trace.counts(), order, [capacity], cost)[0]
-    lookahead = replay_lookahead(trace, capacity, cost, 0, order)
+    [lookahead] = replay_lookahead(trace, [capacity], cost, 0, order)
     assert totals(lookahead) == totals(static)
     bound = replay_belady(trace, capacity, cost).hits.sum()
     for window in (0, 1, 3, 8, 30):
-        assert replay_lookahead(trace, capacity, cost, window, order).hits.sum() <= bound
+        assert replay_lookahead(trace, [capacity], cost, window, order)[0].hits.sum() <= bound
 
 
 def test_a_bad_window_or_order_is_refused():
     trace = random_trace(np.random.default_rng(1), 10, batches=3, largest=3)
     cost = np.ones(10, np.int64)
     with pytest.raises(ValueError, match="at least 0 minibatches"):
-        replay_lookahead(trace, 2, cost, -1, np.arange(10))
+        replay_lookahead(trace, [2], cost, -1, np.arange(10))
     with pytest.raises(ValueError, match="every one of the 10 rows once"):
-        replay_lookahead(trace, 2, cost, 4, np.zeros(10, np.int64))
-    assert replay_lookahead(trace, 2, cost, 256, np.arange(10)).policy == "lookahead-256"
+        replay_lookahead(trace, [2], cost, 4, np.zeros(10, np.int64))
+    assert replay_lookahead(trace, [2], cost, 256, np.arange(10))[0].policy == "lookahead-256"

@@ -44,7 +44,7 @@ def test_the_loader_counts_what_the_lab_replays_and_returns_the_tables_rows(seed
             continue
         cost = zero_copy_row_payload(torch.arange(num_nodes), loader.row_bytes, loader.host.host_offset,
                                      loader.host.variant).numpy()
-        replay = replay_lookahead(trace, capacity, cost, window, order)
+        [replay] = replay_lookahead(trace, [capacity], cost, window, order)
         assert (stats.hits, stats.pcie_payload_bytes, loader.rows_admitted) == (
             int(replay.hits.sum()), int(replay.miss_bytes.sum()), int(replay.fills.sum())), window
 
@@ -62,7 +62,7 @@ def test_announce_looks_ahead_for_the_caller_and_unannounced_gathers_change_noth
     loader = LookaheadLoader(features, 10, window=4)
     for batch in loader.announce(iter(batches)):
         assert torch.equal(loader.gather(batch.input_nodes), features[batch.input_nodes])
-    replay = replay_lookahead(trace, 10, zero_copy_row_payload(torch.arange(40), 32).numpy(), 4, np.arange(40))
+    [replay] = replay_lookahead(trace, [10], zero_copy_row_payload(torch.arange(40), 32).numpy(), 4, np.arange(40))
     assert loader.stats().hits == replay.hits.sum() and loader.rows_admitted == replay.fills.sum()
     cached = loader.cache.clone()
     admitted = loader.rows_admitted
