@@ -154,7 +154,7 @@ class TierbenchNodeSampler(BaseSampler):
     def set_epoch(self, epoch: int) -> None:
         """Start epoch ``epoch``: ``EpochOrder`` shuffles for it and the hop seeds start over."""
         self.epoch = epoch
-        self.generator = epoch_generator(self.seed, epoch, 1, self.sampler.graph.indptr.device)
+        self.generator = epoch_generator(self.seed, epoch, 1)
 
     def sample_from_nodes(self, index: NodeSamplerInput, **kwargs) -> SamplerOutput:
         _refuse_workers("sampling")

@@ -385,11 +385,11 @@ class NeighborSampler:
         return counts, neighbors, None
 
 
-def epoch_generator(seed: int, epoch: int, stream: int, device="cpu") -> torch.Generator:
+def epoch_generator(seed: int, epoch: int, stream: int) -> torch.Generator:
     """The generator of ``stream`` in epoch ``epoch`` of a run seeded ``seed``: stream 0 orders the seeds
     (``epoch_order``), stream 1 (one per process in a distributed run: 1 + rank) gives the hops' seeds, one draw per
     hop of each minibatch in turn (``minibatches``)."""
-    return torch.Generator(device=device).manual_seed(seed * 1_000_003 + epoch * 7_919 + stream)
+    return torch.Generator().manual_seed(seed * 1_000_003 + epoch * 7_919 + stream)
 
 
 def epoch_order(ids: torch.Tensor, seed: int, epoch: int) -> torch.Tensor:
