@@ -60,7 +60,7 @@ import pandas as pd
 
 from suite.datasets.build import entry_path, regenerate_hint
 from suite.datasets.cache import entry_bytes, read_manifest
-from suite.datasets.presets import PRESETS, get_preset
+from suite.datasets.presets import PAPERS_100M_EDGES, PRESETS, get_preset
 from suite.datasets.regime import IMITATED
 from suite.datasets.reordered import reordered_entry_path
 from suite.errors import BadValue
@@ -73,8 +73,6 @@ log = logging.getLogger(__name__)
 
 SCORER = "wrpr"
 PAPERS = "ogbn-papers100M"
-PAPERS_OGB_EDGES = 1_615_685_872
-"""ogbn-papers100M's edges as OGB lists them (each once; Data Tiering counts them both ways, 3.2B)."""
 TARGET_CORES = 16
 TARGET_MEMORY_BYTES = 128 * 10**9
 """The GPU machine the projection is for: 16 cores, 128 GB."""
@@ -189,7 +187,7 @@ def project(measured: pd.DataFrame, coefficients: pd.DataFrame, factors: dict | 
     width = get_preset("papers-l").feature_dim
     n_real = IMITATED[PAPERS].num_nodes
     targets = [(f"{PAPERS} size, {per_node:.1f} entries per node", n_real, n_real * per_node),
-               (f"{PAPERS} size, OGB's edges", n_real, PAPERS_OGB_EDGES)]
+               (f"{PAPERS} size, OGB's edges", n_real, PAPERS_100M_EDGES)]
     if "papers-l" not in set(measured["dataset"]):
         n_l = get_preset("papers-l").num_nodes
         targets.insert(0, ("papers-l", n_l, n_l * per_node))

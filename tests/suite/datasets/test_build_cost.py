@@ -86,7 +86,7 @@ def test_the_fit_recovers_a_linear_cost_and_projects_it():
     assert there["build_peak_bytes"] == here["build_peak_bytes"]  # memory does not depend on the cores
     per_node = np.mean([3.1e7 / (5.4e8 // 512), 2.5e8 / (4.3e9 // 512)])
     assert projected.iloc[2]["list_entries"] == pytest.approx(111_059_956 * per_node, rel=1e-6)
-    assert projected.iloc[3]["list_entries"] == build_cost.PAPERS_OGB_EDGES
+    assert projected.iloc[3]["list_entries"] == build_cost.PAPERS_100M_EDGES
 
 
 def test_papers_100m_is_projected_linearly_from_a_measured_preset_not_built(tmp_path, capsys, monkeypatch):
