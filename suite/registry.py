@@ -206,11 +206,12 @@ def _check_reordered(spec: LoaderSpec, dataset) -> None:
         )
 
 
-def host_table(name: str, features: torch.Tensor, device, progress: bool = True) -> torch.Tensor:
-    """The table loader ``name`` is built over: read into memory for a zero-copy loader on a GPU, else ``features``."""
-    if loader(name).zero_copy and torch.device(device).type == "cuda":
-        return read_into_memory(features, progress=progress)
-    return features
+def host_table(name: str, dataset, device, progress: bool = True) -> torch.Tensor:
+    """The table loader ``name`` is built over: for a zero-copy loader on a GPU, the dataset's table read into memory
+    (or the table as it is, where it was made in memory: ``suite.datasets.generated``), else the table as it is."""
+    if loader(name).zero_copy and torch.device(device).type == "cuda" and not dataset.features_in_memory:
+        return read_into_memory(dataset.features, progress=progress)
+    return dataset.features
 
 
 def check_gpu_memory(name: str, dataset, hot_fraction: float, device) -> None:
@@ -248,7 +249,7 @@ def create_loader(name: str, dataset, hot_fraction: float = 0.0, device="cpu", *
     device = torch.device(device)
     _check_reordered(spec, dataset)  # before the table is copied
     check_gpu_memory(name, dataset, hot_fraction, device)
-    features = host_table(name, dataset.features, device, progress)
+    features = host_table(name, dataset, device, progress)
     return spec.build(features, dataset, hot_rows(dataset.num_nodes, hot_fraction), device, **options)
 
 

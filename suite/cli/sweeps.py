@@ -33,7 +33,7 @@ def _cmd_run(args) -> int:
                     host_fractions=args.host_fractions,
                     fanouts=[args.fanout] if args.fanout else None, samplings=args.sampling, epochs=args.epochs,
                     warmup=args.warmup, batch_size=args.batch_size, regime=args.regime, scorer=args.scorer,
-                    pipeline=args.pipeline,
+                    pipeline=args.pipeline, batch_limit=args.minibatches,
                     ogb_root=args.ogb_root)
     if args.gpus is not None and not distributed.launched_by_torchrun():
         sweep = plan_sweep(args.experiment, args.runs, **settings, device=args.device, processes=args.gpus)
@@ -141,6 +141,8 @@ def _run_arguments(run) -> None:
     run.add_argument("--seed", type=options.seed, default=0)
     run.add_argument("--rerun", action="store_true", help="measure cells again even when recorded")
     run.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training (recorded per row)")
+    run.add_argument("--minibatches", type=options.integer, help="time only the first N minibatches of every epoch, "
+                     "at least 1 (recorded per row: batches, epoch_batches, batch_limit; default: whole epochs)")
     run.add_argument("--runs", default="out/runs", help="directory of the records CSVs (the committed ones are in "
                      "results/runs)")
     run.add_argument("--gpus", type=options.positive_int, help="run on G processes, one per GPU, launched with torchrun "

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import zlib
+import time
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +41,10 @@ from tqdm.auto import tqdm
 from suite.datasets import cache, ogb_format
 from suite.datasets.dataset import Dataset, dataset_arrays, load_entry, save_arrays
 from suite.datasets.dcsbm import block_model
+from suite.datasets.dcsbm_torch import generate_graph_torch
 from suite.datasets.errors import DatasetFileError
+from suite.datasets.generated import manifest_field
+from suite.datasets.memory_plan import PART_ENTRIES, check_build, this_machine
 from suite.datasets.node_data import (
     NO_LABEL,
     random_splits,
@@ -84,11 +87,6 @@ def entry_path(name: str, ogb_root=None) -> Path:
     return cache.cache_root() / f"{name}-{key}"
 
 
-def _sub_seed(seed: int, purpose: str) -> int:
-    """Independent seeds for the independent random parts of one dataset."""
-    return int(np.random.SeedSequence([seed, zlib.crc32(purpose.encode())]).generate_state(1, np.uint64)[0])
-
-
 # ----------------------------------------------------------------- synthetic
 EDGE_CHUNK = 1 << 23
 """Edges drawn at once (two int64 arrays of them: 128 MB)."""
@@ -99,7 +97,7 @@ FEATURE_CHUNK_BYTES = 64 << 20
 def _edge_source(preset: Preset):
     """``(draw, classes)``: ``draw(first, count)`` gives edges ``first`` to ``first + count - 1`` as ``(src, dst)``."""
     n = preset.num_nodes
-    seed = _sub_seed(preset.seed, "graph")
+    seed = preset.sub_seed("graph")
     if preset.generator == "rmat":
         perm = id_permutation(n, seed)  # ids shuffled as shuffle_ids does, a chunk at a time
         classes = np.empty(n, dtype=np.int64)
@@ -141,13 +139,13 @@ def generate_graph(preset: Preset, progress: bool = False):
 def generate_labels(preset: Preset, classes: np.ndarray):
     """``(labels, splits)``: a seeded split of the nodes, and the class of every node in one (-1 elsewhere)."""
     fractions = (preset.train_fraction, preset.valid_fraction, preset.test_fraction)
-    splits = random_splits(preset.num_nodes, fractions, _sub_seed(preset.seed, "splits"))
+    splits = random_splits(preset.num_nodes, fractions, preset.sub_seed("splits"))
     return visible_labels(classes, splits), splits
 
 
 def _features(preset: Preset, graph: CSRGraph, classes: np.ndarray, out=None, first: int = 0):
     return synthesize_features(graph, classes, preset.feature_dim, preset.signal, preset.neighbor_signal,
-                               _sub_seed(preset.seed, "features"), out=out, first=first)
+                               preset.sub_seed("features"), out=out, first=first)
 
 
 def feature_chunks(preset: Preset, graph: CSRGraph, classes: np.ndarray, progress: bool = False):
@@ -215,28 +213,55 @@ def _manifest(name: str, source: dict, graph: CSRGraph, feature_dim: int, labels
 
 
 # ------------------------------------------------------------------- prepare
+def build_device():
+    """Where a ``gpu_built`` preset's edges are drawn and sorted into lists: the GPU, or the CPU where there is none."""
+    import torch
+
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
 def _build_synthetic(name: str, partial: Path, progress: bool) -> None:
-    """Draw the preset ``name`` into the build directory ``partial``: graph, labels, features (streamed), manifest."""
+    """Draw the preset ``name`` into the build directory ``partial``: graph, labels, features (streamed), manifest.
+
+    A ``gpu_built`` preset draws its graph with torch on the GPU (``generate_graph_torch``: the same CSR) and
+    writes no feature table (``suite.datasets.generated`` makes it when the entry is opened); its manifest records
+    the device and the seconds of each step.
+    """
     preset = get_preset(name)
-    steps = Steps(name, 5, progress)
+    steps = Steps(name, 4 if preset.gpu_built else 5, progress)
+    seconds = {}
     try:
         with steps.step("drawing the graph"):
-            graph, classes = generate_graph(preset, progress)
+            start = time.perf_counter()
+            if preset.gpu_built:
+                device = build_device()
+                graph, classes = generate_graph_torch(preset, device, progress,
+                                                      part_entries=PART_ENTRIES if device.type == "cuda" else None)
+            else:
+                graph, classes = generate_graph(preset, progress)
+            seconds["graph"] = time.perf_counter() - start
         with steps.step("labels and splits"):
             labels, splits = generate_labels(preset, classes)
-        with steps.step("writing features"):
-            shape = (preset.num_nodes, preset.feature_dim)
-            chunks = feature_chunks(preset, graph, classes, progress=progress)
-            features = {"features.npy": cache.write_npy_chunks(partial / "features.npy", np.float32, shape, chunks)}
-            del classes
+        features = {}
+        if not preset.gpu_built:
+            with steps.step("writing features"):
+                shape = (preset.num_nodes, preset.feature_dim)
+                chunks = feature_chunks(preset, graph, classes, progress=progress)
+                features = {"features.npy": cache.write_npy_chunks(partial / "features.npy", np.float32, shape,
+                                                                   chunks)}
+        del classes
         with steps.step("writing arrays"):
+            start = time.perf_counter()
             arrays = dataset_arrays(graph, None, labels, splits)
-            del arrays["features"]  # written above
+            del arrays["features"]  # written above, or made when the entry is opened
             written = save_arrays(partial, **arrays)
+            seconds["write"] = time.perf_counter() - start
         with steps.step("checksums"):
             files = {**cache.describe_files(partial, written, progress), **features}
             source = {"kind": "synthetic", "preset": preset.params()}
             manifest = _manifest(name, source, graph, preset.feature_dim, labels, splits, preset.num_classes, files)
+            if preset.gpu_built:
+                manifest.update(manifest_field(preset), build={"device": str(build_device()), "seconds": seconds})
             cache.write_manifest(partial, manifest)
     finally:
         steps.close()
@@ -282,14 +307,11 @@ def prepare_dataset(name: str, *, ogb_root=None, force: bool = False, progress: 
 
     Concurrent calls for one entry build it once (``cache.build_entry``);
     ``on_reuse(entry)`` is called when the entry is there already.  A ``gpu_built`` preset (paper scale) is
-    refused before anything is allocated, by its memory plan (``suite.datasets.memory_plan``) or, where that fits,
-    because its GPU builder is not written yet.
+    refused before anything is allocated when its memory plan does not fit (``suite.datasets.memory_plan``).
     """
     entry = entry_path(name, ogb_root)
     if not is_real_ogb(name) and get_preset(name).gpu_built and (force or not cache.is_complete(entry)):
-        from suite.datasets.memory_plan import refuse_build, this_machine
-
-        refuse_build(get_preset(name), this_machine(cache.cache_root()))
+        check_build(get_preset(name), this_machine(cache.cache_root()))
     return cache.build_entry(entry, lambda partial: _build(name, ogb_root, partial, progress), force=force,
                              on_reuse=on_reuse)
 

@@ -15,6 +15,9 @@ A reordered entry (``suite.datasets.reordered``) also holds the renumbering
 and the scores it came from, in the new order::
 
     old_to_new.npy / new_to_old.npy  int64 (N)      scores.npy  float64 (N), descending
+
+The paper-scale presets' entries hold no ``features.npy``: their table is made in memory, already where the
+zero-copy loaders pin it, each time the entry is opened (``suite.datasets.generated``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import torch
 
 from suite.datasets.cache import read_manifest, verify_files
 from suite.datasets.errors import DatasetFileError
+from suite.datasets.generated import feature_table, is_generated
 from suite.io import atomic
 from tiering.graph.csr import CSRGraph
 
@@ -44,7 +48,7 @@ class Dataset:
 
     name: str
     graph: CSRGraph
-    features: torch.Tensor  # (N, D) float32
+    features: torch.Tensor | None  # (N, D) float32 (or float16); None only where asked not to make a generated one
     labels: torch.Tensor  # (N,) int64, -1 where a node has no label
     splits: dict[str, torch.Tensor]  # "train", "valid", "test" -> int64 node ids
     num_classes: int
@@ -62,13 +66,20 @@ class Dataset:
 
     @property
     def feature_dim(self) -> int:
-        return self.features.shape[1]
+        return self.manifest["feature_dim"] if self.features is None else self.features.shape[1]
+
+    @property
+    def features_in_memory(self) -> bool:
+        """Whether the feature table was made in memory when the entry was opened, rather than mapped from its
+        file: a zero-copy loader can pin it where it is."""
+        return is_generated(self.manifest)
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{k}={len(v)}" for k, v in self.splits.items())
+        features = "not made" if self.features is None else tuple(self.features.shape)
         return (
             f"Dataset({self.name!r}, nodes={self.num_nodes}, edges={self.graph.num_edges}, "
-            f"features={tuple(self.features.shape)}, classes={self.num_classes}, {sizes})"
+            f"features={features}, classes={self.num_classes}, {sizes})"
         )
 
 
@@ -123,15 +134,20 @@ def _check_shapes(entry: Path, manifest: dict, arrays: dict, hint: str) -> None:
             )
 
 
-def load_entry(entry: Path, hint: str, verify: bool = True, progress: bool = True) -> Dataset:
+def load_entry(entry: Path, hint: str, verify: bool = True, progress: bool = True,
+               make_features: bool = True) -> Dataset:
     """Open a cache entry, checking its files against the manifest first.
 
     Every file's size and every array's shape is checked; with ``verify``,
     the SHA-256 of every array that is loaded is checked too.  The contents
     were checked once, when the entry was built (``suite.datasets.validate``).
+    An entry with no feature table on disk (``suite.datasets.generated``) gets
+    one made in memory, or ``None`` when not ``make_features``.
     """
     manifest = read_manifest(entry, hint)
-    names = ARRAYS + tuple(n for n in PERMUTATION_ARRAYS if f"{n}.npy" in manifest["files"])
+    generated = is_generated(manifest)
+    names = tuple(n for n in ARRAYS if not (generated and n == "features"))
+    names += tuple(n for n in PERMUTATION_ARRAYS if f"{n}.npy" in manifest["files"])
     missing = [f"{name}.npy" for name in names if f"{name}.npy" not in manifest["files"]]
     if missing:
         raise DatasetFileError(f"{entry / 'manifest.json'} lists no {', '.join(missing)}. {hint}")
@@ -145,6 +161,9 @@ def load_entry(entry: Path, hint: str, verify: bool = True, progress: bool = Tru
         graph = CSRGraph(arrays["indptr"], arrays["indices"])
     except (ValueError, TypeError) as err:
         raise DatasetFileError(f"{entry / 'indices.npy'}: {err}. {hint}") from None
+    if generated:
+        arrays["features"] = (feature_table(manifest, graph, arrays.get("new_to_old"), hint, progress)
+                              if make_features else None)
     return Dataset(
         name=manifest["name"],
         graph=graph,

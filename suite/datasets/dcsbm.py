@@ -171,6 +171,13 @@ def class_weights(num_classes: int, skew: float) -> np.ndarray:
     return (np.arange(1, num_classes + 1, dtype=np.float64)) ** -skew
 
 
+def draw_classes(num_nodes: int, num_classes: int, class_skew: float, seed) -> np.ndarray:
+    """The class of every node (int64), the first draw of ``block_model``: alone, it costs one pass over the nodes."""
+    classes = np.empty(num_nodes, dtype=np.int64)
+    _draw_classes(np.cumsum(class_weights(num_classes, class_skew)), np.uint64(seed), 0, classes)
+    return classes
+
+
 @dataclasses.dataclass
 class BlockModel:
     """The drawn part of a DC-SBM (classes and propensities, as cumulative masses in class order), from which
@@ -215,8 +222,7 @@ def block_model(
     if num_classes < 1 or num_nodes < 1:
         raise ValueError("need at least one node and one class")
     seed = np.uint64(seed)
-    classes = np.empty(num_nodes, dtype=np.int64)
-    _draw_classes(np.cumsum(class_weights(num_classes, class_skew)), seed, 0, classes)
+    classes = draw_classes(num_nodes, num_classes, class_skew, seed)
 
     alpha = exponent - 1.0
     theta_src = np.empty(num_nodes, dtype=np.float64)

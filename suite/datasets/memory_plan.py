@@ -3,20 +3,23 @@
 ogbn-papers100M on one GPU machine (Data Tiering §5: 111M nodes, 1.6B edges, a 57 GB float32 feature table) is
 trained from a feature table pinned whole in host memory and read zero-copy from the GPU, its hottest rows copied
 into GPU memory (Data Tiering §4.1; PyTorch-Direct §3.2).  For the ``gpu_built`` presets (``papers-100m``,
-``papers-100m-half``) the table is generated straight into that pinned memory and never written to disk; only the
-CSR is cached.  A plan adds up, for the build or for a run setting (loader, hot fraction, sampling on the CPU or the
-GPU), what lands where:
+``papers-100m-half``) the table is generated straight into that memory whenever the entry is opened and never written
+to disk; only the CSR is cached.  A plan adds up, for the build or for a run setting (loader, hot fraction, sampling
+on the CPU or the GPU), what lands where:
 
-* host RAM: the feature table (pinned for the zero-copy loaders and the build), the CSR, labels and splits, and the
-  sampler's buffers for the largest minibatch (or, for the build, the generator's per-node arrays);
+* host RAM: the feature table (pinned for the zero-copy loaders), the CSR, labels and splits, and the sampler's
+  buffers for the largest minibatch; for the build, the generator's per-node arrays, and scoring's transposed CSR and
+  the reordered CSR of ``tierbench prepare``;
 * GPU memory: the hot tier (all rows for ``in-memory``; a node -> slot map beside it for the loaders that keep one),
-  the CSR when sampling on the GPU (or, for the build, the CSR being drawn there and one chunk of edges), and the
-  model's training state, minibatch and CUDA context (``suite.policies.planner.model_bytes``);
-* disk, in the dataset cache: the CSR, labels and splits (the only files such an entry holds);
+  the CSR when sampling on the GPU, and the model's training state, minibatch and CUDA context
+  (``suite.policies.planner.model_bytes``); for the build, the generator's masses, one part of the lists being
+  sorted and one chunk of edges (in host RAM where the machine has no GPU and the build runs on the CPU);
+* disk, in the dataset cache: the CSR, labels and splits (the only files such an entry holds), and their reordered
+  copy;
 * the memlock limit (``ulimit -l``), which must admit the pinned table (``CAP_IPC_LOCK`` lifts it).
 
 ``check`` refuses in one line, naming what is needed and what the machine has, the first of these that does not
-fit; a machine without CUDA shows "no GPU" on the GPU lines (a build, which runs there, is refused).
+fit; a machine without CUDA shows "no GPU" on the GPU lines, and a run on a CUDA device there is refused.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 from suite.datasets.presets import Preset
 from suite.errors import BadValue, UserError
 from suite.measure.host_memory import available_bytes, gib, memlock_bytes
+from tiering.graph.csr_sort import CPU_PART_ENTRIES
 
 HOST = "host RAM"
 GPU = "GPU memory"
@@ -38,8 +42,16 @@ PLACES = (HOST, GPU, DISK, PINNED)
 GENERATOR_BYTES_PER_NODE = 40
 """The DC-SBM generator's per-node arrays (propensities, their sums, classes): tens of bytes per node (the builder's
 docstring; measured by ``tierbench datasets cost``)."""
+DRAW_BYTES_PER_NODE = 32
+"""Where the edges are drawn: the generator's node order and cumulative masses (``suite.datasets.dcsbm_torch``) and
+every list's drawn length, 8 bytes each per node."""
 EDGE_CHUNK_BYTES = 16 << 23
 """One chunk of drawn edges, two int64 arrays of ``suite.datasets.build.EDGE_CHUNK`` entries."""
+PART_ENTRIES = 1 << 29
+"""List entries sorted at once when the CSR is built by sorting on a GPU (``tiering.graph.csr_sort``; on the CPU,
+its ``CPU_PART_ENTRIES``)."""
+SORT_BYTES_PER_ENTRY = 32
+"""A part's sort: its int64 keys, the sorted keys and their int64 permutation, and a mask."""
 SAMPLED_BYTES_PER_ROW = 24
 """The sampler's buffers per sampled node: its int64 id and an int64 pair for the edge that reached it."""
 
@@ -47,10 +59,6 @@ SAMPLED_BYTES_PER_ROW = 24
 class PlanDoesNotFit(UserError):
     """A preset, or a run on it, needs more of this machine (RAM, GPU memory, disk, memlock) than it has; the message
     names both sizes."""
-
-
-class BuildRouteMissing(UserError):
-    """The preset is built on the GPU machine, by a builder that does not exist yet."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,18 +120,21 @@ def largest_minibatch_rows(setting: RunSetting) -> int:
     return rows
 
 
-def build_needs(preset: Preset) -> list[Need]:
-    """What building ``preset`` on the GPU machine needs: the table generated into pinned memory, the CSR drawn on
-    the GPU and copied back, the CSR cached."""
+def build_needs(preset: Preset, on_gpu: bool = True) -> list[Need]:
+    """What building ``preset`` and reordering it (``tierbench prepare``) need: the edges drawn and sorted into
+    lists on the GPU (on the CPU when ``not on_gpu``), the CSR copied back, scored through its transpose and
+    renumbered in host memory, and cached twice, with no feature table (it is made when the entry is opened)."""
+    drawn_at = GPU if on_gpu else HOST
+    part = min(preset.list_entries, PART_ENTRIES if on_gpu else CPU_PART_ENTRIES)
     return [
-        Need(HOST, f"{_table(preset)}, pinned", preset.feature_bytes),
         Need(HOST, "CSR (int64 indptr, indices)", preset.csr_bytes),
         Need(HOST, "labels and splits", preset.label_bytes),
         Need(HOST, "generator's per-node arrays", GENERATOR_BYTES_PER_NODE * preset.num_nodes),
-        Need(GPU, "CSR being drawn (drawn entries)", preset.csr_bytes),
-        Need(GPU, "one chunk of edges", EDGE_CHUNK_BYTES),
-        Need(DISK, "CSR, labels and splits (no feature table)", preset.disk_bytes),
-        Need(PINNED, "feature table", preset.feature_bytes),
+        Need(HOST, "scoring's transposed CSR, then the reordered CSR", preset.csr_bytes),
+        Need(drawn_at, "generator's masses, list lengths", DRAW_BYTES_PER_NODE * preset.num_nodes),
+        Need(drawn_at, f"one part's sort ({part:,} entries)", SORT_BYTES_PER_ENTRY * part),
+        Need(drawn_at, "one chunk of edges", EDGE_CHUNK_BYTES),
+        Need(DISK, "CSR, labels and splits, twice (no feature table)", 2 * preset.disk_bytes),
     ]
 
 
@@ -190,19 +201,17 @@ def render(title: str, needs: list[Need], machine: Machine) -> str:
     return "\n".join(lines)
 
 
-def refuse_build(preset: Preset, machine: Machine) -> None:
-    """``PlanDoesNotFit`` when the build of the ``gpu_built`` ``preset`` does not fit ``machine``, else
-    ``BuildRouteMissing``: the GPU builder does not exist yet, and the CPU builder would draw 1.6B edges for hours
-    and write the table to disk."""
-    check(preset.name, build_needs(preset), machine, needs_gpu=True)
-    raise BuildRouteMissing(f"the {preset.name} build runs on the GPU machine (not yet implemented)")
+def check_build(preset: Preset, machine: Machine) -> None:
+    """``PlanDoesNotFit`` when building and reordering ``preset`` does not fit ``machine`` (on its GPU when it has
+    one)."""
+    check(preset.name, build_needs(preset, on_gpu=machine.gpu_bytes is not None), machine, needs_gpu=False)
 
 
 def check(name: str, needs: list[Need], machine: Machine, *, needs_gpu: bool) -> None:
     """Raise ``PlanDoesNotFit`` naming the first of host RAM, GPU memory, disk and memlock that falls short."""
     total = totals(needs)
     if total[HOST] > machine.host_bytes:
-        raise PlanDoesNotFit(f"{name} needs {gib(total[HOST])} of host RAM (its feature table, CSR and buffers) and "
+        raise PlanDoesNotFit(f"{name} needs {gib(total[HOST])} of host RAM (the plan above lists for what) and "
                              f"this machine has {gib(machine.host_bytes)} available")
     if machine.gpu_bytes is None and needs_gpu:
         raise PlanDoesNotFit(f"{name} needs {gib(total[GPU])} of GPU memory and this machine has no GPU (0 B)")

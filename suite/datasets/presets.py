@@ -21,7 +21,9 @@ Shapes follow docs/design.md and the OGB datasets used in Data Tiering (Table 1)
   16), a generic skewed graph.
 * **tiny**: a few thousand nodes, for CI; enough labels per class to learn.
 
-``papers-xs`` (262,144 nodes) is the demo's graph, built in seconds;
+``papers-xs`` (262,144 nodes) is the demo's graph, built in seconds; ``papers-xs-gpu-built`` is the same graph
+(with the same labels and splits) built the way ``papers-100m`` is, its table made when it is opened: the paper-scale
+route at a size CI and a first GPU command run in seconds;
 ``papers-s`` and ``products-s`` build on a 2-core, 24 GB machine in well
 under two minutes; ``papers-m`` and ``papers-l`` are meant for the GPU machine
 (16 cores, 128 GB): 8.6 M and 16.8 M nodes, 4.3 GB and 8.6 GB of features.
@@ -41,6 +43,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import zlib
+
+import numpy as np
 
 from suite.errors import UnknownName
 
@@ -84,6 +89,8 @@ class Preset:
             raise ValueError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
         if self.feature_dtype not in FEATURE_DTYPES:
             raise ValueError(f"feature_dtype must be one of {tuple(FEATURE_DTYPES)}, got {self.feature_dtype!r}")
+        if self.gpu_built and self.generator != "dcsbm":
+            raise ValueError(f"a gpu_built preset draws its graph with the dcsbm generator, got {self.generator!r}")
         if self.generator == "rmat" and self.num_nodes & (self.num_nodes - 1):
             raise ValueError(f"rmat needs a power-of-two num_nodes, got {self.num_nodes}")
         total = self.train_fraction + self.valid_fraction + self.test_fraction
@@ -96,6 +103,10 @@ class Preset:
 
     def params(self) -> dict:
         return dataclasses.asdict(self)
+
+    def sub_seed(self, purpose: str) -> int:
+        """The seed of one independent random part of the dataset (``"graph"``, ``"splits"``, ``"features"``)."""
+        return int(np.random.SeedSequence([self.seed, zlib.crc32(purpose.encode())]).generate_state(1, np.uint64)[0])
 
     def key(self) -> str:
         """A short hash of what the arrays depend on: changing any of it makes a new cache entry.
@@ -205,6 +216,7 @@ PRESETS: dict[str, Preset] = {
             homophily=0.8,
         ),
         _papers("papers-xs", 1 << 18),
+        dataclasses.replace(_papers("papers-xs-gpu-built", 1 << 18), gpu_built=True),
         _papers("papers-s", 1 << 20),
         _papers("papers-m", 1 << 23),
         _papers("papers-l", 1 << 24),

@@ -18,6 +18,9 @@ cached folio around it, so a mapped gather would take the entire old table
 into resident memory however small its chunks.  Memory: one part and one
 read block, besides the graph and the permutation.
 
+A paper-scale entry (``suite.datasets.generated``) has no feature table to permute: the reordered entry records
+that its table is generated too, and opening it makes the table straight in the new order.
+
 The weighted scorer takes the training split as its labelled set: training
 minibatches start there (Data Tiering §3.1).
 """
@@ -45,6 +48,7 @@ from suite.datasets.dataset import (
     save_arrays,
 )
 from suite.datasets.errors import DatasetFileError
+from suite.datasets.generated import FIELD, is_generated
 from suite.datasets.stats import graph_stats, top_share
 from suite.io.progress import Steps
 from tiering.graph.reorder import map_ids, permute_rows, reorder_graph
@@ -120,8 +124,9 @@ def reordered_hint(name: str, scorer: str, ogb_root=None) -> str:
 
 def _build(base_entry: Path, hint: str, name: str, scorer: str, params: dict, partial: Path, progress: bool) -> None:
     """Score, reorder and permute the base entry into the build directory ``partial``."""
-    base = load_entry(base_entry, hint, verify=True, progress=progress)
-    steps = Steps(f"{name} by {scorer}", 5, progress)
+    base = load_entry(base_entry, hint, verify=True, progress=progress, make_features=False)
+    generated = is_generated(base.manifest)  # no table to permute: it is made in the new order when opened
+    steps = Steps(f"{name} by {scorer}", 4 if generated else 5, progress)
     try:
         with steps.step(f"scoring ({scorer})"):
             start = time.perf_counter()
@@ -131,12 +136,14 @@ def _build(base_entry: Path, hint: str, name: str, scorer: str, params: dict, pa
             start = time.perf_counter()
             graph, old_to_new, new_to_old = reorder_graph(base.graph, scores)
             reorder_seconds = time.perf_counter() - start
-        with steps.step("permuting features"):
-            parts = permuted_rows(array_file(base_entry, "features"), old_to_new.numpy(), progress=progress)
-            table = base.features.numpy()  # the memory-mapped old table, for its shape and type (nothing is read)
-            features = {"features.npy": cache.write_npy_chunks(array_file(partial, "features"), table.dtype,
-                                                                table.shape, parts)}
-            del table
+        features = {}
+        if not generated:
+            with steps.step("permuting features"):
+                parts = permuted_rows(array_file(base_entry, "features"), old_to_new.numpy(), progress=progress)
+                table = base.features.numpy()  # the memory-mapped old table, for its shape and type (nothing is read)
+                features = {"features.npy": cache.write_npy_chunks(array_file(partial, "features"), table.dtype,
+                                                                    table.shape, parts)}
+                del table
         with steps.step("writing arrays"):
             labels = permute_rows(base.labels, new_to_old)
             splits = {k: map_ids(v, old_to_new) for k, v in base.splits.items()}
@@ -167,6 +174,8 @@ def _build(base_entry: Path, hint: str, name: str, scorer: str, params: dict, pa
                 "score_mass_top25": top_share(scores.numpy(), 0.25),
                 "files": {**cache.describe_files(partial, written, progress), **features},
             }
+            if generated:
+                manifest[FIELD] = base.manifest[FIELD]
             cache.write_manifest(partial, manifest)
     finally:
         steps.close()

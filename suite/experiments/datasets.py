@@ -76,7 +76,8 @@ def measure(manifests: dict[str, dict], out_dir, ogb_root=None) -> Path:
     record = provenance(device="cpu")
     curves = []
     for name, m in manifests.items():
-        dataset = load_entry(Path(m["path"]), regenerate_hint(name, ogb_root), verify=False, progress=False)
+        dataset = load_entry(Path(m["path"]), regenerate_hint(name, ogb_root), verify=False, progress=False,
+                             make_features=False)
         curves.append(degree_curves(name, dataset.graph.appearances().numpy()))
     command = f"tierbench datasets info {' '.join(manifests)} --out {out_dir}"
     records.write_records(out_dir / SUMMARY, summarize(manifests).assign(**record), record, {"command": command})

@@ -49,7 +49,7 @@ from suite.measure.ceilings import profile_ceilings
 from suite.sweep.records import read_records
 
 SETTINGS = ["dataset", "device", "processes", "gpus", "pipeline", "sampling", "fanouts", "batch_size", "regime", "loader",
-            "scorer", "hot_fraction", "host_fraction"]
+            "scorer", "hot_fraction", "host_fraction", "batch_limit"]
 """The columns that make two records different measurements: epochs are averaged within one value of each, never across."""
 SPREAD_COLUMNS = ["epoch_s", "epoch_s min", "epoch_s max", "epochs"]
 FOOTPRINT = ["footprint %", "touched %"]
@@ -86,6 +86,7 @@ _NAMES = {
     "processes": lambda value: f"{value} process" + ("" if value == 1 else "es"),
     "gpus": lambda value: f"{value} GPU" + ("" if value == 1 else "s"),
     "batch_size": "batch {}".format,
+    "batch_limit": lambda value: "whole epochs" if pd.isna(value) else f"first {value} minibatches",
     "regime": "{} regime".format,
     "fanouts": "fanouts {}".format,
     "scorer": "scorer {}".format,
@@ -146,7 +147,18 @@ def regime_text(records: pd.DataFrame) -> str:
     settings = records[columns].drop_duplicates().sort_values(columns)
     lines = [f"{row.dataset}: {regimes.describe(row.dataset, row.batch_size, row.regime)}." for row in settings.itertuples()]
     return ("Regime (`footprint %`: unique input nodes per minibatch / nodes, `touched %`: nodes an epoch gathered / "
-            "nodes, both measured): " + " ".join(lines) + "\n\n")
+            "nodes, both measured): " + " ".join(lines) + "\n\n" + partial_epoch_text(records))
+
+
+def partial_epoch_text(records: pd.DataFrame) -> str:
+    """What the records' partial epochs timed (``tierbench run --minibatches``): their times are of those
+    minibatches, never scaled to a whole epoch."""
+    if "batch_limit" not in records or records["batch_limit"].isna().all():
+        return ""
+    limited = records[records["batch_limit"].notna()][["dataset", "batches", "epoch_batches"]].drop_duplicates()
+    lines = [f"{row.dataset}: {row.batches:,} of {row.epoch_batches:,}." for row in limited.itertuples()]
+    return ("Partial epochs (`--minibatches`): the times are of the first minibatches of each epoch only, not scaled "
+            "to a whole epoch; minibatches timed of an epoch's: " + " ".join(lines) + "\n\n")
 
 
 def settings_of(records: pd.DataFrame) -> list[str]:

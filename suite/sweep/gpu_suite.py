@@ -18,7 +18,12 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
    ``lookahead-papers-s``: the lookahead loader beside ``tiered`` in the same GPU memory;
    ``costs-papers-s``: the fixed cost of one minibatch per stage across batch sizes (``tierbench costs``), into
    ``costs/papers-s/`` and the machine profile's ``minibatch_costs``, which ``tierbench plan`` adds to its bound;
-7. ``report-fig8``, ``report-fig10``, ``report-lookahead``: their tables and figures (``fig8/``, ``fig10/``, ``lookahead/``).
+7. ``datasets-papers-xs-gpu-built``, ``datasets-papers-100m``: the paper-scale route (``suite.datasets.generated``),
+   first at papers-xs's size, then ogbn-papers100M's: drawn and sorted into lists on the GPU, scored and reordered;
+   ``paper-scale-fig8`` (cpu-gather, uva, degree-cache and tiered at 10% hot) and ``paper-scale-fig10`` (tiered at
+   0-25% hot) on papers-100m at the paper's batch of 1,024 and fanouts (12,12,12), each cell timing the first
+   ``PAPER_SCALE_MINIBATCHES`` minibatches of its epochs (the records and reports say so);
+8. ``report-fig8``, ``report-fig10``, ``report-lookahead``: their tables and figures (``fig8/``, ``fig10/``, ``lookahead/``).
 
 Every step runs with ``TIERBENCH_REVISION`` set to the revision the suite found when it started (the caller's value
 where set, else git's; ``suite.io.provenance``), so every record of the visit names the same revision; the state file
@@ -72,6 +77,10 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     "samplerbench-papers-s": 60,  # not yet run: papers-s loaded, six cases of six runs each
     "fig8-gpu-sampling-papers-s": 30,  # not yet run: fig8-papers-s's cells, sampled on the GPU
     "costs-papers-s": 60,  # not yet run: 60 minibatches of 8-4096 seeds after loading papers-s
+    # not yet run: the paper-scale route at papers-xs's size, then papers-100m built and reordered (its goal: 5 min)
+    "datasets-papers-xs-gpu-built": 40, "datasets-papers-100m": 300,
+    # not yet run: open papers-100m (its table made in memory, ~1 min projected), then cells of 2 x 200 minibatches
+    "paper-scale-fig8": 300, "paper-scale-fig10": 360,
 }
 """Typed by hand from the first visit; a plan uses them only for the steps its state file has no time of
 (``estimate``).  The datasets steps are timed generating and reordering into an empty cache.  A sweep step generates
@@ -79,6 +88,10 @@ what no datasets step left in the cache (a fresh machine resuming a suite) and t
 STEP_TIMEOUT_S = 540  # a hung step (a collective that never completes) costs at most 9 minutes
 TIMEOUT_RC = 124
 DATASETS = ("papers-s", "products-s")
+PAPER_SCALE = "papers-100m"
+PAPER_SCALE_MINIBATCHES = 200
+"""Minibatches each paper-scale epoch times (of its 1,193): a cell's two epochs then fit a few minutes."""
+PAPER_SCALE_FIG8_LOADERS = ("cpu-gather", "uva", "degree-cache", "tiered")
 REQUIRE_GPU = "TIERBENCH_REQUIRE_GPU"
 """Set to 1, the tests marked ``gpu`` fail where they would skip for want of a CUDA GPU (tests/gpu_marker.py)."""
 PRIORITY_TESTS = ("baselines/test_loaders.py", "tiering/sampling/test_neighbors.py", "tiering/features/test_multi_gpu.py")
@@ -186,11 +199,30 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
     steps.append(Step("costs-papers-s", cli + ("costs", "--dataset", "papers-s", "--device", "cuda", "--machines",
                                                str(machines), "--out", str(folder / "costs" / "papers-s"), "-q"),
                       str(folder / "costs" / "papers-s"), inputs=("doctor", "datasets-papers-s")))
+    steps += paper_scale_steps(cli, runs)
     for experiment in ("fig8", "fig10", "lookahead"):
-        inputs = tuple(s.name for s in steps if s.name.startswith(f"{experiment}-"))
+        inputs = tuple(s.name for s in steps if s.name.startswith((f"{experiment}-", f"paper-scale-{experiment}")))
         steps.append(Step(f"report-{experiment}", cli + ("report", "--experiment", experiment, "--runs", runs,
                                                          "--out", str(folder / experiment)),
                           str(folder / experiment), inputs=inputs, any_input=True))
+    return steps
+
+
+def paper_scale_steps(cli: tuple[str, ...], runs: str) -> list[Step]:
+    """papers-100m built and reordered (after the same route at papers-xs's size), then Figures 8 and 10 on it at the
+    paper's own batch and fanouts (Data Tiering §5.1), timing the first ``PAPER_SCALE_MINIBATCHES`` of each epoch."""
+    smoke = "datasets-papers-xs-gpu-built"
+    steps = [Step(smoke, cli + ("prepare", "--dataset", "papers-xs-gpu-built", "--scorer", "wrpr", "-q"),
+                  "the dataset cache ($TIERBENCH_DATA)"),
+             Step(f"datasets-{PAPER_SCALE}", cli + ("prepare", "--dataset", PAPER_SCALE, "--scorer", "wrpr", "-q"),
+                  "the dataset cache ($TIERBENCH_DATA)", inputs=(smoke,))]
+    paper = ("--datasets", PAPER_SCALE, "--batch-size", "1024", "--fanout", "12,12,12", "--minibatches",
+             str(PAPER_SCALE_MINIBATCHES), "--device", "cuda", "--runs", runs, "-q")
+    steps.append(Step("paper-scale-fig8", cli + ("run", "--experiment", "fig8", "--loaders",
+                                                  ",".join(PAPER_SCALE_FIG8_LOADERS), "--hot-fractions", "0.1", *paper),
+                      f"{runs}/fig8.csv", inputs=(f"datasets-{PAPER_SCALE}",)))
+    steps.append(Step("paper-scale-fig10", cli + ("run", "--experiment", "fig10", "--loaders", "tiered", *paper),
+                      f"{runs}/fig10.csv", inputs=(f"datasets-{PAPER_SCALE}",)))
     return steps
 
 

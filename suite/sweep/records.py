@@ -113,6 +113,8 @@ SCHEMA = {
     "train_s": _seconds(),
     "epoch_s": _seconds(),
     "batches": _count(),
+    "epoch_batches": _count(nullable=True),  # a whole epoch's minibatches; empty in rows written before it existed
+    "batch_limit": _count(nullable=True),  # the minibatches each epoch stopped at (tierbench run --minibatches)
     "sampled_edges": _count(),
     "hit_ratio": _share(),
     "rows_gathered": _count(nullable=True),

@@ -69,11 +69,13 @@ def open_dataset(cell: Cell, ogb_root=None, progress: bool = True):
     return load_dataset(cell.dataset, ogb_root=ogb_root, progress=progress)
 
 
-def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, device: str, pipeline: bool, processes: int) -> pd.Series:
+def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, device: str, pipeline: bool, processes: int,
+             batch_limit: int | None) -> pd.Series:
     """Which records belong to ``cell`` measured with these settings on this device."""
     if records.empty:
         return pd.Series(dtype=bool)
-    return (records["pipeline"] == pipeline) & (records["sampling"] == cell.sampling) & (records["processes"] == processes) & (
+    limited = records["batch_limit"].isna() if batch_limit is None else records["batch_limit"] == batch_limit
+    return limited & (records["pipeline"] == pipeline) & (records["sampling"] == cell.sampling) & (records["processes"] == processes) & (
         (records["dataset"] == cell.dataset) & (records["loader"] == cell.loader) & (records["scorer"] == cell.scorer)
         & (records["hot_fraction"].round(6) == round(cell.hot_fraction, 6)) & (records["fanouts"] == fanouts)
         & (records["batch_size"] == cell.batch_size) & (records["device"] == device)
@@ -83,9 +85,10 @@ def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, device: str, pipel
 
 
 def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, seed: int, pipeline: bool, progress: bool,
-               shm_dir: str = "/dev/shm", model: dict | None = None, on_epoch=None) -> list[EpochResult]:
+               shm_dir: str = "/dev/shm", model: dict | None = None, on_epoch=None,
+               batch_limit: int | None = None) -> list[EpochResult]:
     """Train GraphSAGE on ``cell`` (at its batch): ``warmup`` unrecorded epochs, then ``epochs`` whose results are
-    returned.
+    returned; each epoch stops after ``batch_limit`` minibatches when one is given.
 
     In a distributed run every process calls this together.  ``model``
     (hidden, dropout, lr) goes to the trainer; ``on_epoch(result)`` is called
@@ -111,7 +114,8 @@ def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, see
         loader = create_loader(cell.loader, dataset, cell.hot_fraction, device, progress=progress, **options)
         make_trainer = functools.partial(Trainer, sampling=cell.sampling)
     try:
-        trainer = make_trainer(dataset, loader, cell.fanouts, batch_size=cell.batch_size, seed=seed, **(model or {}))
+        trainer = make_trainer(dataset, loader, cell.fanouts, batch_size=cell.batch_size, seed=seed,
+                               batch_limit=batch_limit, **(model or {}))
         for epoch in range(warmup):
             trainer.train_epoch(epoch, progress=False, pipeline=pipeline)
         results = []
@@ -138,11 +142,11 @@ def cell_variant(cell: Cell, dataset, device) -> VariantChoice | None:
 
 
 def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int, pipeline: bool, progress: bool,
-             shm_dir: str = "/dev/shm") -> list[dict]:
+             shm_dir: str = "/dev/shm", batch_limit: int | None = None) -> list[dict]:
     """Train one cell (``train_cell``) and return its records: one row per recorded epoch, with the cell's settings
     and the provenance of the measurement."""
     results = train_cell(cell, dataset, epochs=epochs, warmup=warmup, device=device, seed=seed, pipeline=pipeline,
-                         progress=progress, shm_dir=shm_dir)
+                         progress=progress, shm_dir=shm_dir, batch_limit=batch_limit)
     processes = dist.get_world_size() if dist.is_initialized() else 1
     record = provenance(device)
     choice = cell_variant(cell, dataset, device)
@@ -150,7 +154,7 @@ def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int
         "dataset": cell.dataset, "num_nodes": dataset.num_nodes, "num_edges": dataset.graph.num_edges,
         "feature_dim": dataset.feature_dim, "fanouts": ",".join(map(str, cell.fanouts)), "batch_size": cell.batch_size,
         "regime": cell.regime,
-        "loader": cell.loader, "scorer": cell.scorer, "hot_fraction": cell.hot_fraction,
+        "loader": cell.loader, "scorer": cell.scorer, "hot_fraction": cell.hot_fraction, "batch_limit": batch_limit,
         "host_fraction": cell.host_fraction, "sampling": cell.sampling, "processes": processes,
         "gpus": processes if torch.device(device).type == "cuda" else 0, **record,
         "kernel_variant": choice and choice.variant, "variant_basis": choice and choice.basis,
@@ -187,6 +191,7 @@ class Sweep:
     device: torch.device | str
     pipeline: bool
     processes: int
+    batch_limit: int | None = None  # minibatches each epoch stops at; None: whole epochs
 
     @functools.cached_property
     def device_name(self) -> str:
@@ -197,7 +202,8 @@ class Sweep:
     def rows_of(self, cell: Cell):
         """``records -> mask`` of the records of ``cell`` measured with this sweep's settings on this device."""
         return functools.partial(_rows_of, cell=cell, fanouts=",".join(map(str, cell.fanouts)),
-                                 device=self.device_name, pipeline=self.pipeline, processes=self.processes)
+                                 device=self.device_name, pipeline=self.pipeline, processes=self.processes,
+                                 batch_limit=self.batch_limit)
 
     def is_recorded(self, cell: Cell) -> bool:
         return bool(self.rows_of(cell)(read_records(self.path)).any())
@@ -211,7 +217,8 @@ class Sweep:
 def plan_sweep(experiment: str, out_dir="out/runs", *, datasets=None, loaders=None, hot_fractions=None,
                host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None,
                batch_size: int | None = None, regime: str | None = None, device="cpu", scorer: str | None = "wrpr",
-               pipeline: bool = False, ogb_root=None, processes: int | None = None) -> Sweep:
+               pipeline: bool = False, ogb_root=None, processes: int | None = None,
+               batch_limit: int | None = None) -> Sweep:
     """The sweep's cells and settings, every one checked before anything runs (nothing is built or written).
 
     ``processes``: how many processes run the sweep together (``tierbench
@@ -234,6 +241,8 @@ def plan_sweep(experiment: str, out_dir="out/runs", *, datasets=None, loaders=No
     warmup = check_count(warmup if warmup is not None else preset.get("warmup", 1), 0, "warmup (--warmup)")
     if batch_size is not None:
         batch_size = check_count(batch_size, 1, "batch size (--batch-size)")
+    if batch_limit is not None:
+        batch_limit = check_count(batch_limit, 1, "minibatches per epoch (--minibatches)")
     todo = sweep_cells(experiment, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions,
                        host_fractions=host_fractions, fanouts=fanouts,
                        samplings=samplings, scorer=scorer, regime=regime, batch_size=batch_size)
@@ -241,14 +250,14 @@ def plan_sweep(experiment: str, out_dir="out/runs", *, datasets=None, loaders=No
     check_cells(todo, fractions, scorer, ogb_root, device, distributed)
     check_writable(path)
     read_records(path)  # a records file that does not parse is refused now, not after the first cell
-    return Sweep(path, todo, epochs, warmup, device, pipeline, processes)
+    return Sweep(path, todo, epochs, warmup, device, pipeline, processes, batch_limit)
 
 
 def run_sweep(experiment: str, out_dir="out/runs", *, datasets=None, loaders=None, hot_fractions=None,
               host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None,
               batch_size: int | None = None, regime: str | None = None, device="cpu", scorer: str | None = "wrpr",
               seed: int = 0, pipeline: bool = False, rerun: bool = False, ogb_root=None, progress: bool = True,
-              shm_dir: str = "/dev/shm") -> tuple[Path, pd.DataFrame]:
+              shm_dir: str = "/dev/shm", batch_limit: int | None = None) -> tuple[Path, pd.DataFrame]:
     """Run (or resume) a sweep; returns the CSV path and a summary table of the cells run or found.
 
     The whole sweep is checked first (``plan_sweep``).  Inside a process
@@ -259,7 +268,8 @@ def run_sweep(experiment: str, out_dir="out/runs", *, datasets=None, loaders=Non
     sweep = plan_sweep(experiment, out_dir, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions,
                        host_fractions=host_fractions,
                        fanouts=fanouts, samplings=samplings, epochs=epochs, warmup=warmup, batch_size=batch_size,
-                       regime=regime, device=device, scorer=scorer, pipeline=pipeline, ogb_root=ogb_root)
+                       regime=regime, device=device, scorer=scorer, pipeline=pipeline, ogb_root=ogb_root,
+                       batch_limit=batch_limit)
     writer = not dist.is_initialized() or dist.get_rank() == 0
     datasets_loaded = {}  # (dataset, scorer) -> Dataset: each is opened and checksummed once per sweep
     with tqdm(sweep.cells, desc=experiment, unit="cell", disable=not (progress and writer)) as bar:
@@ -276,7 +286,7 @@ def run_sweep(experiment: str, out_dir="out/runs", *, datasets=None, loaders=Non
             if key not in datasets_loaded:
                 datasets_loaded[key] = open_dataset(cell, ogb_root, progress=False)
             rows = run_cell(cell, datasets_loaded[key], epochs=sweep.epochs, warmup=sweep.warmup, device=device,
-                            seed=seed, pipeline=pipeline, progress=False, shm_dir=shm_dir)
+                            seed=seed, pipeline=pipeline, progress=False, shm_dir=shm_dir, batch_limit=batch_limit)
             if writer:  # a rerun replaces the cell's earlier rows, chosen under the file's lock
                 store_records(sweep.path, rows, sweep.rows_of(cell) if rerun else None)
     return sweep.path, summarize_runs(read_records(sweep.path))

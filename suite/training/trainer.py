@@ -47,6 +47,7 @@ same minibatches.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 
 import torch
@@ -76,6 +77,7 @@ class EpochResult:
     train_s: float
     epoch_s: float
     batches: int
+    epoch_batches: int  # the minibatches of a whole epoch: more than ``batches`` where the trainer had a batch limit
     sampled_edges: int
     hit_ratio: float
     rows_gathered: int  # the loader's accesses: the unique input nodes of every training minibatch, summed
@@ -115,9 +117,12 @@ class Trainer:
         seed: int = 0,
         sampling: str = "cpu",
         pipeline_capacity: int = 2,
+        batch_limit: int | None = None,
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if batch_limit is not None and batch_limit < 1:
+            raise ValueError(f"batch_limit must be positive, got {batch_limit}")
         torch.manual_seed(seed)
         self.dataset = dataset
         self.loader = loader
@@ -132,6 +137,7 @@ class Trainer:
         self.batch_size = batch_size
         self.seed = seed
         self.pipeline_capacity = pipeline_capacity
+        self.batch_limit = batch_limit  # training epochs stop after this many minibatches (None: whole epochs)
         self.model = GraphSAGE(dataset.feature_dim, dataset.num_classes, len(self.sampler.fanouts), hidden, dropout,
                                weighted=own_sampler is not None)
         self.model.to(self.device)
@@ -195,7 +201,10 @@ class Trainer:
         events = StageEvents(self.device)
         losses, edges = [], 0
         touched = torch.zeros(self.dataset.num_nodes, dtype=torch.bool, device=self.sampler.graph.indptr.device)
-        batches, total, _ = self._batches("train", epoch, shuffle=True)
+        batches, epoch_batches, _ = self._batches("train", epoch, shuffle=True)
+        total = epoch_batches
+        if self.batch_limit is not None and self.batch_limit < epoch_batches:
+            batches, total = itertools.islice(batches, self.batch_limit), self.batch_limit
         batches = self.loader.announce(batches)
         bar = tqdm(total=total, desc=f"epoch {epoch}", unit="batch", disable=not progress, leave=False)
         self.pcie.start()
@@ -233,6 +242,7 @@ class Trainer:
             train_s=times["train"],
             epoch_s=epoch_s,
             batches=len(losses),
+            epoch_batches=epoch_batches,
             sampled_edges=edges,
             hit_ratio=stats.hit_ratio,
             rows_gathered=stats.accesses,

@@ -28,7 +28,7 @@ def in_memory_reference(preset):
     """``(graph, features, labels, splits)`` as the builder made them before it streamed: all edges at once."""
     n = preset.num_nodes
     drawn = int(round(n * preset.avg_degree / (2 if preset.symmetric else 1)))
-    seed = build._sub_seed(preset.seed, "graph")
+    seed = preset.sub_seed("graph")
     if preset.generator == "rmat":
         src, dst = rmat_edges(n.bit_length() - 1, drawn, seed)
         src, dst, classes = shuffle_ids(src, dst, rmat_communities(n, preset.num_classes), seed)
@@ -39,9 +39,9 @@ def in_memory_reference(preset):
         src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
     graph = CSRGraph.from_edges(src, dst, n).coalesce(drop_self_loops=True)
     fractions = (preset.train_fraction, preset.valid_fraction, preset.test_fraction)
-    splits = random_splits(n, fractions, build._sub_seed(preset.seed, "splits"))
+    splits = random_splits(n, fractions, preset.sub_seed("splits"))
     features = synthesize_features(graph, classes, preset.feature_dim, preset.signal, preset.neighbor_signal,
-                                   build._sub_seed(preset.seed, "features"))
+                                   preset.sub_seed("features"))
     return graph, features, visible_labels(classes, splits), splits
 
 

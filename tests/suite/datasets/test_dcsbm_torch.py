@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from suite.datasets import PRESETS, build
+from suite.datasets import PRESETS
 from suite.datasets.dcsbm import _search, block_model
 from suite.datasets.dcsbm_torch import TorchBlockModel, search
 from tiering.rng import stream_hashes, uniform, uniform_from_hashes
@@ -23,7 +23,7 @@ def _uniforms(seed, stream, counters):
 
 
 def _preset_model(preset):
-    seed = build._sub_seed(preset.seed, "graph")
+    seed = preset.sub_seed("graph")
     return block_model(preset.num_nodes, preset.num_classes, preset.degree_exponent, preset.homophily,
                        preset.class_skew, preset.symmetric, seed)
 

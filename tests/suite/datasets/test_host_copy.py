@@ -1,5 +1,6 @@
 """The zero-copy loaders' host table on a GPU: read from the memory-mapped cache file into memory, then pinned."""
 
+import dataclasses
 import numpy as np
 import pytest
 import torch
@@ -51,12 +52,19 @@ def test_only_a_2d_cpu_table_is_read():
 @pytest.mark.parametrize("name", loaders.LOADERS)
 def test_only_the_zero_copy_loaders_on_a_gpu_read_the_table_into_memory(name, tiny):
     features = tiny.features
-    assert loaders.host_table(name, features, "cpu") is features  # no pinning on the CPU: nothing changes
-    on_gpu = loaders.host_table(name, features, torch.device("cuda", 0), progress=False)
+    assert loaders.host_table(name, tiny, "cpu") is features  # no pinning on the CPU: nothing changes
+    on_gpu = loaders.host_table(name, tiny, torch.device("cuda", 0), progress=False)
     if name in ("uva", "uva-naive", "tiered", "lookahead"):
         assert on_gpu is not features and torch.equal(on_gpu, features) and on_gpu.data_ptr() % 4096 == 0
     else:
         assert on_gpu is features
+
+
+@pytest.mark.parametrize("name", loaders.LOADERS)
+def test_a_table_made_in_memory_is_pinned_where_it_is(name, tiny):
+    made = dataclasses.replace(tiny, manifest={**tiny.manifest, "generated_features": {"dtype": "float32"}})
+    assert made.features_in_memory and not tiny.features_in_memory
+    assert loaders.host_table(name, made, torch.device("cuda", 0), progress=False) is made.features
 
 
 class Recorder:

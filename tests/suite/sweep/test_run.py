@@ -162,6 +162,21 @@ def test_pipelined_and_plain_runs_are_separate_cells_with_the_same_losses(tiny, 
     assert len(table) == 4
 
 
+def test_a_batch_limit_makes_partial_epochs_of_their_own_that_the_report_names(tiny, tmp_path):
+    sweep = {**SWEEP, "loaders": ["tiered"], "hot_fractions": [0.25], "batch_size": 64}
+    path, _ = run_sweep("b", tmp_path, **sweep, batch_limit=2)
+    run_sweep("b", tmp_path, **sweep)  # not the same cell: it runs whole epochs
+    run_sweep("b", tmp_path, **sweep, batch_limit=2)  # recorded already
+    records = read_records(path).set_index("batch_limit", drop=False)
+    whole = -(-len(tiny.splits["train"]) // 64)
+    assert len(records) == 2 and (records["epoch_batches"] == whole).all()
+    limited = records[records["batch_limit"].notna()]
+    assert limited["batches"].tolist() == [2] and records[records["batch_limit"].isna()]["batches"].tolist() == [whole]
+    written = write_report("b", tmp_path, tmp_path / "rep", figure="fig8")
+    markdown = next(p for p in written if p.suffix == ".md").read_text()
+    assert f"tiny: 2 of {whole}." in markdown and "not scaled to a whole epoch" in markdown
+
+
 RUN = ["--datasets", "tiny", "--loaders", "in-memory,tiered", "--fanout", "4,4", "--epochs", "1", "--warmup", "0",
        "-q"]
 
@@ -175,6 +190,7 @@ RUN = ["--datasets", "tiny", "--loaders", "in-memory,tiered", "--fanout", "4,4",
     (["--epochs", "0"], "epochs (--epochs) must be an integer of at least 1, got 0"),
     (["--warmup", "-1"], "warmup (--warmup) must be an integer of at least 0, got -1"),
     (["--batch-size", "0"], "batch size (--batch-size) must be an integer of at least 1, got 0"),
+    (["--minibatches", "0"], "minibatches per epoch (--minibatches) must be an integer of at least 1, got 0"),
     (["--fanout", "4,0"], "fanouts are one or more neighbour counts of at least 1"),
     (["--loaders", "disk-tiered", "--hot-fractions", "0.9", "--host-fractions", "0.9"],
      "disk-tiered's GPU and host tiers are shares of one table: hot fraction 0.9 + host fraction 0.9 is more than 1"),
