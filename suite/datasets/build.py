@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 from suite.datasets import cache, ogb_format
 from suite.datasets.dataset import Dataset, dataset_arrays, load_entry, save_arrays
 from suite.datasets.dcsbm import block_model
+from suite.datasets.dcsbm_torch import TorchBlockModel
 from suite.datasets.errors import DatasetFileError
 from suite.datasets.node_data import (
     NO_LABEL,
@@ -54,6 +55,7 @@ from suite.datasets.stats import graph_stats
 from suite.errors import BadValue
 from suite.io.progress import Steps
 from tiering.graph.csr import CSRGraph
+from tiering.graph.csr_sort import coalesced_csr
 
 
 def is_real_ogb(name: str) -> bool:
@@ -136,6 +138,34 @@ def generate_graph(preset: Preset, progress: bool = False):
     with bar:
         graph = CSRGraph.from_edge_chunks(chunks, n, both_ways=preset.symmetric)
     return graph, classes
+
+
+def generate_graph_torch(preset: Preset, device, progress: bool = False, part_entries: int | None = None):
+    """``generate_graph`` of a DC-SBM preset drawn and sorted on a torch ``device``: the same graph, array for array,
+    and the same classes.
+
+    The same edges are drawn (``TorchBlockModel``, ``EDGE_CHUNK`` at a time,
+    from the same sub-seed) and their lists are sorted by
+    ``tiering.graph.csr_sort.coalesced_csr`` in parts of at most
+    ``part_entries`` drawn entries (default: from the device's free memory),
+    so a GPU builds papers-100m in a few draws.  R-MAT presets are drawn by
+    numba only.
+    """
+    if preset.generator != "dcsbm":
+        raise ValueError(f"{preset.name} is a {preset.generator} preset; only DC-SBM presets are drawn with torch")
+    n = preset.num_nodes
+    drawn = int(round(n * preset.avg_degree / (2 if preset.symmetric else 1)))
+    model = block_model(n, preset.num_classes, preset.degree_exponent, preset.homophily, preset.class_skew,
+                        preset.symmetric, _sub_seed(preset.seed, "graph"))
+    torch_model = TorchBlockModel.from_model(model, device)
+
+    def chunks():
+        for first in range(0, drawn, EDGE_CHUNK):
+            yield torch_model.draw(first, min(EDGE_CHUNK, drawn - first))
+
+    graph = coalesced_csr(chunks, n, device=device, both_ways=preset.symmetric, part_entries=part_entries,
+                          progress=progress)
+    return graph, model.classes
 
 
 def generate_labels(preset: Preset, classes: np.ndarray):
