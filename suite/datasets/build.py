@@ -154,7 +154,7 @@ def generate_graph_torch(preset: Preset, device, progress: bool = False, part_en
     if preset.generator != "dcsbm":
         raise ValueError(f"{preset.name} is a {preset.generator} preset; only DC-SBM presets are drawn with torch")
     n = preset.num_nodes
-    drawn = int(round(n * preset.avg_degree / (2 if preset.symmetric else 1)))
+    drawn = round(n * preset.avg_degree / (2 if preset.symmetric else 1))
     model = block_model(n, preset.num_classes, preset.degree_exponent, preset.homophily, preset.class_skew,
                         preset.symmetric, _sub_seed(preset.seed, "graph"))
     torch_model = TorchBlockModel.from_model(model, device)

@@ -165,13 +165,13 @@ def _sorted_part(chunks, num_nodes: int, lo: int, hi: int, expected: int, both_w
             mine = (owner >= lo) & (owner < hi)
             arrived += int(mine.sum())
             if arrived > expected:
-                raise ValueError("chunks() gave more edges the second time than the first")
+                raise ValueError(f"chunks() gave the lists [{lo}, {hi}) more edges the second time than the first")
             if drop_self_loops:
                 mine &= owner != entry
             part_keys = (owner[mine] - lo) * num_nodes + entry[mine]
             keys[kept: kept + len(part_keys)] = part_keys
             kept += len(part_keys)
     if arrived < expected:
-        raise ValueError("chunks() gave fewer edges the second time than the first")
+        raise ValueError(f"chunks() gave the lists [{lo}, {hi}) fewer edges the second time than the first")
     keys = torch.sort(keys[:kept]).values
     return torch.unique_consecutive(keys)
