@@ -103,9 +103,9 @@ def coalesced_csr(chunks, num_nodes: int, *, device: torch.device | str = "cpu",
     ``part_entries`` is the most drawn list entries sorted at once (default
     ``default_part_entries(device)``).  Draw passes: the parts plus one.
     Peak device memory: a part's keys (8 bytes per entry), the sort's output
-    and its int64 permutation (16 bytes per entry, with the sort's own
-    scratch), one chunk with its filter, and one int64 count per node while
-    counting.  Host memory: ``indptr``, an int64 count per node, and
+    and its int64 permutation (16 bytes per entry, plus the sort's
+    scratch), one chunk with its filter, and, in the first draw, two int64
+    counts per node (the running sum and a chunk's ``bincount``).  Host memory: ``indptr``, an int64 count per node, and
     ``indices`` sized for every drawn entry, of which the returned graph
     views the front (as ``from_edge_chunks`` does).
 
