@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 from suite.datasets import cache, ogb_format
 from suite.datasets.dataset import Dataset, dataset_arrays, load_entry, save_arrays
 from suite.datasets.dcsbm import block_model
-from suite.datasets.dcsbm_torch import generate_graph_torch
+from suite.datasets.dcsbm_torch import TorchBlockModel
 from suite.datasets.errors import DatasetFileError
 from suite.datasets.generated import manifest_field
 from suite.datasets.memory_plan import PART_ENTRIES, check_build, this_machine
@@ -57,6 +57,7 @@ from suite.datasets.stats import graph_stats
 from suite.errors import BadValue
 from suite.io.progress import Steps
 from tiering.graph.csr import CSRGraph
+from tiering.graph.csr_sort import coalesced_csr
 
 
 def is_real_ogb(name: str) -> bool:
@@ -108,9 +109,14 @@ def _edge_source(preset: Preset):
             return np.take(perm, src, out=src), np.take(perm, dst, out=dst)
 
         return draw, classes
-    model = block_model(n, preset.num_classes, preset.degree_exponent, preset.homophily, preset.class_skew,
-                        preset.symmetric, seed)
+    model = _block_model(preset)
     return model.draw, model.classes
+
+
+def _block_model(preset: Preset):
+    """The DC-SBM preset's classes and propensities (``suite.datasets.dcsbm.block_model``), from its graph seed."""
+    return block_model(preset.num_nodes, preset.num_classes, preset.degree_exponent, preset.homophily,
+                       preset.class_skew, preset.symmetric, preset.sub_seed("graph"))
 
 
 def generate_graph(preset: Preset, progress: bool = False):
@@ -120,7 +126,7 @@ def generate_graph(preset: Preset, progress: bool = False):
     """
     chunk_edges = EDGE_CHUNK
     n = preset.num_nodes
-    drawn = int(round(n * preset.avg_degree / (2 if preset.symmetric else 1)))
+    drawn = preset.drawn_edges
     draw, classes = _edge_source(preset)
     firsts = range(0, drawn, chunk_edges)
     bar = tqdm(total=2 * len(firsts), desc="drawing edges (twice)", unit="chunk", leave=False,
@@ -134,6 +140,33 @@ def generate_graph(preset: Preset, progress: bool = False):
     with bar:
         graph = CSRGraph.from_edge_chunks(chunks, n, both_ways=preset.symmetric)
     return graph, classes
+
+
+def generate_graph_torch(preset: Preset, device, progress: bool = False, part_entries: int | None = None):
+    """``generate_graph`` of a DC-SBM preset drawn and sorted on a torch ``device``: the same graph, array for array,
+    and the same classes.
+
+    The same edges are drawn (``TorchBlockModel``, ``EDGE_CHUNK`` at a time,
+    from the same sub-seed) and their lists are sorted by
+    ``tiering.graph.csr_sort.coalesced_csr`` in parts of at most
+    ``part_entries`` drawn entries (default: from the device's free memory),
+    so a GPU builds papers-100m in a few draws.  R-MAT presets are drawn by
+    numba only.
+    """
+    if preset.generator != "dcsbm":
+        raise ValueError(f"{preset.name} is a {preset.generator} preset; only DC-SBM presets are drawn with torch")
+    n = preset.num_nodes
+    drawn = preset.drawn_edges
+    model = _block_model(preset)
+    torch_model = TorchBlockModel.from_model(model, device)
+
+    def chunks():
+        for first in range(0, drawn, EDGE_CHUNK):
+            yield torch_model.draw(first, min(EDGE_CHUNK, drawn - first))
+
+    graph = coalesced_csr(chunks, n, device=device, both_ways=preset.symmetric, part_entries=part_entries,
+                          progress=progress)
+    return graph, model.classes
 
 
 def generate_labels(preset: Preset, classes: np.ndarray):

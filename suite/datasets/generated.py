@@ -20,7 +20,7 @@ import torch
 
 from suite.datasets.dcsbm import draw_classes
 from suite.datasets.errors import DatasetFileError
-from suite.datasets.node_data import generate_feature_table
+from suite.datasets.feature_table import generate_feature_table
 from suite.datasets.presets import FEATURE_DTYPES, Preset
 from tiering.graph.csr import CSRGraph
 

@@ -122,6 +122,11 @@ class Preset:
         return hashlib.sha256(blob).hexdigest()[:12]
 
     @property
+    def drawn_edges(self) -> int:
+        """The edges the generator draws: a symmetric preset adds each both ways, so half its list entries."""
+        return round(self.num_nodes * self.avg_degree / (2 if self.symmetric else 1))
+
+    @property
     def list_entries(self) -> int:
         """The list entries drawn (duplicates, removed in the build, included): an upper bound on the CSR's."""
         return round(self.num_nodes * self.avg_degree)

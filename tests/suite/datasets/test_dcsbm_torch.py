@@ -1,4 +1,4 @@
-"""The torch draw of the DC-SBM's edges gives the numba builder's edges exactly, on any device."""
+"""The torch draw of the DC-SBM's edges, and the graph sorted from them, equal the numba builder's exactly, on any device."""
 
 import dataclasses
 import itertools
@@ -125,3 +125,41 @@ def test_gpu_draw_equals_the_numba_builder():
         _assert_same_edges(model, torch_model, first, count)
     tiny = _preset_model(PRESETS["tiny"])
     _assert_same_edges(tiny, TorchBlockModel.from_model(tiny, "cuda"), 0, _drawn(PRESETS["tiny"]))
+
+
+def _assert_same_graph_as_numba(preset, device, part_entries=None):
+    want, want_classes = build.generate_graph(preset)
+    got, classes = build.generate_graph_torch(preset, device, part_entries=part_entries)
+    assert got.indptr.dtype == torch.int64 and got.index_dtype == want.index_dtype
+    assert torch.equal(got.indptr, want.indptr)
+    assert torch.equal(got.indices, want.indices)
+    np.testing.assert_array_equal(classes, want_classes)
+
+
+@pytest.mark.parametrize("part_entries", [None, 5_000])
+def test_torch_graph_of_the_symmetric_tiny_preset_equals_the_numba_builder(part_entries):
+    assert PRESETS["tiny"].symmetric
+    _assert_same_graph_as_numba(PRESETS["tiny"], "cpu", part_entries)
+
+
+def test_torch_graph_of_papers_xs_equals_the_numba_builder():
+    assert not PRESETS["papers-xs"].symmetric
+    _assert_same_graph_as_numba(PRESETS["papers-xs"], "cpu")
+
+
+def test_torch_graph_of_a_scaled_papers_preset_in_many_parts_equals_the_numba_builder(monkeypatch):
+    monkeypatch.setattr(build, "EDGE_CHUNK", 10_007)  # many chunks, in both builders
+    preset = dataclasses.replace(PRESETS["papers-xs"], num_nodes=1 << 13)
+    _assert_same_graph_as_numba(preset, "cpu", part_entries=20_000)
+
+
+def test_torch_graph_refuses_an_rmat_preset():
+    with pytest.raises(ValueError, match="tiny-rmat is a rmat preset; only DC-SBM presets are drawn with torch"):
+        build.generate_graph_torch(PRESETS["tiny-rmat"], "cpu")
+
+
+@pytest.mark.gpu
+def test_gpu_graph_of_papers_xs_equals_the_numba_builder():
+    _assert_same_graph_as_numba(PRESETS["papers-xs"], "cuda")
+    _assert_same_graph_as_numba(PRESETS["papers-xs"], "cuda", part_entries=1 << 20)
+    _assert_same_graph_as_numba(PRESETS["tiny"], "cuda", part_entries=5_000)
