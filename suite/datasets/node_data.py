@@ -56,6 +56,21 @@ def class_centroids(num_classes: int, dim: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((num_classes, dim))
 
 
+def check_rows(first: int, count: int, num_nodes: int) -> None:
+    if not 0 <= first <= first + count <= num_nodes:
+        raise ValueError(f"rows {first} to {first + count - 1} are not rows of a table of {num_nodes}")
+
+
+def checked_noise_ids(noise_ids, num_nodes: int):
+    """``noise_ids`` as an int64 array of one id per node (None stays None)."""
+    if noise_ids is None:
+        return None
+    noise_ids = np.asarray(noise_ids, dtype=np.int64)
+    if noise_ids.shape != (num_nodes,):
+        raise ValueError(f"noise_ids has shape {noise_ids.shape}; expected one id per node ({num_nodes},)")
+    return noise_ids
+
+
 def synthesize_features(graph, classes, dim: int, signal: float, neighbor_signal: float, seed: int, out=None,
                         first: int = 0, noise_ids=None):
     """Float32 features of shape (N, dim), or rows ``first`` to ``first + len(out) - 1`` of them into ``out``.
@@ -72,12 +87,8 @@ def synthesize_features(graph, classes, dim: int, signal: float, neighbor_signal
     """
     if out is None:
         out = np.empty((graph.num_nodes - first, dim), dtype=np.float32)
-    if not 0 <= first <= first + len(out) <= graph.num_nodes:
-        raise ValueError(f"rows {first} to {first + len(out) - 1} are not rows of a table of {graph.num_nodes}")
-    if noise_ids is not None:
-        noise_ids = np.asarray(noise_ids, dtype=np.int64)
-        if noise_ids.shape != (graph.num_nodes,):
-            raise ValueError(f"noise_ids has shape {noise_ids.shape}; expected one id per node ({graph.num_nodes},)")
+    check_rows(first, len(out), graph.num_nodes)
+    noise_ids = checked_noise_ids(noise_ids, graph.num_nodes)
     centroids = class_centroids(int(classes.max()) + 1, dim, seed)
     _features_kernel(
         graph.indptr.numpy(), graph.indices.numpy(), classes, centroids, signal, neighbor_signal, np.uint64(seed),

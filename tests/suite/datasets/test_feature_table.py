@@ -1,4 +1,5 @@
-"""Synthetic feature tables generated into page-aligned memory, also straight in a reordered graph's order."""
+"""Synthetic feature tables generated into page-aligned memory, also straight in a reordered graph's order, on the
+CPU and on a GPU (without one, numba's CUDA simulator runs the GPU kernels: tests/conftest.py)."""
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ from suite.datasets import host_copy
 from suite.datasets.build import _sub_seed, generate_arrays, generate_graph
 from suite.datasets.feature_table import generate_feature_table
 from suite.datasets.node_data import class_centroids, synthesize_features
+from suite.datasets.node_data_cuda import FeatureRows
 from suite.datasets.presets import get_preset
 from tiering.graph.csr import CSRGraph
 from tiering.graph.reorder import reorder_graph
@@ -46,12 +48,16 @@ def reference_row(graph, classes, centroids, signal, neighbor_signal, seed, v, n
     return np.array([row[k] + normal(np.uint64(seed), noise_id, k) for k in range(len(row))], dtype=np.float32)
 
 
-def test_rows_are_made_from_their_own_list_and_the_noise_of_the_given_id():
+def small_table(n=60):
+    """A random graph of ``n`` nodes, classes, a permutation and (dim, seed), small enough for the CUDA simulator."""
     rng = np.random.default_rng(0)
-    n, dim, seed = 60, 8, 11
-    graph = CSRGraph.from_edges(rng.integers(0, n, 300), rng.integers(0, n, 300), n).coalesce()
-    classes = rng.integers(0, 5, n)
-    noise_ids = rng.permutation(n)
+    graph = CSRGraph.from_edges(rng.integers(0, n, 5 * n), rng.integers(0, n, 5 * n), n).coalesce()
+    return graph, rng.integers(0, 5, n), rng.permutation(n), 8, 11
+
+
+def test_rows_are_made_from_their_own_list_and_the_noise_of_the_given_id():
+    graph, classes, noise_ids, dim, seed = small_table()
+    n = graph.num_nodes
     centroids = class_centroids(5, dim, seed)
     plain = synthesize_features(graph, classes, dim, 0.3, 0.6, seed)
     renamed = synthesize_features(graph, classes, dim, 0.3, 0.6, seed, noise_ids=noise_ids)
@@ -124,6 +130,22 @@ def test_a_reordered_papers_xs_graph_gives_the_table_in_the_new_order(papers_xs)
     assert_is_permuted_base(table, features, new_to_old)
 
 
+@pytest.mark.filterwarnings("ignore:.*overflow encountered in scalar:RuntimeWarning")  # the simulator's wrapping hash
+@pytest.mark.parametrize("renamed", [False, True], ids=["own-noise", "renamed-noise"])
+def test_rows_made_on_a_gpu_equal_the_cpus(monkeypatch, renamed):
+    graph, classes, perm, dim, seed = small_table(50)
+    noise_ids = torch.from_numpy(perm) if renamed else None
+    monkeypatch.setattr(host_copy, "CHUNK_BYTES", 17 * 4 * dim)  # three chunks and a short one
+    args = (graph, classes, dim, 0.3, 0.6, seed)
+    cpu = generate_feature_table(*args, noise_ids=noise_ids)
+    gpu = generate_feature_table(*args, noise_ids=noise_ids, device="cuda")
+    assert gpu.dtype == torch.float32 and gpu.device.type == "cpu" and gpu.data_ptr() % host_copy.PAGE_BYTES == 0
+    assert_is_permuted_base(gpu, cpu.numpy(), torch.arange(graph.num_nodes))
+    half = generate_feature_table(*args, noise_ids=noise_ids, device="cuda", dtype=torch.float16)
+    assert half.data_ptr() % host_copy.PAGE_BYTES == 0
+    assert torch.equal(half, gpu.to(torch.float16))
+
+
 def test_rows_outside_the_table_and_misshapen_noise_ids_are_refused(tiny):
     preset, graph, classes, _, _ = tiny
     n, dim = graph.num_nodes, preset.feature_dim
@@ -138,3 +160,8 @@ def test_rows_outside_the_table_and_misshapen_noise_ids_are_refused(tiny):
         generate_feature_table(*args, noise_ids=np.arange(n + 1))
     with pytest.raises(ValueError, match="holds floats"):
         generate_feature_table(*args, dtype=torch.int32)
+    gpu_rows = FeatureRows(*args, device="cuda")
+    with pytest.raises(ValueError, match="are not rows of a table"):
+        gpu_rows.fill(torch.empty((10, dim), device=gpu_rows.device), n - 5)
+    with pytest.raises(ValueError, match="must be float32 rows"):
+        gpu_rows.fill(torch.empty((10, dim), dtype=torch.float16, device=gpu_rows.device), 0)
