@@ -50,8 +50,9 @@ def rows(indptr, indices, classes, centroids, signal, neighbor_signal, seed, fir
     if t >= out.shape[0] * dim:
         return
     i = t // dim
+    k = t - i * dim
     v = first + i
-    out[i, t - i * dim] = entry(indptr, indices, classes, centroids, signal, neighbor_signal, seed, v, v, t - i * dim)
+    out[i, k] = entry(indptr, indices, classes, centroids, signal, neighbor_signal, seed, v, v, k)
 
 
 @cuda.jit
@@ -62,9 +63,9 @@ def renamed_rows(indptr, indices, classes, centroids, signal, neighbor_signal, s
     if t >= out.shape[0] * dim:
         return
     i = t // dim
+    k = t - i * dim
     v = first + i
-    out[i, t - i * dim] = entry(indptr, indices, classes, centroids, signal, neighbor_signal, seed, v, noise_ids[v],
-                                t - i * dim)
+    out[i, k] = entry(indptr, indices, classes, centroids, signal, neighbor_signal, seed, v, noise_ids[v], k)
 
 
 class FeatureRows:
