@@ -2,8 +2,8 @@
 
 A ``gpu_built`` preset (``papers-100m``: a 57 GB float32 table, on a machine with 64 GiB of disk) caches only its
 CSR, labels and splits; its manifest says ``generated_features``.  Every process that opens the entry makes the table
-again from the generator's counter-based draws (``suite.datasets.node_data``), in parallel and with a progress bar,
-straight into page-aligned host memory, which the zero-copy loaders then pin in place with no second copy (Data
+again from the generator's counter-based draws (``suite.datasets.feature_table``: on the GPU where there is one,
+else on every CPU core), with a progress bar, straight into page-aligned host memory, which the zero-copy loaders then pin in place with no second copy (Data
 Tiering §4.1; PyTorch-Direct §3.1).  The classes the features are drawn around are drawn again too (one pass over the
 nodes, ``suite.datasets.dcsbm.draw_classes``).
 
@@ -64,4 +64,9 @@ def feature_table(manifest: dict, graph: CSRGraph, new_to_old: torch.Tensor | No
         classes = classes[noise_ids]
     return generate_feature_table(graph, classes, preset.feature_dim, preset.signal, preset.neighbor_signal,
                                   preset.sub_seed("features"), dtype=TORCH_DTYPES[preset.feature_dtype],
-                                  noise_ids=noise_ids, progress=progress)
+                                  noise_ids=noise_ids, device=table_device(), progress=progress)
+
+
+def table_device() -> torch.device | None:
+    """Where the rows are made: on the GPU where there is one, else (``None``) on every CPU core."""
+    return torch.device("cuda") if torch.cuda.is_available() else None

@@ -28,8 +28,13 @@ NO_LABEL = -1
 
 
 @numba.njit(parallel=True, cache=True)
-def _features_kernel(indptr, indices, classes, centroids, signal, neighbor_signal, seed, first, out):
-    """Rows ``first`` to ``first + len(out) - 1`` of the table into ``out``."""
+def _features_kernel(indptr, indices, classes, centroids, signal, neighbor_signal, seed, first, noise_ids, out):
+    """Rows ``first`` to ``first + len(out) - 1`` of the table into ``out``.
+
+    Row v's noise is drawn with id ``noise_ids[v]``, or v where ``noise_ids``
+    is None (numba compiles that case on its own, the branch pruned: as fast
+    as a kernel without noise ids).
+    """
     dim = out.shape[1]
     for i in numba.prange(out.shape[0]):
         v = first + i
@@ -40,29 +45,55 @@ def _features_kernel(indptr, indices, classes, centroids, signal, neighbor_signa
         if end > start:
             row *= neighbor_signal / (end - start)
         row += signal * centroids[classes[v]]
+        if noise_ids is None:
+            noise_id = v
+        else:
+            noise_id = noise_ids[v]
         for k in range(dim):
-            out[i, k] = row[k] + normal(seed, v, k)
+            out[i, k] = row[k] + normal(seed, noise_id, k)
 
 
 def class_centroids(num_classes: int, dim: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((num_classes, dim))
 
 
+def check_rows(first: int, count: int, num_nodes: int) -> None:
+    if not 0 <= first <= first + count <= num_nodes:
+        raise ValueError(f"rows {first} to {first + count - 1} are not rows of a table of {num_nodes}")
+
+
+def checked_noise_ids(noise_ids, num_nodes: int):
+    """``noise_ids`` as an int64 array of one id per node (None stays None)."""
+    if noise_ids is None:
+        return None
+    noise_ids = np.asarray(noise_ids, dtype=np.int64)
+    if noise_ids.shape != (num_nodes,):
+        raise ValueError(f"noise_ids has shape {noise_ids.shape}; expected one id per node ({num_nodes},)")
+    return noise_ids
+
+
 def synthesize_features(graph, classes, dim: int, signal: float, neighbor_signal: float, seed: int, out=None,
-                        first: int = 0):
+                        first: int = 0, noise_ids=None):
     """Float32 features of shape (N, dim), or rows ``first`` to ``first + len(out) - 1`` of them into ``out``.
 
     Row v depends on v, its list and the seed only, so the table can be made
     a chunk of rows at a time (the dataset builder writes it so).
+
+    ``noise_ids`` (N ids) draws row v's noise as node ``noise_ids[v]``'s.
+    Renumbered (``tiering.graph.reorder.reorder_graph``), with ``classes`` in
+    the new order and ``noise_ids = new_to_old``, this makes the renumbered
+    table (row i = old row ``new_to_old[i]``) without the old one: equal to it
+    within float32 rounding, since each neighbour mean adds the same terms in
+    the renamed list's order.
     """
     if out is None:
         out = np.empty((graph.num_nodes - first, dim), dtype=np.float32)
-    if not 0 <= first <= first + len(out) <= graph.num_nodes:
-        raise ValueError(f"rows {first} to {first + len(out) - 1} are not rows of a table of {graph.num_nodes}")
+    check_rows(first, len(out), graph.num_nodes)
+    noise_ids = checked_noise_ids(noise_ids, graph.num_nodes)
     centroids = class_centroids(int(classes.max()) + 1, dim, seed)
     _features_kernel(
         graph.indptr.numpy(), graph.indices.numpy(), classes, centroids, signal, neighbor_signal, np.uint64(seed),
-        first, out,
+        first, noise_ids, out,
     )
     return out
 
