@@ -91,7 +91,9 @@ def _show_build_plan(name: str) -> None:
     from suite.datasets.presets import get_preset
 
     if not is_real_ogb(name) and get_preset(name).gpu_built:
-        print(render(f"{name}: what its build needs", build_needs(get_preset(name)), this_machine(cache_root())))
+        machine = this_machine(cache_root())
+        needs = build_needs(get_preset(name), on_gpu=machine.gpu_bytes is not None)
+        print(render(f"{name}: what its build and reordering need", needs, machine))
 
 
 def _cmd_generate(args) -> int:

@@ -112,7 +112,13 @@ def add_parsers(sub) -> None:
 def _run_arguments(run) -> None:
     """``run``'s options, which name the loaders and scorers of the registry and the regimes."""
     from suite.datasets.regime import REGIMES
-    from suite.registry import DEFAULT_HOST_FRACTION, LOADERS, SCORERS, disk_loaders, hot_tier_loaders
+    from suite.registry import (
+        DEFAULT_HOST_FRACTION,
+        LOADERS,
+        SCORERS,
+        disk_loaders,
+        hot_tier_loaders,
+    )
 
     run.take(options.ogb_root(), options.quiet())
     run.add_argument("--experiment", required=True, help="a predefined sweep (demo, fig8, fig10, fig11, pipeline, disk), or a "

@@ -204,10 +204,12 @@ def render(title: str, needs: list[Need], machine: Machine) -> str:
 def check_build(preset: Preset, machine: Machine) -> None:
     """``PlanDoesNotFit`` when building and reordering ``preset`` does not fit ``machine`` (on its GPU when it has
     one)."""
-    check(preset.name, build_needs(preset, on_gpu=machine.gpu_bytes is not None), machine, needs_gpu=False)
+    check(preset.name, build_needs(preset, on_gpu=machine.gpu_bytes is not None), machine, needs_gpu=False,
+          gpu_advice="the build sorts one part of the lists at a time there: free the GPU's memory")
 
 
-def check(name: str, needs: list[Need], machine: Machine, *, needs_gpu: bool) -> None:
+def check(name: str, needs: list[Need], machine: Machine, *, needs_gpu: bool,
+          gpu_advice: str = "lower the hot fraction, or sample on the CPU") -> None:
     """Raise ``PlanDoesNotFit`` naming the first of host RAM, GPU memory, disk and memlock that falls short."""
     total = totals(needs)
     if total[HOST] > machine.host_bytes:
@@ -217,7 +219,7 @@ def check(name: str, needs: list[Need], machine: Machine, *, needs_gpu: bool) ->
         raise PlanDoesNotFit(f"{name} needs {gib(total[GPU])} of GPU memory and this machine has no GPU (0 B)")
     if machine.gpu_bytes is not None and total[GPU] > machine.gpu_bytes:
         raise PlanDoesNotFit(f"{name} needs {gib(total[GPU])} of GPU memory and {gib(machine.gpu_bytes)} is free: "
-                             f"lower the hot fraction, or sample on the CPU")
+                             f"{gpu_advice}")
     if total[DISK] > machine.disk_bytes:
         raise PlanDoesNotFit(f"{name} needs {gib(total[DISK])} of disk in the dataset cache and "
                              f"{gib(machine.disk_bytes)} is free there: free some, or point TIERBENCH_DATA elsewhere")

@@ -54,13 +54,13 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from suite.errors import BadValue
 from suite.measure.pcie import PCIeCounter
 from suite.measure.stage_events import StageEvents
 from suite.training.model import GraphSAGE
 from suite.training.pipeline import Pipeline
-from tiering.features.loader import FeatureLoader
-from suite.errors import BadValue
 from suite.training.sampling import build_sampler
+from tiering.features.loader import FeatureLoader
 from tiering.sampling.neighbors import MiniBatch, minibatches
 
 LOSS_SHOWN_EVERY = 50

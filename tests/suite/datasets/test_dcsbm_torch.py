@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from suite.datasets import PRESETS
+from suite.datasets import PRESETS, build
 from suite.datasets.dcsbm import _search, block_model
 from suite.datasets.dcsbm_torch import TorchBlockModel, search
 from tiering.rng import stream_hashes, uniform, uniform_from_hashes

@@ -1,6 +1,7 @@
 """The zero-copy loaders' host table on a GPU: read from the memory-mapped cache file into memory, then pinned."""
 
 import dataclasses
+
 import numpy as np
 import pytest
 import torch
