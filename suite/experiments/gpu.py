@@ -379,7 +379,8 @@ def measure(records_dir, device="cuda", *, table_bytes: int = TABLE_BYTES, repea
         checks, memcpy = model_check(buffer, device)
     finally:
         unregister_host_memory(buffer)
-    facts = {"command": f"tierbench gpubench --out {records_dir}", "ceilings": ceilings, "table_bytes": table_bytes,
+    size = "" if table_bytes == TABLE_BYTES else f" --table-gib {table_bytes / 2**30:g}"
+    facts = {"command": f"tierbench gpubench{size} --out {records_dir}", "ceilings": ceilings, "table_bytes": table_bytes,
              "repeat": repeat, "default_variant": DEFAULT_VARIANT}
     return write_records(records_dir, speed_table(results, ceilings), model_check_table(checks, memcpy),
                          reach_table(rates, table_bytes, ceilings), record, facts)

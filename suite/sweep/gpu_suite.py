@@ -22,7 +22,9 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
    first at papers-xs's size, then ogbn-papers100M's: drawn and sorted into lists on the GPU, scored and reordered;
    ``paper-scale-fig8`` (cpu-gather, uva, degree-cache and tiered at 10% hot) and ``paper-scale-fig10`` (tiered at
    0-25% hot) on papers-100m at the paper's batch of 1,024 and fanouts (12,12,12), each cell timing the first
-   ``PAPER_SCALE_MINIBATCHES`` minibatches of its epochs (the records and reports say so);
+   ``PAPER_SCALE_MINIBATCHES`` minibatches of its epochs (the records and reports say so); ``paper-scale-reach``:
+   gpubench over a host buffer of the table's size, so its reach study reads rows from all 53 GiB
+   (``microbench-paper-scale/``);
 8. ``report-fig8``, ``report-fig10``, ``report-lookahead``: their tables and figures (``fig8/``, ``fig10/``, ``lookahead/``).
 
 Every step runs with ``TIERBENCH_REVISION`` set to the revision the suite found when it started (the caller's value
@@ -81,6 +83,7 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     "datasets-papers-xs-gpu-built": 40, "datasets-papers-100m": 300,
     # not yet run: open papers-100m (its table made in memory, ~1 min projected), then cells of 2 x 200 minibatches
     "paper-scale-fig8": 300, "paper-scale-fig10": 360,
+    "paper-scale-reach": 150,  # not yet run: gpubench (31 s) over a buffer of papers-100m's table, filled and pinned
 }
 """Typed by hand from the first visit; a plan uses them only for the steps its state file has no time of
 (``estimate``).  The datasets steps are timed generating and reordering into an empty cache.  A sweep step generates
@@ -92,6 +95,8 @@ PAPER_SCALE = "papers-100m"
 PAPER_SCALE_MINIBATCHES = 200
 """Minibatches each paper-scale epoch times (of its 1,193): a cell's two epochs then fit a few minutes."""
 PAPER_SCALE_FIG8_LOADERS = ("cpu-gather", "uva", "degree-cache", "tiered")
+PAPER_SCALE_TABLE_GIB = 53
+"""papers-100m's float32 feature table, 111,059,956 x 512 B, in GiB (rounded down): the reach study's whole table."""
 REQUIRE_GPU = "TIERBENCH_REQUIRE_GPU"
 """Set to 1, the tests marked ``gpu`` fail where they would skip for want of a CUDA GPU (tests/gpu_marker.py)."""
 PRIORITY_TESTS = ("baselines/test_loaders.py", "tiering/sampling/test_neighbors.py", "tiering/features/test_multi_gpu.py")
@@ -199,7 +204,7 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
     steps.append(Step("costs-papers-s", cli + ("costs", "--dataset", "papers-s", "--device", "cuda", "--machines",
                                                str(machines), "--out", str(folder / "costs" / "papers-s"), "-q"),
                       str(folder / "costs" / "papers-s"), inputs=("doctor", "datasets-papers-s")))
-    steps += paper_scale_steps(cli, runs)
+    steps += paper_scale_steps(cli, runs, folder)
     for experiment in ("fig8", "fig10", "lookahead"):
         inputs = tuple(s.name for s in steps if s.name.startswith((f"{experiment}-", f"paper-scale-{experiment}")))
         steps.append(Step(f"report-{experiment}", cli + ("report", "--experiment", experiment, "--runs", runs,
@@ -208,9 +213,10 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
     return steps
 
 
-def paper_scale_steps(cli: tuple[str, ...], runs: str) -> list[Step]:
+def paper_scale_steps(cli: tuple[str, ...], runs: str, folder: Path) -> list[Step]:
     """papers-100m built and reordered (after the same route at papers-xs's size), then Figures 8 and 10 on it at the
-    paper's own batch and fanouts (Data Tiering §5.1), timing the first ``PAPER_SCALE_MINIBATCHES`` of each epoch."""
+    paper's own batch and fanouts (Data Tiering §5.1), timing the first ``PAPER_SCALE_MINIBATCHES`` of each epoch, and
+    gpubench over a buffer the size of its table (the reach study's whole table: how fast rows come from all of it)."""
     smoke = "datasets-papers-xs-gpu-built"
     steps = [Step(smoke, cli + ("prepare", "--dataset", "papers-xs-gpu-built", "--scorer", "wrpr", "-q"),
                   "the dataset cache ($TIERBENCH_DATA)"),
@@ -223,6 +229,9 @@ def paper_scale_steps(cli: tuple[str, ...], runs: str) -> list[Step]:
                       f"{runs}/fig8.csv", inputs=(f"datasets-{PAPER_SCALE}",)))
     steps.append(Step("paper-scale-fig10", cli + ("run", "--experiment", "fig10", "--loaders", "tiered", *paper),
                       f"{runs}/fig10.csv", inputs=(f"datasets-{PAPER_SCALE}",)))
+    reach = str(folder / "microbench-paper-scale")
+    steps.append(Step("paper-scale-reach", cli + ("gpubench", "--table-gib", str(PAPER_SCALE_TABLE_GIB), "--out", reach,
+                                                   "-q"), reach))
     return steps
 
 

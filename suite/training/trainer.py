@@ -137,7 +137,7 @@ class Trainer:
         self.batch_size = batch_size
         self.seed = seed
         self.pipeline_capacity = pipeline_capacity
-        self.batch_limit = batch_limit  # training epochs stop after this many minibatches (None: whole epochs)
+        self.batch_limit = batch_limit  # epochs and validation passes stop after this many minibatches (None: whole)
         self.model = GraphSAGE(dataset.feature_dim, dataset.num_classes, len(self.sampler.fanouts), hidden, dropout,
                                weighted=own_sampler is not None)
         self.model.to(self.device)
@@ -280,6 +280,9 @@ class Trainer:
         correct, seen, times = 0, 0, {"sample": 0.0, "gather": 0.0, "train": 0.0}
         untimed = StageEvents("cpu")
         batches, _, counted = self._batches(split, epoch + 10_000, shuffle=False)
+        if self.batch_limit is not None:  # the first minibatches' seeds only
+            batches = itertools.islice(batches, self.batch_limit)
+            counted = min(counted, self.batch_limit * self.batch_size)
         for batch, x, blocks in self._sequential(batches, times, untimed):
             predicted = self._step(batch, x, blocks, times, train=False, events=untimed).argmax(dim=1)
             right = predicted == self.labels[batch.seeds.to(self.device)]

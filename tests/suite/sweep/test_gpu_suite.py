@@ -16,7 +16,8 @@ from suite.sweep import gpu_suite
 STEPS = ["doctor", "gpu-tests", "gpubench", "datasets-papers-s", "datasets-products-s", "samplerbench-papers-s",
          "fig8-papers-s", "fig8-products-s", "fig8-pipeline-papers-s", "fig8-pipeline-products-s", "fig10-papers-s",
          "fig10-products-s", "fig8-gpu-sampling-papers-s", "lookahead-papers-s", "costs-papers-s",
-         "datasets-papers-xs-gpu-built", "datasets-papers-100m", "paper-scale-fig8", "paper-scale-fig10", "report-fig8",
+         "datasets-papers-xs-gpu-built", "datasets-papers-100m", "paper-scale-fig8", "paper-scale-fig10", "paper-scale-reach",
+         "report-fig8",
          "report-fig10", "report-lookahead"]
 
 
