@@ -82,7 +82,7 @@ def _cmd_train(args) -> int:
     from suite.registry import loader
     from suite.sweep.cells import Cell
     from suite.sweep.run import open_dataset, train_cell
-    from suite.training.sampling import NEEDS_GPU
+    from suite.training.sampling import check_device
     from suite.training.trainer import majority_accuracy
 
     hot_fraction = _loader_hot_fraction(args.loader, args.hot_fraction)
@@ -95,8 +95,7 @@ def _cmd_train(args) -> int:
     batch_size, regime = regimes.resolve(args.dataset, args.regime, args.batch_size)
     cell = Cell(args.dataset, args.loader, hot_fraction, fanouts, args.scorer or "none", args.sampling,
                 batch_size=batch_size, regime=regime)
-    if args.sampling in NEEDS_GPU and device.type != "cuda":
-        raise BadValue(f"{NEEDS_GPU[args.sampling]}: it needs --device cuda")
+    check_device(args.sampling, device)
     _plan_paper_scale(args, hot_fraction, fanouts, batch_size, device)
     try:
         dataset = open_dataset(cell, args.ogb_root, progress=not args.quiet)
