@@ -75,7 +75,14 @@ import numpy as np
 import torch
 
 from tiering.graph.csr import CSRGraph
-from tiering.sampling.neighbors import Block, MiniBatch, check_nodes, seed_from
+from tiering.sampling.neighbors import (
+    Block,
+    MiniBatch,
+    check_distinct,
+    check_fanouts,
+    check_nodes,
+    seed_from,
+)
 
 GRAPH_MEMORY = ("gpu", "host")
 
@@ -182,9 +189,7 @@ class FusedNeighborSampler:
     """
 
     def __init__(self, graph: CSRGraph, fanouts, graph_memory: str = "gpu", device=None, max_load: float = 0.5):
-        fanouts = tuple(int(f) for f in fanouts)
-        if not fanouts or min(fanouts) < 1:
-            raise ValueError(f"fanouts must be one or more positive numbers, got {fanouts}")
+        fanouts = check_fanouts(fanouts)
         if graph_memory not in GRAPH_MEMORY:
             raise ValueError(f"graph_memory must be one of {GRAPH_MEMORY}, got {graph_memory!r}")
         _capacity(1, max_load)
@@ -235,8 +240,7 @@ class FusedNeighborSampler:
     def sample(self, seeds, generator: torch.Generator | None = None) -> MiniBatch:
         seeds = torch.as_tensor(seeds)
         check_nodes(self.graph, seeds, 1)
-        if len(torch.unique(seeds)) != len(seeds):  # where the seeds are: in host memory (the trainer's), no wait
-            raise ValueError("seeds must be distinct node ids")
+        check_distinct(seeds)  # where the seeds are: in host memory (the trainer's), no wait
         seeds = seeds.to(device=self.device, dtype=torch.int64, non_blocking=True)
         self._follow_stream()
         self._reserve(len(seeds))
