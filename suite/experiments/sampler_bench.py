@@ -8,15 +8,15 @@ Two cases on one dataset, the same seeds for every sampler:
 * ``minibatch``: a training minibatch, fanouts (12, 12, 12) from ``batch_size`` seeds (1,024 by default), where
   the later hops' frontiers and the relabelling dominate.
 
-Each sampler samples once untimed (numba compiles, the GPU's tables are allocated), then ``repeat`` times, the
-device synchronised before and after each; the best time is kept.  Rates are sampled edges (the blocks' edges)
-per second; all three samplers draw the same minibatch (``tiering.sampling.fused``), which is checked by the
-equal edge counts.  On a CPU device only ``cpu`` runs.
+Each sampler samples once untimed (numba compiles, the GPU's tables are allocated), then ``repeat`` times, each
+timing waiting for the device; the best time is kept (``suite.measure.timing.best_wall_seconds``).  Rates are sampled
+edges (the blocks' edges) per second; all three samplers draw the same minibatch (``tiering.sampling.fused``), which
+is checked by the equal edge counts.  On a CPU device only ``cpu`` runs.
 """
 
 from __future__ import annotations
 
-import time
+import itertools
 from pathlib import Path
 
 import numba
@@ -26,6 +26,7 @@ import torch
 from suite.errors import BadValue
 from suite.io import records
 from suite.io.provenance import provenance
+from suite.measure.timing import best_wall_seconds
 from suite.training.sampling import GRAPH_MEMORY, build_sampler
 
 STEM = "sampler-bench"
@@ -46,17 +47,19 @@ def _sync(device) -> None:
 
 
 def time_sampler(sampler, seeds: torch.Tensor, repeat: int, device) -> tuple[float, int]:
-    """``(best seconds, sampled edges)`` of ``sampler`` on ``seeds``, after an untimed first run."""
-    best, edges = float("inf"), None
-    for run in range(repeat + 1):
+    """``(best seconds, sampled edges)`` of ``sampler`` on ``seeds``: the best of ``repeat`` host-clock timings
+    (``suite.measure.timing``), each waiting for the device, after an untimed first run; run ``r`` draws with seed
+    ``r``."""
+    runs = itertools.count()
+
+    def sample():
+        batch = sampler.sample(seeds, torch.Generator().manual_seed(next(runs)))
         _sync(device)
-        start = time.perf_counter()
-        batch = sampler.sample(seeds, torch.Generator().manual_seed(run))
-        _sync(device)
-        if run:
-            best = min(best, time.perf_counter() - start)
-        edges = batch.num_sampled_edges
-    return best, edges
+        return batch
+
+    sample()
+    batch, best = best_wall_seconds(sample, repeat)
+    return best, batch.num_sampled_edges
 
 
 def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: int = BATCH_SIZE,
