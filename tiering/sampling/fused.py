@@ -71,6 +71,8 @@ importing this module costs nothing and fixes no simulator choice.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 
@@ -209,10 +211,21 @@ class FusedNeighborSampler:
 
                 self.graph = mapped_graph(graph, self.device)
         self._kernels = device_code()
+        self._fresh_tables()
+
+    def _fresh_tables(self) -> None:
         self._tables: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._current = 0  # the table the next hop inserts into
         self._stale = torch.empty(0, dtype=torch.int64, device=self.device)  # slots the other table still holds
         self._stream = None  # the CUDA stream the last minibatch launched on
+
+    def with_fanouts(self, fanouts) -> FusedNeighborSampler:
+        """A sampler of other ``fanouts`` over this one's graph where it already is (no second copy into GPU or
+        pinned memory), with hash tables of its own."""
+        other = copy.copy(self)
+        other.fanouts = check_fanouts(fanouts)
+        other._fresh_tables()
+        return other
 
     def _follow_stream(self) -> None:
         """Order this minibatch's launches after the previous minibatch's when torch's current stream changed."""

@@ -38,6 +38,7 @@ with the seeds.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import threading
 
@@ -375,6 +376,12 @@ class NeighborSampler:
         self.graph = graph
         self.fanouts = fanouts
         self.backend = backend
+
+    def with_fanouts(self, fanouts) -> NeighborSampler:
+        """This sampler over the same graph with other ``fanouts``."""
+        other = copy.copy(self)
+        other.fanouts = check_fanouts(fanouts)
+        return other
 
     def sample(self, seeds, generator: torch.Generator | None = None) -> MiniBatch:
         device = self.graph.indptr.device
