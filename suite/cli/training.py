@@ -81,7 +81,7 @@ def _cmd_train(args) -> int:
     from suite.figures.training import write_training_report
     from suite.registry import loader
     from suite.sweep.cells import Cell
-    from suite.sweep.run import open_dataset, train_cell
+    from suite.sweep.run import cell_variant, open_dataset, train_cell
     from suite.training.sampling import check_device
     from suite.training.trainer import majority_accuracy
 
@@ -127,8 +127,8 @@ def _cmd_train(args) -> int:
                 "majority_valid_accuracy": majority}
     try:
         train_cell(cell, dataset, epochs=args.epochs, device=device, seed=args.seed, pipeline=args.pipeline,
-                   progress=not args.quiet, on_epoch=report, model=dict(hidden=args.hidden, dropout=args.dropout,
-                                                                        lr=args.lr))
+                   progress=not args.quiet, variant=cell_variant(cell, dataset, device), on_epoch=report,
+                   model=dict(hidden=args.hidden, dropout=args.dropout, lr=args.lr))
     except KeyboardInterrupt:  # the epochs that finished are kept, as a sweep keeps its finished cells
         kept = "nothing written"
         if args.out and finished:
