@@ -70,10 +70,12 @@ def replace_top(heap, key, where, size, v, k):
 @numba.njit(cache=True, nogil=True)
 def offer(heap, key, where, size, capacity, v, k):
     """Admit row ``v`` with key ``k`` into a cache of ``capacity`` rows holding ``size``: into a free slot, else in
-    place of the top row if ``k`` is strictly sooner than its key.  ``(new size, whether it was admitted)``."""
+    place of the top row if ``k`` is strictly sooner than its key.  ``(new size, whether it was admitted, the row it
+    evicted or -1)``."""
     if size < capacity:
-        return push(heap, key, where, size, v, k), True
+        return push(heap, key, where, size, v, k), True, -1
     if size > 0 and k < key[heap[0]]:
+        evicted = heap[0]
         replace_top(heap, key, where, size, v, k)
-        return size, True
-    return size, False
+        return size, True, evicted
+    return size, False, -1

@@ -11,6 +11,7 @@ from pathlib import Path
 import filelock
 
 from suite.errors import BadValue
+from suite.io.atomic import nearest_existing
 
 
 DESTINATIONS = {"out": "files", "runs": "records"}
@@ -25,7 +26,7 @@ def check_destinations(args) -> None:
         if value is None:
             continue
         path = Path(value)
-        existing = next(p for p in (path, *path.parents) if p.exists())
+        existing = nearest_existing(path)
         why = None
         if not existing.is_dir():
             why = "it is a file, not a folder" if existing == path else f"{existing} is a file, not a folder"

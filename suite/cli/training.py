@@ -81,8 +81,8 @@ def _cmd_train(args) -> int:
     from suite.figures.training import write_training_report
     from suite.registry import loader
     from suite.sweep.cells import Cell
-    from suite.sweep.run import open_dataset, train_cell
-    from suite.training.sampling import NEEDS_GPU
+    from suite.sweep.run import cell_variant, open_dataset, train_cell
+    from suite.training.sampling import check_device
     from suite.training.trainer import majority_accuracy
 
     hot_fraction = _loader_hot_fraction(args.loader, args.hot_fraction)
@@ -95,8 +95,7 @@ def _cmd_train(args) -> int:
     batch_size, regime = regimes.resolve(args.dataset, args.regime, args.batch_size)
     cell = Cell(args.dataset, args.loader, hot_fraction, fanouts, args.scorer or "none", args.sampling,
                 batch_size=batch_size, regime=regime)
-    if args.sampling in NEEDS_GPU and device.type != "cuda":
-        raise BadValue(f"{NEEDS_GPU[args.sampling]}: it needs --device cuda")
+    check_device(args.sampling, device)
     _plan_paper_scale(args, hot_fraction, fanouts, batch_size, device)
     try:
         dataset = open_dataset(cell, args.ogb_root, progress=not args.quiet)
@@ -128,8 +127,8 @@ def _cmd_train(args) -> int:
                 "majority_valid_accuracy": majority}
     try:
         train_cell(cell, dataset, epochs=args.epochs, device=device, seed=args.seed, pipeline=args.pipeline,
-                   progress=not args.quiet, on_epoch=report, model=dict(hidden=args.hidden, dropout=args.dropout,
-                                                                        lr=args.lr))
+                   progress=not args.quiet, variant=cell_variant(cell, dataset, device), on_epoch=report,
+                   model=dict(hidden=args.hidden, dropout=args.dropout, lr=args.lr))
     except KeyboardInterrupt:  # the epochs that finished are kept, as a sweep keeps its finished cells
         kept = "nothing written"
         if args.out and finished:

@@ -217,9 +217,7 @@ def is_complete(entry: Path) -> bool:
 
 def writable(directory: Path) -> bool:
     """Whether files can be made in ``directory``, or, if it does not exist yet, in the folder that would hold it."""
-    path = Path(directory).absolute()
-    while not path.exists() and path.parent != path:
-        path = path.parent
+    path = atomic.nearest_existing(Path(directory).absolute())
     return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
 
 

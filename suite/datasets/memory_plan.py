@@ -30,6 +30,7 @@ from pathlib import Path
 
 from suite.datasets.presets import Preset
 from suite.errors import BadValue, UserError
+from suite.io.atomic import nearest_existing
 from suite.measure.host_memory import available_bytes, gib, memlock_bytes
 from tiering.graph.csr_sort import CPU_PART_ENTRIES
 
@@ -101,10 +102,7 @@ def this_machine(cache: Path) -> Machine:
     import torch
 
     gpu = torch.cuda.mem_get_info()[0] if torch.cuda.is_available() else None
-    folder = Path(cache)
-    while not folder.exists():
-        folder = folder.parent
-    return Machine(available_bytes(), gpu, shutil.disk_usage(folder).free, memlock_bytes())
+    return Machine(available_bytes(), gpu, shutil.disk_usage(nearest_existing(cache)).free, memlock_bytes())
 
 
 def _table(preset: Preset) -> str:

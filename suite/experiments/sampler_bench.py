@@ -8,15 +8,16 @@ Two cases on one dataset, the same seeds for every sampler:
 * ``minibatch``: a training minibatch, fanouts (12, 12, 12) from ``batch_size`` seeds (1,024 by default), where
   the later hops' frontiers and the relabelling dominate.
 
-Each sampler samples once untimed (numba compiles, the GPU's tables are allocated), then ``repeat`` times, the
-device synchronised before and after each; the best time is kept.  Rates are sampled edges (the blocks' edges)
-per second; all three samplers draw the same minibatch (``tiering.sampling.fused``), which is checked by the
-equal edge counts.  On a CPU device only ``cpu`` runs.
+Each sampler samples once untimed (numba compiles, the GPU's tables are allocated), then ``repeat`` times, each
+timing waiting for the device; the best time is kept (``suite.measure.timing.best_wall_seconds``).  Rates are sampled
+edges (the blocks' edges) per second; all three samplers draw the same minibatch (``tiering.sampling.fused``), which
+is checked by the equal edge counts.  Each sampler's graph is copied where it samples once, for both cases.  On a
+CPU device only ``cpu`` runs.
 """
 
 from __future__ import annotations
 
-import time
+import itertools
 from pathlib import Path
 
 import numba
@@ -26,6 +27,7 @@ import torch
 from suite.errors import BadValue
 from suite.io import records
 from suite.io.provenance import provenance
+from suite.measure.timing import best_wall_seconds
 from suite.training.sampling import GRAPH_MEMORY, build_sampler
 
 STEM = "sampler-bench"
@@ -46,17 +48,19 @@ def _sync(device) -> None:
 
 
 def time_sampler(sampler, seeds: torch.Tensor, repeat: int, device) -> tuple[float, int]:
-    """``(best seconds, sampled edges)`` of ``sampler`` on ``seeds``, after an untimed first run."""
-    best, edges = float("inf"), None
-    for run in range(repeat + 1):
+    """``(best seconds, sampled edges)`` of ``sampler`` on ``seeds``: the best of ``repeat`` host-clock timings
+    (``suite.measure.timing``), each waiting for the device, after an untimed first run; run ``r`` draws with seed
+    ``r``."""
+    runs = itertools.count()
+
+    def sample():
+        batch = sampler.sample(seeds, torch.Generator().manual_seed(next(runs)))
         _sync(device)
-        start = time.perf_counter()
-        batch = sampler.sample(seeds, torch.Generator().manual_seed(run))
-        _sync(device)
-        if run:
-            best = min(best, time.perf_counter() - start)
-        edges = batch.num_sampled_edges
-    return best, edges
+        return batch
+
+    sample()
+    batch, best = best_wall_seconds(sample, repeat)
+    return best, batch.num_sampled_edges
 
 
 def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: int = BATCH_SIZE,
@@ -68,16 +72,17 @@ def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: 
             raise BadValue(f"{option} {count} is more than {dataset.name}'s {dataset.num_nodes:,} nodes")
     order = torch.randperm(dataset.num_nodes, generator=torch.Generator().manual_seed(0))
     rows = []
-    for case, fanouts in CASES.items():
-        chosen = order[: seeds if case == "one hop" else batch_size]
-        for name in samplers(device):
-            sampler = build_sampler(name, dataset.graph, fanouts, device)
-            best, edges = time_sampler(sampler, chosen, repeat, device)
+    for name in samplers(device):
+        placed = build_sampler(name, dataset.graph, CASES["one hop"], device)  # the graph copied where it samples
+        for case, fanouts in CASES.items():
+            chosen = order[: seeds if case == "one hop" else batch_size]
+            best, edges = time_sampler(placed.with_fanouts(fanouts), chosen, repeat, device)
             rows.append({"dataset": dataset.name, "case": case, "fanouts": ",".join(map(str, fanouts)),
                          "seeds": len(chosen), "sampler": name, "sampled_edges": edges, "best_s": best,
                          "sampled_edges_per_second": edges / best if best > 0 else float("nan"),
                          "ms_per_batch": best * 1e3})
-            del sampler
+        del placed
+    rows.sort(key=lambda row: list(CASES).index(row["case"]))  # case by case, the samplers in order in each
     record = provenance(device)
     facts = {"command": command, "dataset": dataset.name, "seeds": seeds, "batch_size": batch_size, "repeat": repeat,
              "cpu_threads": numba.get_num_threads()}

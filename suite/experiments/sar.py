@@ -64,11 +64,13 @@ FACTS = ("command", "name", "workers", "epochs", "hidden", "layers", "lr", "runs
 
 
 def worker_records(name: str, aggregation: str, epochs: int, hidden: int, layers: int, lr: float,
-                   seed: int) -> list[dict]:
-    """Inside torchrun: this worker's part, trained with ``aggregation``; every worker's numbers, on rank 0."""
+                   seed: int) -> tuple[dict, list[dict]]:
+    """Inside torchrun: this worker's part, trained with ``aggregation``; the run's settings (``run_settings``, of
+    the dataset this worker loaded) and every worker's numbers, on rank 0."""
     rank, world = dist.get_rank(), dist.get_world_size()
     baseline = resident_bytes()
     dataset = load_dataset(name, progress=False)
+    settings = run_settings(dataset, epochs, hidden, layers, lr, seed)
     partition = load_partition(partition_path(dataset, world, seed), dataset.num_nodes, world,
                                expect=partition_meta(dataset, world, seed))
     graph = LocalGraph.build(dataset.graph, partition, rank, world)
@@ -89,7 +91,7 @@ def worker_records(name: str, aggregation: str, epochs: int, hidden: int, layers
         records.append({"workers": world, "aggregation": aggregation, "epoch": epoch, "loss": step.loss,
                         "per_worker": [t.tolist() for t in every]})
     records[-1]["accuracy"] = accuracy(model, graph, data, aggregation)
-    return records
+    return settings, records
 
 
 def records_file(runs_dir, workers: int, aggregation: str) -> Path:
@@ -101,9 +103,8 @@ def run_workers(name: str, runs_dir, aggregation: str, *, epochs: int, hidden: i
     """The body of ``tierbench sar`` under torchrun: join the group, train, and write rank 0's records."""
     distributed.init_process_group("cpu", timeout_s=timeout_s)
     try:
-        records = worker_records(name, aggregation, epochs, hidden, layers, lr, seed)
+        settings, records = worker_records(name, aggregation, epochs, hidden, layers, lr, seed)
         if dist.get_rank() == 0:
-            settings = run_settings(load_dataset(name, progress=False), epochs, hidden, layers, lr, seed)
             atomic.write_json(records_file(runs_dir, dist.get_world_size(), aggregation),
                               {"settings": settings, "steps": records})
     finally:

@@ -1,7 +1,8 @@
 """Crash-safe file writes: write beside the target, flush to disk, rename over it.
 
 A crash or Ctrl-C at any point leaves either the old file or the new one,
-never a half-written file under the final name.
+never a half-written file under the final name.  ``nearest_existing`` finds the folder a write would land in
+before the folders below it are made.
 """
 
 from __future__ import annotations
@@ -13,6 +14,13 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+
+
+def nearest_existing(path) -> Path:
+    """``path`` itself if it exists, else the nearest of its parents that does: where a file under ``path`` would be
+    made (a relative path ends at ``.``, an absolute one at ``/``)."""
+    path = Path(path)
+    return next(p for p in (path, *path.parents) if p.exists())
 
 
 @contextlib.contextmanager

@@ -49,13 +49,22 @@ def write_records(table_path, table: pd.DataFrame, provenance: dict, facts: dict
     return table_path
 
 
-RANGES = (
-    (lambda c: c.endswith(("_fraction", "_ratio")), lambda v: (0 <= v) & (v <= 1), "a share in [0, 1]"),
-    (lambda c: c.endswith("_s"), lambda v: (0 <= v) & np.isfinite(v), "a time in seconds, finite and at least 0"),
-    (lambda c: c.endswith("_bytes"), lambda v: 0 <= v, "a size in bytes, at least 0"),
+RANGES = {
+    "share": (lambda v: (0 <= v) & (v <= 1), "a share in [0, 1]"),
+    "seconds": (lambda v: (0 <= v) & np.isfinite(v), "a time in seconds, finite and at least 0"),
+    "bytes": (lambda v: 0 <= v, "a size in bytes, at least 0"),
+    "count": (lambda v: 0 <= v, "a count, at least 0"),
+}
+"""The ranges of recorded numbers: whether a value (or each of an array's) is in it, and what it is in words.  A
+missing value (empty, NaN, <NA>) is in every range."""
+
+RANGE_BY_NAME = (
+    (lambda c: c.endswith(("_fraction", "_ratio")), "share"),
+    (lambda c: c.endswith("_s"), "seconds"),
+    (lambda c: c.endswith("_bytes"), "bytes"),
 )
-"""The ranges of a table's numbers, by the name of their column: ``*_fraction`` and ``*_ratio`` are shares, ``*_s``
-times and ``*_bytes`` sizes.  A missing value (empty, NaN) is in every range."""
+"""The range of a table's column, by its name: ``*_fraction`` and ``*_ratio`` are shares, ``*_s`` times and
+``*_bytes`` sizes."""
 
 
 def _check_ranges(path: Path, table: pd.DataFrame) -> None:
@@ -63,8 +72,9 @@ def _check_ranges(path: Path, table: pd.DataFrame) -> None:
         values = table[column]
         if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
             continue
-        for applies, within, requirement in RANGES:
+        for applies, trait in RANGE_BY_NAME:
             if applies(str(column)):
+                within, requirement = RANGES[trait]
                 outside = values.notna() & ~within(values.astype(float))
                 if outside.any():
                     row = int(np.flatnonzero(outside.to_numpy())[0])

@@ -38,6 +38,7 @@ from suite.io.provenance import (
     machine_profile_name,
     source_digest,
 )
+from suite.measure.host_memory import available_bytes
 from tiering.features.placement import hot_rows
 
 PROFILE_FORMAT = 1
@@ -188,23 +189,12 @@ def _shm() -> dict:
             "free_bytes": stats.f_bavail * stats.f_frsize}
 
 
-def _available_memory() -> int | None:
-    """``MemAvailable`` of ``/proc/meminfo`` in bytes (``None`` where there is none)."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def _host_register(nbytes: int) -> dict:
     """Whether ``cudaHostRegister`` pins (and unregisters) ``nbytes`` of fresh host memory, and how long it took."""
     from tiering.features.zero_copy import register_host_memory, unregister_host_memory
 
-    available = _available_memory()
-    if available is not None and nbytes > available:
+    available = available_bytes()
+    if nbytes > available:
         return {"ok": False, "error": f"{nbytes} bytes exceed the {available} bytes of memory available"}
     buffer = torch.empty(nbytes, dtype=torch.uint8)
     start = time.perf_counter()

@@ -1,7 +1,7 @@
 """Timing: the best of several runs, by the host clock or by CUDA events, and one run by either.
 
 Every speed tierbench reports outside a training epoch (scorer and reorder
-times, asv and pytest-benchmark ratios, gpubench and the doctor's ceilings)
+times, asv and pytest-benchmark ratios, samplerbench's rates, gpubench and the doctor's ceilings)
 is the fastest of a few repeated runs: the run least disturbed by the rest of
 the machine.
 """

@@ -67,7 +67,7 @@ def _min(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost, followin
             upcoming = following[a]
             if upcoming == NEVER:
                 continue
-            size, admitted = offer(heap, key, where, size, capacity, v, upcoming)
+            size, admitted, _ = offer(heap, key, where, size, capacity, v, upcoming)
             fills[e] += admitted
     return hits, miss_bytes, fills
 

@@ -90,7 +90,7 @@ def _lookahead(ids, offsets, epoch_of, num_epochs, num_nodes, capacity, cost, wi
             upcoming = following[a]
             if upcoming > horizon:  # not needed within the window (or never again): read by zero-copy only
                 continue
-            size, admitted = offer(heap, key, where, size, capacity, v, upcoming)
+            size, admitted, _ = offer(heap, key, where, size, capacity, v, upcoming)
             fills[e] += admitted
     return hits, miss_bytes, fills
 

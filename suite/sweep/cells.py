@@ -17,8 +17,6 @@ from __future__ import annotations
 import dataclasses
 import numbers
 
-import torch
-
 from suite.datasets import entry_path, get_preset
 from suite.datasets import regime as regimes
 from suite.datasets.build import is_real_ogb
@@ -26,7 +24,7 @@ from suite.datasets.regime import default_fanouts
 from suite.errors import BadValue
 from suite.experiments.sweeps import EXPERIMENTS
 from suite.registry import DEFAULT_HOST_FRACTION, LOADERS, SCORERS, loader, reordered_loaders
-from suite.training.sampling import NEEDS_GPU, SAMPLING
+from suite.training.sampling import SAMPLING, check_device
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +134,6 @@ def check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distr
             raise BadValue(f"unknown sampling {sampling!r}; choose from {', '.join(SAMPLING)} (--sampling)")
         if sampling == "distributed" and not distributed:
             raise BadValue("distributed sampling is for multi-process runs: add --gpus G (or give another --sampling)")
-        if sampling in NEEDS_GPU and torch.device(device).type != "cuda":
-            raise BadValue(f"{NEEDS_GPU[sampling]}: it needs --device cuda")
+        check_device(sampling, device)
 
 

@@ -44,6 +44,7 @@ import pandas as pd
 
 from suite.errors import BadValue
 from suite.io import atomic
+from suite.io.records import RANGES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,16 +60,7 @@ class Column:
     kind: str
     nullable: bool = False
     default: object = None
-    within: str | None = None  # "share", "seconds" or "count": the range of its values, in RANGES
-
-
-RANGES = {
-    "share": (lambda v: 0 <= v <= 1, "a share in [0, 1]"),
-    "seconds": (lambda v: 0 <= v < math.inf, "a time in seconds, finite and at least 0"),
-    "count": (lambda v: v >= 0, "a count, at least 0"),
-}
-"""A column's range: whether a value is in it, and what it is in words.  A missing value (NaN, <NA>) is in every
-range."""
+    within: str | None = None  # "share", "seconds" or "count": the range of its values (suite.io.records.RANGES)
 
 
 def _share(**kw) -> Column:

@@ -85,12 +85,13 @@ def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, device: str, pipel
 
 
 def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, seed: int, pipeline: bool, progress: bool,
-               shm_dir: str = "/dev/shm", model: dict | None = None, on_epoch=None,
-               batch_limit: int | None = None) -> list[EpochResult]:
+               variant: VariantChoice | None, shm_dir: str = "/dev/shm", model: dict | None = None,
+               on_epoch=None, batch_limit: int | None = None) -> list[EpochResult]:
     """Train GraphSAGE on ``cell`` (at its batch): ``warmup`` unrecorded epochs, then ``epochs`` whose results are
     returned; each epoch stops after ``batch_limit`` minibatches when one is given.
 
-    In a distributed run every process calls this together.  ``model``
+    In a distributed run every process calls this together.  ``variant``: the
+    gather kernel variant of the cell's loader (``cell_variant``).  ``model``
     (hidden, dropout, lr) goes to the trainer; ``on_epoch(result)`` is called
     after each recorded epoch; ``shm_dir`` holds the multi-GPU host tier's
     shared-memory segment (``tiered`` in a distributed run).  The loader is
@@ -99,9 +100,8 @@ def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, see
     it to its exit, since peers that did not fail would never join it).
     """
     options = {} if cell.host_fraction is None else {"host_fraction": cell.host_fraction}
-    choice = cell_variant(cell, dataset, device)
-    if choice is not None:
-        options["variant"] = choice.variant
+    if variant is not None:
+        options["variant"] = variant.variant
     if dist.is_initialized():
         from suite.training.distributed import DistributedTrainer
 
@@ -145,11 +145,11 @@ def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int
              shm_dir: str = "/dev/shm", batch_limit: int | None = None) -> list[dict]:
     """Train one cell (``train_cell``) and return its records: one row per recorded epoch, with the cell's settings
     and the provenance of the measurement."""
+    choice = cell_variant(cell, dataset, device)
     results = train_cell(cell, dataset, epochs=epochs, warmup=warmup, device=device, seed=seed, pipeline=pipeline,
-                         progress=progress, shm_dir=shm_dir, batch_limit=batch_limit)
+                         progress=progress, variant=choice, shm_dir=shm_dir, batch_limit=batch_limit)
     processes = dist.get_world_size() if dist.is_initialized() else 1
     record = provenance(device)
-    choice = cell_variant(cell, dataset, device)
     common = {
         "dataset": cell.dataset, "num_nodes": dataset.num_nodes, "num_edges": dataset.graph.num_edges,
         "feature_dim": dataset.feature_dim, "fanouts": ",".join(map(str, cell.fanouts)), "batch_size": cell.batch_size,

@@ -37,6 +37,12 @@ def simulated() -> bool:
     return device_code().SIMULATED
 
 
+def check_device(sampling: str, device) -> None:
+    """Refuse, in one line, a sampling whose kernels run on a GPU (``NEEDS_GPU``) on a device that is not CUDA."""
+    if sampling in NEEDS_GPU and torch.device(device).type != "cuda":
+        raise BadValue(f"{NEEDS_GPU[sampling]}: it needs a CUDA device (--device cuda)")
+
+
 def build_sampler(sampling: str, graph, fanouts, device):
     """The single-process sampler of ``sampling`` (``cpu``, ``gpu`` or ``uva``) over ``graph`` for training on
     ``device``; a GPU sampling on a device that is not CUDA is refused, unless the simulator stands in for one."""
@@ -45,9 +51,9 @@ def build_sampler(sampling: str, graph, fanouts, device):
     if sampling not in GRAPH_MEMORY:
         raise BadValue(f"sampling must be one of {', '.join(s for s in SAMPLING if s != 'distributed')} in one "
                        f"process, got {sampling!r}")
+    if not simulated():
+        check_device(sampling, device)
     device = torch.device(device)
-    if device.type != "cuda" and not simulated():
-        raise BadValue(f"{NEEDS_GPU[sampling]}: it needs a CUDA device (--device cuda)")
     from tiering.sampling.fused import FusedNeighborSampler
 
     return FusedNeighborSampler(graph, fanouts, graph_memory=GRAPH_MEMORY[sampling],

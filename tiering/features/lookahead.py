@@ -49,7 +49,7 @@ from tiering.features.loader import FeatureLoader
 from tiering.features.placement import order_ranks
 from tiering.features.traffic import zero_copy_traffic_tensors
 from tiering.features.zero_copy import DEFAULT_VARIANT
-from tiering.heap import push, replace_top, sift_down, sift_up
+from tiering.heap import offer, push, sift_down, sift_up
 
 BEYOND = np.int64(2**62)
 """The key of a row not needed within the window: ``BEYOND`` plus its static rank, above any minibatch number."""
@@ -91,15 +91,15 @@ def _serve(ids, following, batch, rank, heap, where, key, slot_of, hit_in, capac
         v = ids[i]
         if hit_in[v] == batch or following[i] == _UNSET:
             continue
-        if size < capacity:
-            slot = size
-            size = push(heap, key, where, size, v, following[i])
-        elif size > 0 and following[i] < key[heap[0]]:  # a cache of no rows admits nothing
-            slot = slot_of[heap[0]]
-            slot_of[heap[0]] = -1
-            replace_top(heap, key, where, size, v, following[i])
-        else:
+        free = size  # the next free slot, if there is one
+        size, taken, evicted = offer(heap, key, where, size, capacity, v, following[i])
+        if not taken:
             continue
+        if evicted < 0:
+            slot = free
+        else:
+            slot = slot_of[evicted]  # the admitted row takes the evicted row's slot
+            slot_of[evicted] = -1
         slot_of[v] = slot
         admitted[count] = i
         admitted_slots[count] = slot

@@ -71,11 +71,20 @@ importing this module costs nothing and fixes no simulator choice.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 
 from tiering.graph.csr import CSRGraph
-from tiering.sampling.neighbors import Block, MiniBatch, check_nodes, seed_from
+from tiering.sampling.neighbors import (
+    Block,
+    MiniBatch,
+    check_distinct,
+    check_fanouts,
+    check_nodes,
+    seed_from,
+)
 
 GRAPH_MEMORY = ("gpu", "host")
 
@@ -182,9 +191,7 @@ class FusedNeighborSampler:
     """
 
     def __init__(self, graph: CSRGraph, fanouts, graph_memory: str = "gpu", device=None, max_load: float = 0.5):
-        fanouts = tuple(int(f) for f in fanouts)
-        if not fanouts or min(fanouts) < 1:
-            raise ValueError(f"fanouts must be one or more positive numbers, got {fanouts}")
+        fanouts = check_fanouts(fanouts)
         if graph_memory not in GRAPH_MEMORY:
             raise ValueError(f"graph_memory must be one of {GRAPH_MEMORY}, got {graph_memory!r}")
         _capacity(1, max_load)
@@ -204,10 +211,21 @@ class FusedNeighborSampler:
 
                 self.graph = mapped_graph(graph, self.device)
         self._kernels = device_code()
+        self._fresh_tables()
+
+    def _fresh_tables(self) -> None:
         self._tables: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._current = 0  # the table the next hop inserts into
         self._stale = torch.empty(0, dtype=torch.int64, device=self.device)  # slots the other table still holds
         self._stream = None  # the CUDA stream the last minibatch launched on
+
+    def with_fanouts(self, fanouts) -> FusedNeighborSampler:
+        """A sampler of other ``fanouts`` over this one's graph where it already is (no second copy into GPU or
+        pinned memory), with hash tables of its own."""
+        other = copy.copy(self)
+        other.fanouts = check_fanouts(fanouts)
+        other._fresh_tables()
+        return other
 
     def _follow_stream(self) -> None:
         """Order this minibatch's launches after the previous minibatch's when torch's current stream changed."""
@@ -235,8 +253,7 @@ class FusedNeighborSampler:
     def sample(self, seeds, generator: torch.Generator | None = None) -> MiniBatch:
         seeds = torch.as_tensor(seeds)
         check_nodes(self.graph, seeds, 1)
-        if len(torch.unique(seeds)) != len(seeds):  # where the seeds are: in host memory (the trainer's), no wait
-            raise ValueError("seeds must be distinct node ids")
+        check_distinct(seeds)  # where the seeds are: in host memory (the trainer's), no wait
         seeds = seeds.to(device=self.device, dtype=torch.int64, non_blocking=True)
         self._follow_stream()
         self._reserve(len(seeds))

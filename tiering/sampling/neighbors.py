@@ -38,6 +38,7 @@ with the seeds.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import threading
 
@@ -71,6 +72,21 @@ def check_nodes(graph, nodes: torch.Tensor, fanout: int) -> None:
         if low < 0 or high >= graph.num_nodes:
             bad = int(torch.nonzero((nodes < 0) | (nodes >= graph.num_nodes))[0, 0])
             raise ValueError(f"nodes[{bad}] = {int(nodes[bad])} is not a node id in [0, {graph.num_nodes})")
+
+
+def check_fanouts(fanouts) -> tuple[int, ...]:
+    """``fanouts`` as a tuple of ints, refused when empty or when one is below 1."""
+    fanouts = tuple(int(f) for f in fanouts)
+    if not fanouts or min(fanouts) < 1:
+        raise ValueError(f"fanouts must be one or more positive numbers, got {fanouts}")
+    return fanouts
+
+
+def check_distinct(seeds: torch.Tensor) -> None:
+    """Refuse seeds that repeat a node: a minibatch's seeds, like every frontier, are distinct (a node's stream is
+    its id)."""
+    if len(torch.unique(seeds)) != len(seeds):
+        raise ValueError("seeds must be distinct node ids")
 
 
 _BATCH = 64  # nodes whose memory reads are issued together
@@ -354,20 +370,23 @@ class NeighborSampler:
     """
 
     def __init__(self, graph: CSRGraph, fanouts, backend: str = "cpu"):
-        fanouts = tuple(int(f) for f in fanouts)
-        if not fanouts or min(fanouts) < 1:
-            raise ValueError(f"fanouts must be one or more positive numbers, got {fanouts}")
+        fanouts = check_fanouts(fanouts)
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.graph = graph
         self.fanouts = fanouts
         self.backend = backend
 
+    def with_fanouts(self, fanouts) -> NeighborSampler:
+        """This sampler over the same graph with other ``fanouts``."""
+        other = copy.copy(self)
+        other.fanouts = check_fanouts(fanouts)
+        return other
+
     def sample(self, seeds, generator: torch.Generator | None = None) -> MiniBatch:
         device = self.graph.indptr.device
         seeds = torch.as_tensor(seeds).to(device=device, dtype=torch.int64)
-        if len(torch.unique(seeds)) != len(seeds):
-            raise ValueError("seeds must be distinct node ids")
+        check_distinct(seeds)
         nodes = seeds
         blocks = []
         for fanout in self.fanouts:

@@ -84,3 +84,23 @@ def test_the_tiered_loader_launches_the_chosen_variant_on_the_gpu(tmp_path, monk
     _write(tmp_path, device_name("cuda"))
     cell = Cell("tiny", "tiered", 0.1, (5, 5), "wrpr")
     assert cell_variant(cell, tiny, "cuda").variant == "aligned"
+
+
+def test_a_cell_s_variant_is_worked_out_once_and_launched_as_recorded(tmp_path, monkeypatch, tiny):
+    from suite.sweep import run as harness
+    from suite.sweep.cells import Cell
+
+    asked, launched = [], []
+    chosen = variants.VariantChoice("aligned", "wide", "aligned", "the test's records")
+    monkeypatch.setattr(harness, "kernel_variant", lambda *args: asked.append(args) or chosen)
+    real = harness.create_loader
+
+    def create_loader(*args, variant=None, **options):  # any loader will do: the choice itself is the test's
+        launched.append(variant)
+        return real(*args, **options)
+
+    monkeypatch.setattr(harness, "create_loader", create_loader)
+    rows = harness.run_cell(Cell("tiny", "in-memory", 0.1, (3,), "none", batch_size=256), tiny, epochs=1, warmup=0,
+                            device="cpu", seed=0, pipeline=False, progress=False)
+    assert len(asked) == 1 and launched == ["aligned"]
+    assert {(row["kernel_variant"], row["variant_basis"]) for row in rows} == {("aligned", "the test's records")}

@@ -81,3 +81,22 @@ def test_more_workers_than_nodes_is_one_line(tiny, tmp_path, capsys, launched):
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1, err
     assert "cannot split 4,096 nodes into 5000 non-empty parts; give fewer workers (--workers)" in err
+
+
+def test_a_worker_loads_the_dataset_once_and_records_the_fingerprint_of_the_one_it_trained_on(tiny, tmp_path,
+                                                                                                 monkeypatch):
+    import torch.distributed as dist
+
+    from suite.datasets.partitions import cached_partition
+
+    cached_partition(tiny, 1, 0)
+    store = tmp_path / "store"
+    monkeypatch.setattr(sar.distributed, "init_process_group", lambda device, timeout_s: dist.init_process_group(
+        "gloo", init_method=f"file://{store}", rank=0, world_size=1))
+    loads, load = [], sar.load_dataset
+    monkeypatch.setattr(sar, "load_dataset", lambda name, progress: loads.append(name) or load(name, progress=progress))
+    settings = {**SETTINGS, "epochs": 1}
+    sar.run_workers("tiny", tmp_path / "runs", "vanilla", **settings, timeout_s=60)
+    assert loads == ["tiny"]
+    recorded = json.loads(sar.records_file(tmp_path / "runs", 1, "vanilla").read_text())
+    assert recorded["settings"] == sar.run_settings(tiny, **settings)

@@ -105,6 +105,22 @@ def test_one_sampler_reused_across_minibatches_of_growing_and_shrinking_size():
         assert_same(cpu.sample(torch.tensor(seeds), cpu_generator), gpu.sample(torch.tensor(seeds), gpu_generator))
 
 
+@pytest.mark.parametrize("graph_memory", ["gpu", "host"])
+def test_a_sampler_with_other_fanouts_shares_the_placed_graph_and_samples_as_a_new_one(graph_memory):
+    g, seeds = graph(), torch.tensor(list(range(20, 60)))
+    first = FusedNeighborSampler(g, (3,), graph_memory)
+    first.sample(seeds, torch.Generator().manual_seed(1))  # its tables hold this minibatch's ids
+    other = first.with_fanouts((3, 2))
+    assert other.fanouts == (3, 2) and first.fanouts == (3,)
+    assert other.graph.indptr is first.graph.indptr and other.graph.indices is first.graph.indices
+    assert_same(NeighborSampler(g, (3, 2)).sample(seeds, torch.Generator().manual_seed(4)),
+                other.sample(seeds, torch.Generator().manual_seed(4)))
+    assert_same(NeighborSampler(g, (3,)).sample(seeds, torch.Generator().manual_seed(5)),
+                first.sample(seeds, torch.Generator().manual_seed(5)))
+    with pytest.raises(ValueError, match="fanouts must be one or more positive numbers"):
+        first.with_fanouts(())
+
+
 def test_a_table_filled_near_its_limit_still_relabels_exactly():
     # max_load 1: 32 seeds and fanout 1 may bring 64 distinct ids, so the table has 64 slots
     expected, got = both(graph(), (1,), list(range(40, 136, 3)), seed=6, max_load=1.0)

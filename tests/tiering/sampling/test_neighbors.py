@@ -175,6 +175,17 @@ def test_minibatch_blocks_are_real_edges_with_the_prefix_property(backend, fanou
         assert int(torch.bincount(dst, minlength=block.num_dst).max()) <= fanout
 
 
+def test_a_sampler_with_other_fanouts_samples_as_a_new_one_over_the_same_graph():
+    g, seeds = star_and_friends(), torch.tensor([0, 1, 2, 17, 99])
+    first = NeighborSampler(g, (5,))
+    other = first.with_fanouts((4, 3))
+    assert other.graph is first.graph and (first.fanouts, other.fanouts) == ((5,), (4, 3))
+    want = NeighborSampler(g, (4, 3)).sample(seeds, torch.Generator().manual_seed(2))
+    got = other.sample(seeds, torch.Generator().manual_seed(2))
+    assert torch.equal(got.input_nodes, want.input_nodes)
+    assert all(torch.equal(a.edge_index, b.edge_index) for a, b in zip(got.blocks, want.blocks, strict=True))
+
+
 def test_bad_input_is_refused():
     g = star_and_friends()
     with pytest.raises(ValueError, match=r"nodes\[1\] = 200 is not a node id in \[0, 200\)"):
