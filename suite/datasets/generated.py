@@ -47,7 +47,8 @@ def source_preset(manifest: dict, hint: str) -> Preset:
         preset = Preset(**source["preset"])
     except (KeyError, TypeError, ValueError) as err:
         raise DatasetFileError(f"the manifest's preset cannot make a feature table ({err}). {hint}") from None
-    if preset.generator != "dcsbm" or preset.feature_dtype != manifest[FIELD].get("dtype"):
+    recorded = manifest[FIELD].get("dtype") if isinstance(manifest[FIELD], dict) else None
+    if preset.generator != "dcsbm" or preset.feature_dtype != recorded:
         raise DatasetFileError(f"the manifest names a feature table of {manifest[FIELD]} that its preset "
                                f"({preset.generator}, {preset.feature_dtype}) does not make. {hint}")
     return preset

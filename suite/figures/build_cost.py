@@ -67,9 +67,9 @@ def _linear_notes(table: pd.DataFrame) -> list[str]:
     if "projected_from" not in table:  # records without paper-scale rows
         return []
     linear = table[table["rows"] == LINEAR]
-    return [f"{name}: a projection, not a build (its build runs on the GPU machine, not yet implemented): "
-            f"{source}'s list entries per second, and its bytes scaled by the arrays' bytes (the feature table is "
-            f"never written to disk)." for name, source in zip(linear["dataset"], linear["projected_from"])]
+    return [f"{name}: a projection of the CPU builder, not a build (it is built on the GPU machine: `tierbench "
+            f"gpu-suite`'s datasets-{name} step): {source}'s list entries per second, and its bytes scaled by the "
+            f"arrays' bytes (the feature table is never written to disk)." for name, source in zip(linear["dataset"], linear["projected_from"])]
 
 
 def _notes(table: pd.DataFrame, facts: dict) -> list[str]:

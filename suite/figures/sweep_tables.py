@@ -162,8 +162,10 @@ def partial_epoch_text(records: pd.DataFrame) -> str:
 
 
 def settings_of(records: pd.DataFrame) -> list[str]:
-    """The ``SETTINGS`` the records have a column for (older records lack some)."""
-    return [column for column in SETTINGS if column in records.columns]
+    """The ``SETTINGS`` the records have a column for (older records lack some); ``batch_limit`` only where a record
+    has one (records of whole epochs say nothing of it)."""
+    return [column for column in SETTINGS if column in records.columns
+            and not (column == "batch_limit" and records[column].isna().all())]
 
 
 def _describe(column: str, value) -> str:

@@ -105,8 +105,6 @@ SCHEMA = {
     "train_s": _seconds(),
     "epoch_s": _seconds(),
     "batches": _count(),
-    "epoch_batches": _count(nullable=True),  # a whole epoch's minibatches; empty in rows written before it existed
-    "batch_limit": _count(nullable=True),  # the minibatches each epoch stopped at (tierbench run --minibatches)
     "sampled_edges": _count(),
     "hit_ratio": _share(),
     "rows_gathered": _count(nullable=True),
@@ -125,6 +123,8 @@ SCHEMA = {
     "train_event_s": Column("float", nullable=True, within="seconds"),
     "kernel_variant": Column("str", nullable=True),  # the gather kernel's variant, where the loader chose one
     "variant_basis": Column("str", nullable=True),  # why: each tier's fastest in gpubench's records, or the default
+    "epoch_batches": _count(nullable=True),  # a whole epoch's minibatches; empty in rows written before it existed
+    "batch_limit": _count(nullable=True),  # the minibatches each epoch stopped at (tierbench run --minibatches)
 }
 """Column -> type of a record; rows written before ``sampling``, ``processes`` and ``pipeline`` existed ran
 with CPU sampling, in one process, without a pipeline, and those written before ``regime`` with the paper's batch
@@ -134,7 +134,8 @@ budget of a loader that reads from disk, empty for the others and in rows writte
 ``kernel_variant`` and ``variant_basis`` for the loader that chooses its gather kernel's variant (``tiered``), and
 ``source_sha256`` (``suite.io.provenance``) in rows written before it existed.  ``sample_event_s``, ``gather_event_s``
 and ``train_event_s`` are the stages timed by CUDA events on their streams: empty on a CPU and in rows written before
-they existed."""
+they existed.  ``batch_limit`` is empty for whole epochs, and ``epoch_batches`` in rows written before it existed
+(whole epochs too: their ``batches``)."""
 
 _EXTRA = Column("str", nullable=True)  # a column this version does not know: kept as text
 _INTEGER = re.compile(r"[+-]?\d+(?:\.0*)?")  # pandas wrote an integer column with a gap as floats: 1744078336.0

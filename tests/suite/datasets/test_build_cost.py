@@ -107,7 +107,7 @@ def test_papers_100m_is_projected_linearly_from_a_measured_preset_not_built(tmp_
     assert projected["size_on_disk_bytes"] == pytest.approx(measured["size_on_disk_bytes"] * written)
     assert not (tmp_path / "cache").joinpath(f"papers-100m-{big.key()}").exists()
     markdown = (tmp_path / "build-cost.md").read_text()
-    assert "papers-100m: a projection, not a build" in markdown and "| papers-100m" in markdown
+    assert "papers-100m: a projection of the CPU builder, not a build" in markdown and "| papers-100m" in markdown
 
 
 def test_paper_scale_alone_measures_the_reference_preset(monkeypatch, tmp_path):

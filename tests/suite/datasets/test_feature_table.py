@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from suite.datasets import host_copy
-from suite.datasets.build import _sub_seed, generate_arrays, generate_graph
+from suite.datasets.build import generate_arrays, generate_graph
 from suite.datasets.feature_table import generate_feature_table
 from suite.datasets.node_data import class_centroids, synthesize_features
 from suite.datasets.node_data_cuda import FeatureRows
@@ -18,7 +18,7 @@ from tiering.rng import normal
 
 
 def preset_args(preset):
-    return preset.feature_dim, preset.signal, preset.neighbor_signal, _sub_seed(preset.seed, "features")
+    return preset.feature_dim, preset.signal, preset.neighbor_signal, preset.sub_seed("features")
 
 
 @pytest.fixture(scope="module")

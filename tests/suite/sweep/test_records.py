@@ -34,6 +34,7 @@ def row(**changes) -> dict:
         "gpu_bytes_resident": 524288, "disk_bytes_read": 0, "pcie_rx_bytes_measured": None,
         "pcie_measured_scope": "unavailable: cpu",
         "pipeline": False, "sample_event_s": None, "gather_event_s": None, "train_event_s": None, "kernel_variant": "aligned", "variant_basis": "default: no gpubench records for cpu: AMD EPYC",
+        "epoch_batches": 2, "batch_limit": None,
     }
     return {**values, **changes}
 
