@@ -97,7 +97,7 @@ def draw(records: pd.DataFrame, out_dir, command: str, experiment: str = "fig8")
     grid.set_axis_labels("", "epoch time (s)")
     grid.set_xticklabels(rotation=20)
     grid.figure.suptitle(f"{title}\n{marks}")
-    grid.figure.subplots_adjust(top=0.8, bottom=0.2)
+    grid.figure.subplots_adjust(top=0.8 - 0.06 * marks.count("\n"), bottom=0.2)  # a line more for partial epochs
     markdown = (
         f"# {title}\n\nMade by {command}; {caption(record)}.\n\n{tables.cpu_warning(records)}"
         f"{tables.common_settings(records, settings)}{tables.regime_text(records)}{tables.spread_text(table)}"

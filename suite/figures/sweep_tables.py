@@ -215,10 +215,16 @@ def epoch_range(values):
 
 def spread_marks(table: pd.DataFrame) -> tuple[str, object]:
     """What a figure's marks are, for its title, and its ``errorbar``, from its cells (``per_cell``): the epoch range
-    where some cell recorded more than one epoch, none where every cell recorded one (one epoch has no spread)."""
+    where some cell recorded more than one epoch, none where every cell recorded one (one epoch has no spread); an
+    epoch of partial epochs (``batch_limit``) is named as the minibatches it timed."""
+    partial = ""
+    if "batch_limit" in table and table["batch_limit"].notna().any():
+        limited = table[table["batch_limit"].notna()][["dataset", "batch_limit"]].drop_duplicates()
+        partial = ("\nepochs of their first minibatches only, not scaled: " +
+                   ", ".join(f"{row.dataset} {row.batch_limit:g}" for row in limited.itertuples()))
     if table["epochs"].max() > 1:
-        return MARKS, epoch_range
-    return ONE_EPOCH_MARKS, None
+        return MARKS + partial, epoch_range
+    return ONE_EPOCH_MARKS + partial, None
 
 
 def loader_labels(records: pd.DataFrame) -> dict[str, str]:
