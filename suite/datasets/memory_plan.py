@@ -211,7 +211,7 @@ def check(name: str, needs: list[Need], machine: Machine, *, needs_gpu: bool,
     """Raise ``PlanDoesNotFit`` naming the first of host RAM, GPU memory, disk and memlock that falls short."""
     total = totals(needs)
     if total[HOST] > machine.host_bytes:
-        raise PlanDoesNotFit(f"{name} needs {gib(total[HOST])} of host RAM (the plan above lists for what) and "
+        raise PlanDoesNotFit(f"{name} needs {gib(total[HOST])} of host RAM and "
                              f"this machine has {gib(machine.host_bytes)} available")
     if machine.gpu_bytes is None and needs_gpu:
         raise PlanDoesNotFit(f"{name} needs {gib(total[GPU])} of GPU memory and this machine has no GPU (0 B)")

@@ -20,6 +20,8 @@ import numbers
 from suite.datasets import entry_path, get_preset
 from suite.datasets import regime as regimes
 from suite.datasets.build import is_real_ogb
+from suite.datasets.cache import cache_root
+from suite.datasets.memory_plan import PlanDoesNotFit, RunSetting, check, run_needs, this_machine
 from suite.datasets.regime import default_fanouts
 from suite.errors import BadValue
 from suite.experiments.sweeps import EXPERIMENTS
@@ -135,5 +137,22 @@ def check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distr
         if sampling == "distributed" and not distributed:
             raise BadValue("distributed sampling is for multi-process runs: add --gpus G (or give another --sampling)")
         check_device(sampling, device)
+    check_memory_plans(todo, device)
+
+
+def check_memory_plans(todo: list[Cell], device) -> None:
+    """Every cell on a paper-scale dataset (``gpu_built``) against this machine's memory, before any dataset is
+    opened (``suite.datasets.memory_plan``): the first that does not fit is refused, naming the cell and both sizes."""
+    paper_scale = [cell for cell in todo if not is_real_ogb(cell.dataset) and get_preset(cell.dataset).gpu_built]
+    if not paper_scale:
+        return
+    machine = this_machine(cache_root())
+    for cell in paper_scale:
+        setting = RunSetting(cell.loader, cell.hot_fraction, cell.sampling == "gpu", cell.batch_size, tuple(cell.fanouts))
+        try:
+            check(cell.dataset, run_needs(get_preset(cell.dataset), setting), machine,
+                  needs_gpu=str(device).startswith("cuda"))
+        except PlanDoesNotFit as err:
+            raise PlanDoesNotFit(f"cell {cell.describe()}: {err}") from None
 
 

@@ -157,3 +157,17 @@ def test_train_on_papers_100m_here_shows_the_run_plan_and_refuses_before_opening
     assert "hot tier (11,105,996 rows)" in done.stdout and "26.5 GiB" in done.stdout
     assert time.perf_counter() - start < 30
     assert not env_cache.exists() or not any(env_cache.iterdir())
+
+
+def test_a_sweep_refuses_the_first_paper_scale_cell_that_does_not_fit_before_opening_anything(monkeypatch, tmp_path,
+                                                                                          capsys):
+    from suite.cli import main
+    from suite.sweep import cells, run
+
+    monkeypatch.setattr(cells, "this_machine", lambda cache: Machine(120 * GB, 30 * GB, 500 * GB, None))
+    monkeypatch.setattr(run, "open_dataset", lambda *a, **k: pytest.fail("a dataset was opened"))
+    assert main(["run", "--experiment", "e", "--datasets", "papers-100m", "--loaders", "uva,tiered", "--hot-fractions",
+                 "0.5", "--runs", str(tmp_path), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tierbench: error: cell papers-100m tiered hot 50%") and err.count("\n") == 1
+    assert "of GPU memory and 27.9 GiB is free" in err
