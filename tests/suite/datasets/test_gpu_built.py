@@ -8,8 +8,9 @@ import torch
 
 from suite.cli import main
 from suite.datasets import load_dataset
+from suite.datasets.build import build_device
 from suite.datasets.dataset import array_file
-from suite.datasets.generated import FIELD
+from suite.datasets.generated import FIELD, table_device
 from suite.datasets.reordered import load_reordered
 from suite.sweep.records import read_records
 
@@ -53,10 +54,13 @@ def test_no_feature_table_is_cached_and_one_is_made_in_page_aligned_memory(pair,
     assert gpu_built.features.shape == cpu_built.features.shape and gpu_built.features.dtype == torch.float32
 
 
-def test_the_table_in_the_original_order_is_papers_xs_s_bit_for_bit(pair):
+def test_the_table_in_the_original_order_is_papers_xs_s(pair):
     cpu_built, gpu_built = pair["base"]
-    assert torch.equal(gpu_built.features, cpu_built.features)
-    assert pair["base"][1].manifest["build"]["device"] in ("cpu", "cuda")
+    if table_device() is None:  # the same CPU kernel: bit for bit
+        assert torch.equal(gpu_built.features, cpu_built.features)
+    else:  # the GPU's twin of the kernel: within one float32 step (its log and cos are not the CPU's to the last bit)
+        np.testing.assert_array_max_ulp(gpu_built.features.numpy(), cpu_built.features.numpy(), maxulp=1)
+    assert gpu_built.manifest["build"]["device"] == str(build_device())
 
 
 def test_the_reordered_table_is_papers_xs_s_within_float32_rounding(pair):
