@@ -165,3 +165,15 @@ def test_rows_outside_the_table_and_misshapen_noise_ids_are_refused(tiny):
         gpu_rows.fill(torch.empty((10, dim), device=gpu_rows.device), n - 5)
     with pytest.raises(ValueError, match="must be float32 rows"):
         gpu_rows.fill(torch.empty((10, dim), dtype=torch.float16, device=gpu_rows.device), 0)
+
+
+@pytest.mark.gpu
+def test_rows_made_for_the_unindexed_cuda_device_fill_a_buffer_made_there():
+    # a tensor made on "cuda" is on "cuda:0", and torch.device("cuda") != torch.device("cuda:0")
+    graph, classes, _, dim, seed = small_table()
+    gpu_rows = FeatureRows(graph, classes, dim, 0.3, 0.6, seed, device="cuda")
+    out = torch.empty((graph.num_nodes, dim), device="cuda")
+    assert gpu_rows.device == out.device
+    cpu = synthesize_features(graph, classes, dim, 0.3, 0.6, seed)
+    assert_is_permuted_base(gpu_rows.fill(out, 0).cpu(), cpu, torch.arange(graph.num_nodes))
+
