@@ -41,13 +41,24 @@ def generate_feature_table(graph, classes, dim: int, signal: float, neighbor_sig
     table rounded to it.  With a CUDA ``device`` they are made there
     (``node_data_cuda``: the graph is copied to it) a chunk at a time, rounded
     to ``dtype`` there and copied into the table, equal to the CPU's within
-    one float32 rounding step.
+    one float32 rounding step; the device memory this took (the graph's copy
+    and one chunk) is handed back to the driver before the table is returned,
+    since the loaders size their GPU tier by the device's free memory
+    (``tiering.features.combined.check_fits``).
     """
     if not dtype.is_floating_point:
         raise ValueError(f"a feature table holds floats, not {dtype}")
-    classes = np.asarray(classes)
-    n = graph.num_nodes
-    table = page_aligned_empty((n, dim), dtype)
+    table = page_aligned_empty((graph.num_nodes, dim), dtype)
+    _fill(table, graph, np.asarray(classes), dim, signal, neighbor_signal, seed, noise_ids, device, progress)
+    if device is not None:
+        torch.cuda.empty_cache()  # the caching allocator would keep what _fill freed, out of mem_get_info's free
+    return table
+
+
+def _fill(table: torch.Tensor, graph, classes: np.ndarray, dim: int, signal: float, neighbor_signal: float, seed: int,
+          noise_ids, device, progress: bool) -> None:
+    """Every row of ``table``, a chunk at a time, made on the CPU (``device`` None) or on the CUDA ``device``."""
+    dtype, n = table.dtype, graph.num_nodes
     rows = max(1, host_copy.CHUNK_BYTES // (4 * dim))
     if device is None:
         staging = None if dtype == torch.float32 else torch.empty((min(rows, n), dim), dtype=torch.float32)
@@ -73,4 +84,3 @@ def generate_feature_table(graph, classes, dim: int, signal: float, neighbor_sig
                 fill(chunk, first)
                 table[first:stop].copy_(chunk.to(dtype))
             bar.update((stop - first) * row_bytes)
-    return table

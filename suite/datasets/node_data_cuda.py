@@ -73,7 +73,10 @@ class FeatureRows:
 
     def __init__(self, graph, classes, dim: int, signal: float, neighbor_signal: float, seed: int, device,
                  noise_ids=None):
-        self.device = torch.device("cpu") if SIMULATED else torch.device(device)
+        device = torch.device("cpu") if SIMULATED else torch.device(device)
+        if device.type == "cuda" and device.index is None:  # tensors made on "cuda" are on "cuda:N", unequal to it
+            device = torch.device("cuda", torch.cuda.current_device())
+        self.device = device
         self.num_nodes, self.dim = graph.num_nodes, dim
         classes = np.asarray(classes)
         noise_ids = checked_noise_ids(noise_ids, graph.num_nodes)

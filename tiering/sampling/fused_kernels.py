@@ -5,6 +5,8 @@ Block sizes are fixed at import: 256 threads per block and a 1,024-thread scan b
 32 and 32 under numba's CUDA simulator, where each thread is a Python thread.
 """
 
+import warnings
+
 import numpy as np
 from numba import cuda
 from numba.cuda.core import config
@@ -14,6 +16,10 @@ from tiering.rng import _GOLDEN, _MIX1, _MIX2, _S11, _S27, _S30, _S31, _TWO_POW_
 SIMULATED = bool(config.ENABLE_CUDASIM)
 """Whether these kernels run in numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) rather than on a GPU."""
 THREADS, SCAN_THREADS = (32, 32) if SIMULATED else (256, 1024)
+
+# The scan is one block by design, and a hop of a few hundred frontier nodes needs a few blocks: numba warns of low
+# occupancy below 128 blocks, once per distinct grid size, which would fill a training run's log.
+warnings.filterwarnings("ignore", message=r"Grid size \d+ will likely result in GPU under-utilization")
 
 EMPTY = -1  # a free slot's key; node ids are non-negative
 NO_POSITION = np.int64(2**63 - 1)  # a free slot's position: above every position, for atomic minimum

@@ -165,3 +165,27 @@ def test_rows_outside_the_table_and_misshapen_noise_ids_are_refused(tiny):
         gpu_rows.fill(torch.empty((10, dim), device=gpu_rows.device), n - 5)
     with pytest.raises(ValueError, match="must be float32 rows"):
         gpu_rows.fill(torch.empty((10, dim), dtype=torch.float16, device=gpu_rows.device), 0)
+
+
+@pytest.mark.gpu
+def test_rows_made_for_the_unindexed_cuda_device_fill_a_buffer_made_there():
+    # a tensor made on "cuda" is on "cuda:0", and torch.device("cuda") != torch.device("cuda:0")
+    graph, classes, _, dim, seed = small_table()
+    gpu_rows = FeatureRows(graph, classes, dim, 0.3, 0.6, seed, device="cuda")
+    out = torch.empty((graph.num_nodes, dim), device="cuda")
+    assert gpu_rows.device == out.device
+    cpu = synthesize_features(graph, classes, dim, 0.3, 0.6, seed)
+    assert_is_permuted_base(gpu_rows.fill(out, 0).cpu(), cpu, torch.arange(graph.num_nodes))
+
+
+@pytest.mark.gpu
+def test_a_table_made_on_the_gpu_hands_its_device_memory_back():
+    # the loaders size their GPU tier by torch.cuda.mem_get_info's free memory, which the caching allocator's
+    # reserved blocks are not part of
+    graph, classes, _, dim, seed = small_table()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    allocated, reserved = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+    generate_feature_table(graph, classes, dim, 0.3, 0.6, seed, device=torch.device("cuda"))
+    assert torch.cuda.memory_allocated() == allocated
+    assert torch.cuda.memory_reserved() == reserved

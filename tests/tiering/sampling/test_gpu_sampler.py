@@ -5,6 +5,8 @@ thread per CUDA thread, so the graphs here have tens to a few hundred nodes.  Wi
 kernels; those marked ``gpu`` only make sense there.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -197,3 +199,12 @@ def test_one_sampler_on_alternating_streams_orders_its_launches_after_the_last_s
             got = gpu.sample(seeds, gpu_generator)
             torch.cuda.current_stream().synchronize()
         assert_same(cpu.sample(seeds, cpu_generator), got)
+
+
+@pytest.mark.gpu
+def test_the_small_grids_of_a_small_minibatch_warn_of_no_low_occupancy():
+    # one scan block per hop, and a few blocks for a few seeds: numba would warn once per distinct grid size
+    with warnings.catch_warnings(record=True) as caught:
+        expected, got = both(graph(), (3, 2), [0, 7, 30], seed=1)
+    assert_same(expected, got)
+    assert not [w for w in caught if "under-utilization" in str(w.message)]
