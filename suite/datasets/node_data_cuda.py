@@ -42,30 +42,32 @@ def entry(indptr, indices, classes, centroids, signal, neighbor_signal, seed, v,
     return x + math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
 
 
-@cuda.jit
-def rows(indptr, indices, classes, centroids, signal, neighbor_signal, seed, first, out):
-    """Rows ``first`` on of the table into ``out``, row v's noise drawn as v's."""
+@cuda.jit(device=True)
+def position(out, first):
+    """This thread's entry of ``out``: ``(i, k, v)``, row i and column k of ``out``, for node v = first + i; i is -1
+    for a thread past the end."""
     t = cuda.grid(1)
     dim = out.shape[1]
     if t >= out.shape[0] * dim:
-        return
+        return -1, 0, 0
     i = t // dim
-    k = t - i * dim
-    v = first + i
-    out[i, k] = entry(indptr, indices, classes, centroids, signal, neighbor_signal, seed, v, v, k)
+    return i, t - i * dim, first + i
+
+
+@cuda.jit
+def rows(indptr, indices, classes, centroids, signal, neighbor_signal, seed, first, out):
+    """Rows ``first`` on of the table into ``out``, row v's noise drawn as v's."""
+    i, k, v = position(out, first)
+    if i >= 0:
+        out[i, k] = entry(indptr, indices, classes, centroids, signal, neighbor_signal, seed, v, v, k)
 
 
 @cuda.jit
 def renamed_rows(indptr, indices, classes, centroids, signal, neighbor_signal, seed, first, noise_ids, out):
     """Rows ``first`` on of the table into ``out``, row v's noise drawn as node ``noise_ids[v]``'s."""
-    t = cuda.grid(1)
-    dim = out.shape[1]
-    if t >= out.shape[0] * dim:
-        return
-    i = t // dim
-    k = t - i * dim
-    v = first + i
-    out[i, k] = entry(indptr, indices, classes, centroids, signal, neighbor_signal, seed, v, noise_ids[v], k)
+    i, k, v = position(out, first)
+    if i >= 0:
+        out[i, k] = entry(indptr, indices, classes, centroids, signal, neighbor_signal, seed, v, noise_ids[v], k)
 
 
 class FeatureRows:
