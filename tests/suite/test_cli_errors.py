@@ -357,6 +357,18 @@ def test_report_refuses_records_that_are_not_utf8_naming_the_file(tmp_path, caps
     assert_one_error_line(status, err, "mine.csv: byte 8 is not UTF-8 text")
 
 
+@pytest.mark.parametrize("command", [
+    ["plan", "--dataset", "tiny", "--gpu-memory", "1GB", "--trace-dir", "{tmp}/traces"],
+    ["costs", "--dataset", "tiny", "--batch-sizes", "8", "32", "--repeats", "1"],
+])
+def test_a_machine_profile_that_is_not_utf8_is_refused_naming_the_file(command, tiny, tmp_path, capsys):
+    profile = tmp_path / "machine.json"
+    profile.write_bytes(b'{"device": "\xff"}')
+    argv = [part.format(tmp=tmp_path) for part in command]
+    status, _, err = run([*argv, "--machine", str(profile), "--out", str(tmp_path / "o"), "-q"], capsys)
+    assert_one_error_line(status, err, f"{profile} is not a machine profile of tierbench doctor (not UTF-8 text)")
+
+
 @pytest.mark.parametrize("command", ["disk", "bucket-train", "sar"])
 def test_a_command_without_ogb_root_does_not_offer_it_in_its_help(command, capsys):
     status, out, _ = run([command, "--help"], capsys)
