@@ -406,6 +406,16 @@ def test_a_model_larger_than_the_memory_left_is_refused_naming_both_sizes(tiny, 
                           "take 1207.0 GiB, and the host has ", "GiB available: give a smaller --hidden")
 
 
+
+def test_sar_refuses_a_model_larger_than_the_memory_left_before_any_work(capsys, tmp_path, monkeypatch):
+    from suite.experiments import sar
+
+    monkeypatch.setattr(sar, "load_dataset", lambda *a, **k: pytest.fail("loaded the dataset"))
+    status, _, err = run(["sar", "--dataset", "tiny", "--hidden", "1000000000", "--out", str(tmp_path / "o"), "-q"],
+                         capsys)
+    assert_one_error_line(status, err, "--hidden 1000000000: GraphSAGE's weights, gradients and Adam's two moments "
+                          "take 29802323609.6 GiB, and the host has ", "GiB available: give a smaller --hidden")
+
 def test_disk_refuses_a_hot_tier_that_leaves_no_room_for_the_host_tier(capsys, tmp_path, monkeypatch):
     from suite.experiments import disk
 
