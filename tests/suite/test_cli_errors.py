@@ -220,8 +220,9 @@ def test_create_loader_refuses_a_gpu_tier_larger_than_free_memory_before_copying
 
 
 def test_a_hot_tier_larger_than_gpu_memory_is_one_line(tiny, capsys, monkeypatch):
-    fake_gpus(monkeypatch, 1, free_bytes=1024)
-    status, _, err = run(["train", "--dataset", "tiny", "--loader", "degree-cache", "--device", "cuda", "-q"], capsys)
+    fake_gpus(monkeypatch, 1, free_bytes=16 * 1024)  # room for a model of --hidden 1 (1.4 KiB), not for its rows
+    status, _, err = run(["train", "--dataset", "tiny", "--loader", "degree-cache", "--device", "cuda", "--hidden", "1",
+                          "-q"], capsys)
     assert_one_error_line(status, err, "the hot tier of degree-cache needs", "lower the hot fraction")
 
 
@@ -406,6 +407,16 @@ def test_a_model_larger_than_the_memory_left_is_refused_naming_both_sizes(tiny, 
                           "take 1207.0 GiB, and the host has ", "GiB available: give a smaller --hidden")
 
 
+
+
+def test_a_model_larger_than_the_gpu_memory_free_is_refused_before_it_is_allocated(tiny, capsys, monkeypatch):
+    import suite.sweep.run
+
+    fake_gpus(monkeypatch, 1, free_bytes=2**30)
+    monkeypatch.setattr(suite.sweep.run, "train_cell", lambda *a, **k: pytest.fail("allocated on the GPU"))
+    status, _, err = run(["train", "--dataset", "tiny", "--device", "cuda", "--hidden", "1000000", "-q"], capsys)
+    assert_one_error_line(status, err, "--hidden 1000000: GraphSAGE's weights, gradients and Adam's two moments take "
+                          "1.2 GiB, and cuda has 1.0 GiB free: give a smaller --hidden")
 
 def test_sar_refuses_a_model_larger_than_the_memory_left_before_any_work(capsys, tmp_path, monkeypatch):
     from suite.experiments import sar
