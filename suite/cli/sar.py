@@ -6,10 +6,14 @@ from __future__ import annotations
 import argparse
 
 from suite.cli import options
+from suite.cli.model_size import check_model_fits
 from suite.cli.output import show
 
 
 def _cmd_sar(args) -> int:
+    import torch
+
+    from suite.datasets.presets import get_preset
     from suite.experiments import sar
     from suite.figures.sar import render
     from suite.training import distributed
@@ -17,9 +21,10 @@ def _cmd_sar(args) -> int:
     options = dict(epochs=args.epochs, hidden=args.hidden, layers=args.layers, lr=args.lr, seed=args.seed)
     out = args.out or f"out/sar/{args.dataset}"
     runs = args.runs or f"{out}/runs"
-    if distributed.launched_by_torchrun():
+    if distributed.launched_by_torchrun():  # the command that launched it checked the settings
         sar.run_workers(args.dataset, runs, args.aggregation, timeout_s=args.timeout, **options)
         return 0
+    check_model_fits(get_preset(args.dataset), args.layers, args.hidden, torch.device("cpu"))  # each worker's copy
 
     def argv_of(workers: int, aggregation: str, runs_dir) -> list[str]:
         spelled = [f"--{key} {value}" for key, value in options.items()]

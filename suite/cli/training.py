@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from suite.cli import options
+from suite.cli.model_size import check_model_fits
 from suite.cli.options import DEFAULT_HOT_FRACTION, DEFAULT_SCORER
 from suite.cli.output import show
 from suite.errors import BadValue
@@ -28,25 +29,6 @@ def _loader_hot_fraction(name: str, hot_fraction: float | None) -> float:
         _warn(f"--hot-fraction {hot_fraction} is ignored: loader {name} has no hot tier (it keeps {spec.gpu_share:.0%} "
               f"of the rows in GPU memory); the loaders with one are {', '.join(hot_tier_loaders())}")
     return spec.gpu_share
-
-
-def _check_model_fits(dataset, layers: int, hidden: int, device) -> None:
-    """Refuse a ``--hidden`` whose model could not be built in host memory, before it is: its weights, gradients
-    and Adam's two moments on the CPU; its weights alone for a GPU (built on the host, then moved; a GPU that cannot
-    hold the rest is torch's out-of-memory error, one line too)."""
-    from suite.measure.host_memory import available_bytes, gib
-    from suite.training.model import parameter_count, training_state_bytes
-
-    widths = (dataset.feature_dim, dataset.num_classes, layers, hidden)
-    if device.type == "cpu":
-        needed, what = training_state_bytes(*widths), "GraphSAGE's weights, gradients and Adam's two moments take"
-    else:
-        needed = 4 * parameter_count(*widths)  # float32 weights
-        what = "GraphSAGE's weights, built in host memory before they move to the GPU, take"
-    available = available_bytes()
-    if needed > available:
-        raise BadValue(f"--hidden {hidden}: {what} {gib(needed)}, and the host has {gib(available)} available: give "
-                       "a smaller --hidden")
 
 
 def _plan_paper_scale(args, hot_fraction: float, fanouts, batch_size: int, device) -> None:
@@ -103,7 +85,7 @@ def _cmd_train(args) -> int:
         print(f"tierbench: interrupted: opening {args.dataset} before training; no epoch ran, nothing written",
               file=sys.stderr)
         return 130
-    _check_model_fits(dataset, len(fanouts), args.hidden, device)
+    check_model_fits(dataset, len(fanouts), args.hidden, device)
     majority = majority_accuracy(dataset)
     print(
         f"{dataset}\nloader {args.loader} (hot fraction {hot_fraction}), {args.sampling} sampling, fanouts {fanouts}, "

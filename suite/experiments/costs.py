@@ -26,7 +26,6 @@ JSON) as its ``minibatch_costs`` section, where ``tierbench plan`` finds them.
 from __future__ import annotations
 
 import datetime
-import json
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +37,7 @@ from suite.datasets import regime as regimes
 from suite.errors import BadValue
 from suite.io import atomic, records
 from suite.io.provenance import provenance
-from suite.measure.ceilings import profile_ceilings
+from suite.measure.ceilings import profile_ceilings, read_profile
 from suite.measure.stage_events import StageEvents
 from suite.measure.timing import stage_seconds
 from suite.policies.planner import ABOVE_BOUND, COSTS_SECTION, D2D, ZERO_COPY, projected_seconds
@@ -99,7 +98,7 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     if not profile_path.is_file():
         raise BadValue(f"{profile_path} does not exist: run `tierbench doctor` on this machine first, the fixed "
                        "costs go into its profile")
-    profile = json.loads(profile_path.read_text(encoding="utf-8"))
+    profile = read_profile(profile_path)
     ceilings = profile_ceilings(profile_path)
     ceilings = ceilings if {ZERO_COPY, D2D} <= set(ceilings) else {}
     device = torch.device(device)

@@ -16,6 +16,7 @@ PCIe links, measured ceilings), or ``None`` where it has not run.
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import os
 import platform
@@ -67,9 +68,11 @@ def source_files(root=_REPO) -> list[Path]:
     return sorted(found, key=lambda path: path.relative_to(root).as_posix())
 
 
+@functools.cache
 def source_digest(root=_REPO) -> str:
     """SHA-256 (first 16 hex digits) over each source file's relative path and bytes: equal for two checkouts exactly
-    when their code is."""
+    when their code is.  Read once per process and ``root`` (a process runs the code it imported; every record it
+    writes carries the same digest); ``source_digest.cache_clear()`` reads the files again."""
     digest = hashlib.sha256()
     for path in source_files(root):
         name = path.relative_to(root).as_posix().encode()

@@ -121,18 +121,32 @@ def measure_ceilings(device=None, buffer_bytes: int = BUFFER_BYTES, repeats: int
     }
 
 
+def read_profile(path) -> dict:
+    """The machine profile ``tierbench doctor`` wrote at ``path``; one that is not UTF-8 JSON holding an object is the
+    user's ``BadValue`` naming it."""
+    try:
+        profile = json.loads(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise _not_a_profile(path, "not UTF-8 text") from None
+    except (OSError, ValueError) as err:
+        raise _not_a_profile(path, err) from None
+    if not isinstance(profile, dict):
+        raise _not_a_profile(path, f"JSON {type(profile).__name__}, not an object")
+    return profile
+
+
+def _not_a_profile(path, why) -> BadValue:
+    return BadValue(f"{path} is not a machine profile of tierbench doctor ({why}); run `tierbench doctor` again to "
+                    "rewrite it")
+
+
 def profile_ceilings(path) -> dict[str, float]:
     """The measured ceilings (bytes/s by name, those that are positive numbers) of the machine profile at ``path``;
     empty where there is no such file (a path is relative to the working directory, as ``suite.io.provenance``
     writes it) or it holds none (a CPU machine's, or one made with ``--no-measure``)."""
     if not isinstance(path, (str, Path)) or not Path(path).is_file():
         return {}
-    try:
-        profile = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise BadValue(f"{path} is not a machine profile of tierbench doctor ({err}); run `tierbench doctor` "
-                       "again to rewrite it") from None
-    ceilings = profile.get("ceilings") if isinstance(profile, dict) else None
+    ceilings = read_profile(path).get("ceilings")
     if not isinstance(ceilings, dict):
         return {}
     return {name: float(value) for name, value in ceilings.items() if name.endswith("_bytes_per_s")
@@ -146,7 +160,7 @@ def newest_gpu_profile(machines, needed) -> tuple[Path, dict] | None:
     found = []
     for path in sorted(path for folder in folders for path in Path(folder).glob("*.json")):
         if set(needed) <= set(profile_ceilings(path)):
-            profile = json.loads(path.read_text(encoding="utf-8"))
+            profile = read_profile(path)
             found.append((str(profile.get("time", "")), path, profile))
     if not found:
         return None

@@ -35,7 +35,6 @@ alone, as before.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from pathlib import Path
 
@@ -44,7 +43,7 @@ import pandas as pd
 
 from suite.errors import BadValue
 from suite.io.provenance import PROFILE_DIRS
-from suite.measure.ceilings import newest_gpu_profile, profile_ceilings
+from suite.measure.ceilings import newest_gpu_profile, profile_ceilings, read_profile
 from suite.policies.static import replay_static
 from suite.training.model import training_state_bytes
 from tiering.features.placement import hot_rows
@@ -123,7 +122,7 @@ def machine(path=None, machines=PROFILE_DIRS) -> Machine:
     if not {ZERO_COPY, D2D} <= set(ceilings):
         raise BadValue(f"{path} holds no measured zero-copy and D2D ceilings (made on a CPU, or with "
                        "--no-measure?): run `tierbench doctor` on the GPU machine")
-    profile = json.loads(Path(path).read_text(encoding="utf-8"))
+    profile = read_profile(path)
     return Machine(profile["device"], ceilings, f"measured by `tierbench doctor` on {profile['time']} ({path})", True,
                    gather_costs(profile))
 

@@ -134,7 +134,9 @@ budget of a loader that reads from disk, empty for the others and in rows writte
 ``kernel_variant`` and ``variant_basis`` for the loader that chooses its gather kernel's variant (``tiered``), and
 ``source_sha256`` (``suite.io.provenance``) in rows written before it existed.  ``sample_event_s``, ``gather_event_s``
 and ``train_event_s`` are the stages timed by CUDA events on their streams: empty on a CPU and in rows written before
-they existed.  ``batch_limit`` is empty for whole epochs, and ``epoch_batches`` in rows written before it existed
+they existed.  ``gather_s`` is the gather's host wall time, the GPU waited for, except in a pipelined run on CUDA
+(``pipeline`` true): there the gather thread's busy time is taken by the same CUDA events on its stream as
+``gather_event_s`` (``suite.training.pipeline``), and the two are equal.  ``batch_limit`` is empty for whole epochs, and ``epoch_batches`` in rows written before it existed
 (whole epochs too: their ``batches``)."""
 
 _EXTRA = Column("str", nullable=True)  # a column this version does not know: kept as text

@@ -9,7 +9,8 @@ An epoch runs three stages per minibatch and times each one, synchronising
 the training's CUDA stream (not the whole GPU) before reading the clock when
 training on CUDA (with ``pipeline=True`` the stages of different minibatches
 overlap in threads, ``suite.training.pipeline``, and each stage's time is its busy
-time, the gather's taken by CUDA events on its own stream).  On CUDA each stage
+time, the gather's taken by CUDA events on its own stream, the very events of
+``gather_event_s``, so that the two are equal in a pipelined run on CUDA).  On CUDA each stage
 is also timed by CUDA events on the stream it runs on (``suite.measure.stage_events``),
 into ``sample_event_s``, ``gather_event_s`` and ``train_event_s`` (None on a CPU):
 

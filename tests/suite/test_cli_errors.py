@@ -220,8 +220,9 @@ def test_create_loader_refuses_a_gpu_tier_larger_than_free_memory_before_copying
 
 
 def test_a_hot_tier_larger_than_gpu_memory_is_one_line(tiny, capsys, monkeypatch):
-    fake_gpus(monkeypatch, 1, free_bytes=1024)
-    status, _, err = run(["train", "--dataset", "tiny", "--loader", "degree-cache", "--device", "cuda", "-q"], capsys)
+    fake_gpus(monkeypatch, 1, free_bytes=16 * 1024)  # room for a model of --hidden 1 (1.4 KiB), not for its rows
+    status, _, err = run(["train", "--dataset", "tiny", "--loader", "degree-cache", "--device", "cuda", "--hidden", "1",
+                          "-q"], capsys)
     assert_one_error_line(status, err, "the hot tier of degree-cache needs", "lower the hot fraction")
 
 
@@ -357,6 +358,18 @@ def test_report_refuses_records_that_are_not_utf8_naming_the_file(tmp_path, caps
     assert_one_error_line(status, err, "mine.csv: byte 8 is not UTF-8 text")
 
 
+@pytest.mark.parametrize("command", [
+    ["plan", "--dataset", "tiny", "--gpu-memory", "1GB", "--trace-dir", "{tmp}/traces"],
+    ["costs", "--dataset", "tiny", "--batch-sizes", "8", "32", "--repeats", "1"],
+])
+def test_a_machine_profile_that_is_not_utf8_is_refused_naming_the_file(command, tiny, tmp_path, capsys):
+    profile = tmp_path / "machine.json"
+    profile.write_bytes(b'{"device": "\xff"}')
+    argv = [part.format(tmp=tmp_path) for part in command]
+    status, _, err = run([*argv, "--machine", str(profile), "--out", str(tmp_path / "o"), "-q"], capsys)
+    assert_one_error_line(status, err, f"{profile} is not a machine profile of tierbench doctor (not UTF-8 text)")
+
+
 @pytest.mark.parametrize("command", ["disk", "bucket-train", "sar"])
 def test_a_command_without_ogb_root_does_not_offer_it_in_its_help(command, capsys):
     status, out, _ = run([command, "--help"], capsys)
@@ -393,6 +406,26 @@ def test_a_model_larger_than_the_memory_left_is_refused_naming_both_sizes(tiny, 
     assert_one_error_line(status, err, "--hidden 1000000000: GraphSAGE's weights, gradients and Adam's two moments "
                           "take 1207.0 GiB, and the host has ", "GiB available: give a smaller --hidden")
 
+
+
+
+def test_a_model_larger_than_the_gpu_memory_free_is_refused_before_it_is_allocated(tiny, capsys, monkeypatch):
+    import suite.sweep.run
+
+    fake_gpus(monkeypatch, 1, free_bytes=2**30)
+    monkeypatch.setattr(suite.sweep.run, "train_cell", lambda *a, **k: pytest.fail("allocated on the GPU"))
+    status, _, err = run(["train", "--dataset", "tiny", "--device", "cuda", "--hidden", "1000000", "-q"], capsys)
+    assert_one_error_line(status, err, "--hidden 1000000: GraphSAGE's weights, gradients and Adam's two moments take "
+                          "1.2 GiB, and cuda has 1.0 GiB free: give a smaller --hidden")
+
+def test_sar_refuses_a_model_larger_than_the_memory_left_before_any_work(capsys, tmp_path, monkeypatch):
+    from suite.experiments import sar
+
+    monkeypatch.setattr(sar, "load_dataset", lambda *a, **k: pytest.fail("loaded the dataset"))
+    status, _, err = run(["sar", "--dataset", "tiny", "--hidden", "1000000000", "--out", str(tmp_path / "o"), "-q"],
+                         capsys)
+    assert_one_error_line(status, err, "--hidden 1000000000: GraphSAGE's weights, gradients and Adam's two moments "
+                          "take 29802323609.6 GiB, and the host has ", "GiB available: give a smaller --hidden")
 
 def test_disk_refuses_a_hot_tier_that_leaves_no_room_for_the_host_tier(capsys, tmp_path, monkeypatch):
     from suite.experiments import disk

@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree
 
+import pytest
 import torch
 
 from suite.io import provenance as provenance_module
@@ -35,18 +36,31 @@ def test_the_source_digest_changes_with_the_code_and_only_with_it(tmp_path):
     (tmp_path / "suite").mkdir()
     (tmp_path / "suite" / "a.py").write_text("x = 1\n")
     before = source_digest(tmp_path)
+    source_digest.cache_clear()  # the digest is kept per process: read the files again after each edit
     assert len(before) == 16 and before == source_digest(tmp_path)
     (tmp_path / "suite" / "__pycache__").mkdir()
     (tmp_path / "suite" / "__pycache__" / "a.py").write_text("compiled")
     (tmp_path / "suite" / "notes.txt").write_text("not code")
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "b.py").write_text("outputs are not code")
+    source_digest.cache_clear()
     assert source_digest(tmp_path) == before
     (tmp_path / "suite" / "a.py").write_text("x = 2\n")
+    source_digest.cache_clear()
     assert source_digest(tmp_path) != before
     (tmp_path / "suite" / "a.py").write_text("x = 1\n")
     (tmp_path / "suite" / "a.py").rename(tmp_path / "suite" / "b.py")  # same bytes under another name
+    source_digest.cache_clear()
     assert source_digest(tmp_path) != before
+
+
+def test_the_source_digest_is_read_once_per_process(tmp_path, monkeypatch):
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "a.py").write_text("x = 1\n")
+    source_digest.cache_clear()
+    first, recorded = source_digest(tmp_path), provenance()["source_sha256"]
+    monkeypatch.setattr(provenance_module, "source_files", lambda root: pytest.fail("read the source files again"))
+    assert source_digest(tmp_path) == first and provenance()["source_sha256"] == recorded
 
 
 def test_the_record_carries_the_digest_of_this_checkout_and_the_module_prints_it():
