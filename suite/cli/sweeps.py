@@ -10,6 +10,7 @@ from pathlib import Path
 from suite.cli import options
 from suite.cli.options import DEFAULT_SCORER
 from suite.errors import BadValue
+from suite.sweep import RUNS_DIR
 
 
 def _interrupted(sweep, rerun: bool) -> str:
@@ -149,7 +150,7 @@ def _run_arguments(run) -> None:
     run.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training (recorded per row)")
     run.add_argument("--minibatches", type=options.integer, help="time only the first N minibatches of every epoch, "
                      "at least 1 (recorded per row: batches, epoch_batches, batch_limit; default: whole epochs)")
-    run.add_argument("--runs", default="out/runs", help="directory of the records CSVs (the committed ones are in "
+    run.add_argument("--runs", default=RUNS_DIR, help="directory of the records CSVs (the committed ones are in "
                      "results/runs)")
     run.add_argument("--gpus", type=options.positive_int, help="run on G processes, one per GPU, launched with torchrun "
                      "(with --device cpu: G gloo processes standing in for GPUs)")
@@ -170,7 +171,7 @@ def _report_arguments(report) -> None:
     report.add_argument("--records", help="with --figure: draw it from these records (the CSV or folder its "
                         "command wrote), e.g. --figure policies --records results/policies/papers-s/policies-epochs.csv")
     report.add_argument("--dataset", help="with --figure 7 or 9")
-    report.add_argument("--runs", default="out/runs", help="directory of the records CSVs (the committed ones: "
+    report.add_argument("--runs", default=RUNS_DIR, help="directory of the records CSVs (the committed ones: "
                         "--runs results/runs)")
     report.add_argument("--out", help="output directory (default out/<experiment>, or out/profile/<dataset> for "
                         "--figure 7 or 9)")

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from suite.errors import BadValue
 from suite.figures import demo, fig8, fig10, fig11
+from suite.sweep import RUNS_DIR
 from suite.sweep.records import records_path
 
 SWEEP_FIGURES = {"demo": demo, "fig8": fig8, "fig10": fig10, "fig11": fig11}
@@ -69,7 +70,7 @@ def redraw(name: str, records, out=None) -> list[Path]:
     return importlib.import_module(f"suite.figures.{FIGURES[name]}").render(records, Path(out))
 
 
-def write_report(experiment: str, runs_dir="out/runs", out_dir=None, figure: str | None = None) -> list[Path]:
+def write_report(experiment: str, runs_dir=RUNS_DIR, out_dir=None, figure: str | None = None) -> list[Path]:
     """Tables and figures for ``experiment``'s records in ``runs_dir`` (``tierbench report``), into ``out_dir``
     (default ``out/<experiment>``); ``figure`` picks fig8, fig10 or fig11 (default by name: a predefined sweep
     named after a figure gets that figure, the demo its own, any other Figure 8)."""

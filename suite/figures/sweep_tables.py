@@ -46,6 +46,7 @@ import pandas as pd
 from suite.datasets import regime as regimes
 from suite.errors import BadValue
 from suite.measure.ceilings import profile_ceilings
+from suite.sweep import RUNS_DIR
 from suite.sweep.records import read_records
 
 SETTINGS = ["dataset", "device", "processes", "gpus", "pipeline", "sampling", "fanouts", "batch_size", "regime", "loader",
@@ -105,7 +106,8 @@ def report_command(records: Path, out: Path, figure: int | None) -> str:
     """The ``tierbench report`` command that draws Figure ``figure`` (``None``: the demo) of the sweep whose records
     are ``records`` into ``out``, as the tables cite it."""
     chosen = f" --figure {figure}" if figure is not None else ""
-    return f"`tierbench report --experiment {records.stem}{chosen} --out {out}` from {records}"
+    runs = "" if Path(records).parent == Path(RUNS_DIR) else f" --runs {Path(records).parent}"
+    return f"`tierbench report --experiment {records.stem}{chosen}{runs} --out {out}` from {records}"
 
 
 def record_of(records: pd.DataFrame) -> dict:

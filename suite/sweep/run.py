@@ -49,6 +49,7 @@ from suite.errors import BadValue
 from suite.experiments.sweeps import EXPERIMENTS
 from suite.io.provenance import provenance
 from suite.registry import LOADERS, create_distributed_loader, create_loader
+from suite.sweep import RUNS_DIR
 from suite.sweep.cells import Cell, check_cells, check_count, sweep_cells
 from suite.sweep.records import (
     check_writable,
@@ -214,7 +215,7 @@ class Sweep:
         return [cell for cell in self.cells if self.rows_of(cell)(records).any()]
 
 
-def plan_sweep(experiment: str, out_dir="out/runs", *, datasets=None, loaders=None, hot_fractions=None,
+def plan_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None, hot_fractions=None,
                host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None,
                batch_size: int | None = None, regime: str | None = None, device="cpu", scorer: str | None = "wrpr",
                pipeline: bool = False, ogb_root=None, processes: int | None = None,
@@ -253,7 +254,7 @@ def plan_sweep(experiment: str, out_dir="out/runs", *, datasets=None, loaders=No
     return Sweep(path, todo, epochs, warmup, device, pipeline, processes, batch_limit)
 
 
-def run_sweep(experiment: str, out_dir="out/runs", *, datasets=None, loaders=None, hot_fractions=None,
+def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None, hot_fractions=None,
               host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None,
               batch_size: int | None = None, regime: str | None = None, device="cpu", scorer: str | None = "wrpr",
               seed: int = 0, pipeline: bool = False, rerun: bool = False, ogb_root=None, progress: bool = True,
