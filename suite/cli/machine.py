@@ -80,7 +80,10 @@ def _cmd_samplerbench(args) -> int:
 def _cmd_gpu_suite(args) -> int:
     from suite.sweep.gpu_suite import run_suite
 
-    return run_suite(args.out, dry_run=args.dry_run, rerun=args.rerun, skip=args.skip, max_minutes=args.max_minutes)
+    if args.skip and args.only:
+        raise BadValue("give --skip or --only, not both")
+    return run_suite(args.out, dry_run=args.dry_run, rerun=args.rerun, skip=args.skip, only=args.only,
+                     max_minutes=args.max_minutes)
 
 
 def add_parsers(sub) -> None:
@@ -145,6 +148,8 @@ def add_parsers(sub) -> None:
     suite.add_argument("--dry-run", action="store_true", help="print each step, its command and whether it would run")
     suite.add_argument("--rerun", nargs="+", default=[], metavar="STEP", help="run these steps again even if done")
     suite.add_argument("--skip", nargs="+", default=[], metavar="STEP", help="leave these steps out of this run")
+    suite.add_argument("--only", nargs="+", default=[], metavar="STEP", help="run only these steps (those done "
+                       "earlier count as done for their inputs), e.g. the paper-scale ones")
     suite.add_argument("--max-minutes", type=options.positive_float,
                        help="start no step whose estimate would end past this budget")
     suite.set_defaults(func=_cmd_gpu_suite)

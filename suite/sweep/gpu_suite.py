@@ -259,7 +259,7 @@ def decide(step: Step, state: dict, *, gpu: str | None, rerun: set[str], skip: s
     would run before it, counted as done."""
     steps = state["steps"]
     if step.name in skip:
-        return False, "--skip asked for it"
+        return False, "left out (--skip, --only)"
     if step.needs_cuda and gpu is None:
         return False, "no CUDA GPU visible"
     done = {name for name, s in steps.items() if s["status"] == "done"} | planned
@@ -353,15 +353,19 @@ def _check_names(names: set[str], steps: list[Step], option: str) -> None:
                        f"the steps are {', '.join(s.name for s in steps)}")
 
 
-def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), max_minutes: float | None = None,
-              measure_ceilings: bool = True, echo=print) -> int:
-    """Run (or resume, or with ``dry_run`` only describe) the suite; returns the exit status (module docstring)."""
+def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), only=(),
+              max_minutes: float | None = None, measure_ceilings: bool = True, echo=print) -> int:
+    """Run (or resume, or with ``dry_run`` only describe) the suite; returns the exit status (module docstring).
+    ``only``, where given, leaves out every other step, as ``skip`` would."""
     gpu = visible_gpu()
     folder = device_folder(out_root, gpu)
     steps = plan(folder, Path(out_root).parent / "machines", measure_ceilings=measure_ceilings)
-    rerun, skip = set(rerun), set(skip)
+    rerun, skip, only = set(rerun), set(skip), set(only)
     _check_names(rerun, steps, "--rerun")
     _check_names(skip, steps, "--skip")
+    _check_names(only, steps, "--only")
+    if only:
+        skip |= {step.name for step in steps if step.name not in only}
     state = read_state(folder)
     echo(f"gpu-suite for {gpu or device_name('cpu') + ' (no CUDA GPU visible)'}: results in {folder}; "
          + describe_estimates([estimate(step, state) for step in steps]))

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from suite.cli import main
+from suite.errors import BadValue
 from suite.io import atomic
 from suite.sweep import gpu_suite
 
@@ -245,7 +246,18 @@ def test_the_real_doctor_step_runs_inside_the_suite(tmp_path):
     state = json.loads((folder / gpu_suite.STATE_FILE).read_text())
     assert state["steps"]["doctor"]["status"] == "done" and "--no-measure" in state["steps"]["doctor"]["command"]
     assert "wrote" in (folder / "logs" / "doctor.log").read_text()
-    assert "[skip] gpubench: --skip asked for it" in lines
+    assert "[skip] gpubench: left out (--skip, --only)" in lines
+
+
+def test_only_runs_the_steps_it_names_and_refuses_an_unknown_one(tmp_path, fake_gpu, runner):
+    lines = []
+    named = ["datasets-papers-xs-gpu-built", "datasets-papers-100m", "paper-scale-fig8"]
+    assert _suite(tmp_path, lines, only=named) == 0
+    assert runner.names == named
+    assert "[skip] gpubench: left out (--skip, --only)" in lines
+    assert "[skip] paper-scale-fig10: left out (--skip, --only)" in lines
+    with pytest.raises(BadValue, match="--only: no step named paper-scale"):
+        _suite(tmp_path, lines, only=["paper-scale"])
 
 
 def test_every_step_runs_with_the_revision_the_suite_started_at(tmp_path, fake_gpu, runner, monkeypatch):
