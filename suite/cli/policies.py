@@ -58,6 +58,7 @@ def _plan_arguments(plan) -> None:
     """``plan``'s options, with the regimes its trace is drawn in."""
     plan.take(*options.traces(1, "epochs traced"))
     plan.add_argument("--gpu-memory", required=True, help="GPU memory to plan for: 40GB, 24GiB, ...")
-    plan.add_argument("--machine", help="a machine profile of `tierbench doctor` (default: the newest GPU one in "
+    plan.add_argument("--machine", help="a machine profile of `tierbench doctor`, or a folder of them, its newest GPU "
+                      "one taken (default: the newest GPU one in "
                       "out/machines or results/machines; none: nominal link numbers, labelled so)")
     plan.add_argument("--out", help="output directory (default out/plan/<dataset>)")

@@ -106,8 +106,8 @@ NO_PROFILE = "none"
 
 
 def machine(path=None, machines=PROFILE_DIRS) -> Machine:
-    """The machine profile at ``path``, else the newest GPU profile in ``machines`` (folders), else the nominal numbers
-    (and those where ``path`` is ``"none"``)."""
+    """The machine profile at ``path`` (a file, or a folder whose newest GPU profile is taken), else the newest GPU
+    profile in ``machines`` (folders), else the nominal numbers (and those where ``path`` is ``"none"``)."""
     nominal = Machine("a GPU on PCIe 4.0 x16 (nominal)", dict(NOMINAL), NOMINAL_SOURCE, False)
     if path == NO_PROFILE:
         return nominal
@@ -115,6 +115,12 @@ def machine(path=None, machines=PROFILE_DIRS) -> Machine:
         found = newest_gpu_profile(machines, (ZERO_COPY, D2D))
         if found is None:
             return nominal
+        path = found[0]
+    elif Path(path).is_dir():
+        found = newest_gpu_profile(path, (ZERO_COPY, D2D))
+        if found is None:
+            raise BadValue(f"{path} holds no machine profile with measured zero-copy and D2D ceilings: run "
+                           "`tierbench doctor` on the GPU machine")
         path = found[0]
     elif not Path(path).is_file():
         raise BadValue(f"{path} does not exist: `tierbench doctor` on the GPU machine writes a profile")

@@ -42,6 +42,10 @@ def test_the_newest_measured_profile_is_taken_and_a_cpu_one_is_not(tmp_path):
         planner.machine(tmp_path / "cpu.json")
     nominal = planner.machine("none", machines=tmp_path)  # plan --machine none, as its help says
     assert not nominal.measured and nominal.ceilings == planner.NOMINAL
+    assert planner.machine(tmp_path, machines=[]).device == "new.json"  # plan --machine FOLDER: its newest
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="holds no machine profile with measured zero-copy and D2D ceilings"):
+        planner.machine(tmp_path / "empty")
 
 
 def test_the_overhead_fit_recovers_a_cost_per_minibatch_and_per_row():
