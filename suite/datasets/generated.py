@@ -3,9 +3,9 @@
 A ``gpu_built`` preset (``papers-100m``: a 57 GB float32 table, on a machine with 64 GiB of disk) caches only its
 CSR, labels and splits; its manifest says ``generated_features``.  Every process that opens the entry makes the table
 again from the generator's counter-based draws (``suite.datasets.feature_table``: on the GPU where there is one,
-else on every CPU core), with a progress bar, straight into page-aligned host memory, which the zero-copy loaders then pin in place with no second copy (Data
-Tiering §4.1; PyTorch-Direct §3.1).  The classes the features are drawn around are drawn again too (one pass over the
-nodes, ``suite.datasets.dcsbm.draw_classes``).
+else on every CPU core), with a progress bar, straight into page-aligned host memory, which the zero-copy loaders
+then pin in place with no second copy (Data Tiering §4.1; PyTorch-Direct §3.1).  The classes the features are drawn
+around are drawn again too (one pass over the nodes, ``suite.datasets.dcsbm.draw_classes``).
 
 The table comes in the entry's own order.  In a reordered entry (``suite.datasets.reordered``) row i is node
 ``new_to_old[i]`` of its base: it is made from the reordered list of i, with the classes renumbered and the noise
