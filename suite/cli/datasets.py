@@ -57,7 +57,8 @@ def _cmd_list(args) -> int:
     print(f"dataset cache: {describe_root()}\n")
     print(pd.DataFrame(rows).to_string(index=False))
     print("\nsize: what a cached entry takes on disk, or an estimate (features + CSR) for one not built yet; "
-          "papers-100m's entries hold no features (they are generated into pinned memory on the GPU machine).")
+          "the gpu_built presets' entries (papers-100m, papers-xs-gpu-built) hold no feature table: it is made in "
+          "memory whenever one is opened.")
     print("cached: True once built with every file of the size its manifest records, damaged when one is not "
           "(`tierbench datasets verify NAME` also checks their SHA-256).")
     for problem in problems:
