@@ -1,5 +1,7 @@
 """tierbench run / report: records with every field, resumable sweeps, tables with the paper beside ours."""
 
+import dataclasses
+
 import pandas as pd
 import pytest
 import torch
@@ -266,3 +268,19 @@ def test_an_interrupted_multi_process_run_says_so_in_the_launching_process(tiny,
     assert main(argv) == 130
     assert capsys.readouterr().err == (f"tierbench: interrupted: 0 of 1 cells recorded in {tmp_path / 'e.csv'}; run "
                                        "the same command again to resume (finished cells are skipped)\n")
+
+
+def test_a_table_made_in_memory_is_pinned_once_for_the_sweep_on_cuda_and_unpinned_after(tiny, monkeypatch):
+    calls = []
+    monkeypatch.setattr(harness, "register_host_memory", lambda table: calls.append(("pin", table)) or True)
+    monkeypatch.setattr(harness, "unregister_host_memory", lambda table: calls.append(("unpin", table)))
+    monkeypatch.setattr(harness.torch.cuda, "synchronize", lambda device: calls.append(("sync", device)))
+    made = dataclasses.replace(tiny, manifest={**tiny.manifest, "generated_features": {"dtype": "float32"}})
+    with harness.pinned_for_the_sweep(made, "cuda"):
+        assert calls == [("pin", made.features)]
+    assert calls == [("pin", made.features), ("sync", "cuda"), ("unpin", made.features)]
+    calls.clear()
+    for dataset, device in ((tiny, "cuda"), (made, "cpu")):  # a mapped table, or no GPU: nothing to pin
+        with harness.pinned_for_the_sweep(dataset, device):
+            pass
+    assert calls == []
