@@ -1,9 +1,13 @@
 """Preparing a dataset: build a synthetic preset straight into its cache entry, or convert a real one read through ogb.
 
-Two roads lead into the cache::
+Three roads lead into the cache::
 
     synthetic preset --edges in chunks, twice--> CSR --features, a chunk of rows at a time--> cache entry
+    paper-scale preset --torch draws, sorted in parts on the GPU--> CSR --> cache entry without features
     real ogbn-* on disk --ogb's NodePropPredDataset--> convert --> cache entry
+
+The paper-scale (``gpu_built``) presets take the second road (``generate_graph_torch``, the same CSR as the first):
+their feature table is made whenever the entry is opened (``suite.datasets.generated``), never written.
 
 A synthetic preset never exists as an edge list or a feature table in
 memory.  Every random draw is counter-based (``tiering.rng``), so edge e and
