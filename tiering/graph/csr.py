@@ -113,15 +113,20 @@ def _scatter_edges(src, dst, indptr, out):
         cursor[v] += 1
 
 
-@numba.njit(cache=True)
-def _scatter_transpose(indptr, indices, new_indptr, out):
-    """Entry u in the list of v becomes entry v in the list of u."""
-    cursor = new_indptr[:-1].copy()
-    for v in range(len(indptr) - 1):
-        for p in range(indptr[v], indptr[v + 1]):
-            u = indices[p]
-            out[cursor[u]] = v
-            cursor[u] += 1
+@numba.njit(parallel=True, cache=True)
+def _scatter_transpose(bounds, indptr, indices, new_indptr, out):
+    """Entry u in the list of v becomes entry v in the list of u; thread part t owns the new lists [bounds[t],
+    bounds[t+1]) and reads every list in order, so each new list holds its entries by ascending v, as one
+    sequential pass would place them."""
+    for t in numba.prange(len(bounds) - 1):
+        lo, hi = bounds[t], bounds[t + 1]
+        cursor = new_indptr[lo:hi].copy()
+        for v in range(len(indptr) - 1):
+            for p in range(indptr[v], indptr[v + 1]):
+                u = indices[p]
+                if lo <= u < hi:
+                    out[cursor[u - lo]] = v
+                    cursor[u - lo] += 1
 
 
 @numba.njit(parallel=True, cache=True)
@@ -448,11 +453,11 @@ class CSRGraph:
         """The graph with every edge reversed: v is in the list of u iff u was in the list of v."""
         indices = self.indices.numpy()
         counts = np.zeros(self.num_nodes, dtype=np.int64)
-        _count(indices, counts)
+        _count_owned(thread_parts(self.num_nodes), indices, counts)
         new_indptr = indptr_from_counts(counts)
         del counts
         out = np.empty_like(indices)
-        _scatter_transpose(self.indptr.numpy(), indices, new_indptr, out)
+        _scatter_transpose(thread_parts(self.num_nodes, new_indptr), self.indptr.numpy(), indices, new_indptr, out)
         return CSRGraph(torch.from_numpy(new_indptr), torch.from_numpy(out), validate=False)
 
     def coalesce(self, drop_self_loops: bool = True) -> "CSRGraph":

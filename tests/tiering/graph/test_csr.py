@@ -55,6 +55,20 @@ def test_transpose_reverses_every_edge_and_is_an_involution():
     assert torch.equal(t.degrees(), g.appearances())
 
 
+def test_transpose_lists_each_node_by_ascending_source_as_one_sequential_pass_would():
+    src, dst = random_edges(300, 5000, seed=3)  # duplicates and self-loops included
+    g = CSRGraph.from_edges(src, dst, 300)
+    t = g.transpose()
+    want = [[] for _ in range(300)]
+    indptr, indices = g.indptr.tolist(), g.indices.tolist()
+    for v in range(300):
+        for p in range(indptr[v], indptr[v + 1]):
+            want[indices[p]].append(v)
+    assert t.indptr.tolist() == [0, *np.cumsum([len(w) for w in want]).tolist()]
+    assert t.indices.tolist() == [v for w in want for v in w]
+    assert t.indices.dtype == g.indices.dtype
+
+
 def test_coalesce_sorts_lists_and_drops_duplicates_and_self_loops():
     g = CSRGraph.from_edges([3, 1, 3, 2, 0, 0], [0, 0, 0, 2, 1, 1], 4).coalesce()
     assert g.indptr.tolist() == [0, 2, 3, 3, 3]
