@@ -171,6 +171,18 @@ def class_weights(num_classes: int, skew: float) -> np.ndarray:
     return (np.arange(1, num_classes + 1, dtype=np.float64)) ** -skew
 
 
+@numba.njit(cache=True)
+def _class_order(classes, block_ptr):
+    """The node ids sorted by class, stably (``np.argsort(classes, kind="stable")``), by one counting pass: at
+    ogbn-papers100M's 111M nodes a comparison sort takes seconds."""
+    cursor = block_ptr[:-1].copy()
+    order = np.empty(len(classes), dtype=np.int64)
+    for v in range(len(classes)):
+        order[cursor[classes[v]]] = v
+        cursor[classes[v]] += 1
+    return order
+
+
 def draw_classes(num_nodes: int, num_classes: int, class_skew: float, seed) -> np.ndarray:
     """The class of every node (int64), the first draw of ``block_model``: alone, it costs one pass over the nodes."""
     classes = np.empty(num_nodes, dtype=np.int64)
@@ -233,8 +245,8 @@ def block_model(
         theta_dst = np.empty(num_nodes, dtype=np.float64)
         _pareto(alpha, seed, 2, theta_dst)
 
-    order = np.argsort(classes, kind="stable")
     block_ptr = indptr_from_counts(np.bincount(classes, minlength=num_classes))
+    order = _class_order(classes, block_ptr)
     cum_src = np.cumsum(theta_src[order])
     cum_dst = cum_src if symmetric else np.cumsum(theta_dst[order])
     block_mass = np.bincount(classes, weights=theta_dst, minlength=num_classes)

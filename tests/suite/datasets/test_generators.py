@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from suite.datasets import PRESETS
-from suite.datasets.dcsbm import dcsbm_edges
+from suite.datasets.dcsbm import _class_order, dcsbm_edges
 from suite.datasets.node_data import random_splits, synthesize_features, visible_labels
 from suite.datasets.rmat import GRAPH500, rmat_communities, rmat_edges, shuffle_ids
 from suite.datasets.stats import top_share
-from tiering.graph.csr import CSRGraph
+from tiering.graph.csr import CSRGraph, indptr_from_counts
 
 
 def dcsbm(seed=0, n=20_000, e=200_000, exponent=2.2, homophily=0.7, symmetric=False):
@@ -143,3 +143,9 @@ def test_features_are_deterministic():
     b = with_threads(1, lambda: synthesize_features(graph, classes, 16, 0.25, 0.5, seed=4))
     np.testing.assert_array_equal(a, b)
     assert torch.from_numpy(a).std().item() == pytest.approx(1.0, abs=0.2)
+
+
+def test_the_class_order_is_a_stable_argsort_of_the_classes():
+    classes = np.random.default_rng(0).integers(0, 40, 10_000) * 3  # two of every three classes empty
+    block_ptr = indptr_from_counts(np.bincount(classes, minlength=130))
+    np.testing.assert_array_equal(_class_order(classes, block_ptr), np.argsort(classes, kind="stable"))
