@@ -27,8 +27,11 @@ new nodes in order of first appearance), and ``edge_index`` holds every hop's
 block from the seeds outwards, local to ``n_id``; ``num_sampled_nodes`` and
 ``num_sampled_edges`` count them per hop, as PyG's ``NeighborLoader`` does.
 
-Limits: homogeneous graphs, node-level sampling, no temporal sampling, no edge
-ids (tierbench keeps no edge features).  Sampling draws hop seeds in batch order
+Link-level minibatches (PyG's ``LinkLoader``, with or without its negative
+sampling) are sampled from the distinct endpoints of their edges.
+
+Limits: homogeneous graphs, no temporal sampling, no edge ids (tierbench keeps
+no edge features).  Sampling draws hop seeds in batch order
 and the loader counts in the process it lives in, so the NodeLoader must run
 with ``num_workers=0`` (a worker is refused); tierbench's sampler is itself
 parallel.  GNS's importance weights are in the ``SamplerOutput``'s
@@ -43,7 +46,14 @@ import torch
 import torch.utils.data
 from torch_geometric.data import EdgeAttr, FeatureStore, GraphStore, TensorAttr
 from torch_geometric.data.graph_store import EdgeLayout
-from torch_geometric.sampler import BaseSampler, NodeSamplerInput, SamplerOutput
+from torch_geometric.sampler import (
+    BaseSampler,
+    EdgeSamplerInput,
+    NegativeSampling,
+    NodeSamplerInput,
+    SamplerOutput,
+)
+from torch_geometric.sampler.neighbor_sampler import edge_sample
 
 from tiering.features.loader import FeatureLoader
 from tiering.graph.csr import CSRGraph
@@ -138,16 +148,19 @@ class CSRGraphStore(GraphStore):
 
 
 class TierbenchNodeSampler(BaseSampler):
-    """PyG's node sampler over tierbench's ``NeighborSampler`` (or ``loader``'s own, for GNS), minibatches as the trainer's.
+    """PyG's sampler over tierbench's ``NeighborSampler`` (or ``loader``'s own, for GNS), minibatches as the trainer's.
 
     ``fanouts`` from the seeds outwards, as the trainer takes them; ``seed`` as the trainer's.
     Call ``set_epoch(e)`` before each epoch (after ``loader.start_epoch(e)``, as the trainer does).
+    It serves PyG's ``LinkLoader`` too: a batch of edges (and PyG's negative samples for them) is sampled from its
+    distinct endpoints, through PyG's own ``edge_sample``.
     """
 
     def __init__(self, graph: CSRGraph, fanouts, *, loader: FeatureLoader | None = None, seed: int = 0,
                  backend: str = "cpu"):
         own = loader.make_sampler(graph, fanouts) if loader is not None else None
         self.sampler = own or NeighborSampler(graph, fanouts, backend=backend)
+        self.num_nodes = graph.num_nodes
         self.seed = seed
         self.set_epoch(0)
 
@@ -157,26 +170,36 @@ class TierbenchNodeSampler(BaseSampler):
         self.generator = epoch_generator(self.seed, epoch, 1)
 
     def sample_from_nodes(self, index: NodeSamplerInput, **kwargs) -> SamplerOutput:
+        out, weights = self._sample(index.node, index.input_type, index.time)
+        out.metadata = (index.input_id, None, weights)
+        return out
+
+    def sample_from_edges(self, index: EdgeSamplerInput, neg_sampling: NegativeSampling | None = None) -> SamplerOutput:
+        """The minibatch of the distinct endpoints of ``index``'s edges and of the negative samples PyG draws for them
+        (``neg_sampling``); PyG's ``edge_sample`` maps the edges onto the batch's nodes (``edge_label_index``)."""
+        return edge_sample(index, lambda seeds, seed_time: self._sample(seeds, index.input_type, seed_time)[0],
+                           self.num_nodes, disjoint=False, neg_sampling=neg_sampling)
+
+    def _sample(self, seeds: torch.Tensor, input_type, time) -> tuple[SamplerOutput, torch.Tensor | None]:
+        """The minibatch of ``seeds`` (distinct) as PyG's output without its metadata, and GNS's importance weights
+        (``None`` for other samplers)."""
         _refuse_workers("sampling")
-        if index.input_type is not None:
-            raise ValueError(f"tierbench samples homogeneous graphs; got node type {index.input_type!r}")
-        if index.time is not None:
-            raise ValueError("tierbench's sampler is not temporal; give no input_time")
-        batch = self.sampler.sample(index.node, self.generator)
+        if input_type is not None:
+            raise ValueError(f"tierbench samples homogeneous graphs; got type {input_type!r}")
+        if time is not None:
+            raise ValueError("tierbench's sampler is not temporal; give no input or edge-label time")
+        batch = self.sampler.sample(seeds, self.generator)
         hops = batch.blocks[::-1]  # from the seeds outwards
         weights = [hop.edge_weight for hop in hops]
-        return SamplerOutput(
+        out = SamplerOutput(
             node=batch.input_nodes,
             row=torch.cat([hop.edge_index[0] for hop in hops]),
             col=torch.cat([hop.edge_index[1] for hop in hops]),
             edge=None,
             num_sampled_nodes=[len(batch.seeds)] + [hop.num_src - hop.num_dst for hop in hops],
             num_sampled_edges=[int(hop.edge_index.shape[1]) for hop in hops],
-            metadata=(index.input_id, None, None if weights[0] is None else torch.cat(weights)),
         )
-
-    def sample_from_edges(self, index, neg_sampling=None):
-        raise NotImplementedError("tierbench samples from seed nodes only (use NodeLoader, not LinkLoader)")
+        return out, None if weights[0] is None else torch.cat(weights)
 
 
 class EpochOrder(torch.utils.data.Sampler):

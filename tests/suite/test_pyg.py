@@ -1,4 +1,5 @@
-"""PyG's NodeLoader over suite.pyg: for every loader, the trainer's minibatches and features, and the loader's counters."""
+"""PyG's NodeLoader over suite.pyg: for every loader, the trainer's minibatches and features, and the loader's counters;
+its LinkLoader over the same sampler."""
 
 import re
 import subprocess
@@ -7,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch_geometric.loader import NodeLoader
-from torch_geometric.sampler import NodeSamplerInput
+from torch_geometric.loader import LinkLoader, NodeLoader
+from torch_geometric.sampler import NegativeSampling, NodeSamplerInput
 
 from suite.datasets.reordered import load_reordered
 from suite.pyg import (
@@ -132,3 +133,23 @@ def test_the_readmes_pyg_example_runs_as_written(tiny):
     assert run.returncode == 0, run.stderr
     printed = run.stdout
     assert re.search(r"epoch 1: loss [\d.]+, \d+ rows gathered, hit ratio 0\.\d\d", printed), printed
+
+
+@pytest.mark.parametrize("negatives", [None, NegativeSampling("binary", amount=2)])
+def test_a_link_loader_samples_from_the_endpoints_of_its_edges(tiny, negatives):
+    loader = create_loader("uva", tiny)
+    sampler = TierbenchNodeSampler(tiny.graph, FANOUTS, loader=loader, seed=SEED)
+    edges = torch.stack([tiny.graph.indices[:40].long(),
+                         torch.repeat_interleave(torch.arange(tiny.num_nodes), tiny.graph.degrees())[:40]])
+    batches = list(LinkLoader((LoaderFeatureStore(loader), CSRGraphStore(tiny.graph)), link_sampler=sampler,
+                              edge_label_index=(None, edges), neg_sampling=negatives, batch_size=16))
+    assert [len(batch.input_id) for batch in batches] == [16, 16, 8]
+    for batch in batches:
+        labelled = batch.n_id[batch.edge_label_index]
+        positives = len(batch.input_id)
+        assert torch.equal(labelled[:, :positives], edges[:, batch.input_id])
+        if negatives is not None:  # PyG's negatives follow, labelled 0, also sampled around
+            assert labelled.shape[1] == 3 * positives and (batch.edge_label[positives:] == 0).all()
+        ends = torch.unique(labelled)
+        assert torch.equal(batch.n_id[: len(ends)].sort().values, ends)  # the distinct endpoints are the seeds
+        assert torch.equal(batch.x, tiny.features[batch.n_id])  # through the loader
