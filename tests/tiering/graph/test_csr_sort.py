@@ -159,12 +159,19 @@ def test_default_budget_on_the_cpu():
     assert default_part_entries("cpu") == CPU_PART_ENTRIES
 
 
+@pytest.mark.parametrize("free, entries", [(4 * 32 * 1000, 1000), (4 * 32 * 1000 + 127, 1000), (10, 1),
+                                           (1 << 50, 1 << 30)])
+def test_the_cuda_budget_is_a_quarter_of_the_free_memory_at_32_bytes_an_entry_within_bounds(monkeypatch, free,
+                                                                                              entries):
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (free, 2 * free))
+    assert default_part_entries("cuda") == entries
+
+
 @pytest.mark.gpu
 def test_cuda_build_equals_from_edge_chunks_with_chunks_on_either_device():
     src, dst = _duplicated_edges(e=200_000)
     chunks = _chunked(src, dst, 30_001)
     want = CSRGraph.from_edge_chunks(chunks, 300, both_ways=True)
-    assert 1 <= default_part_entries("cuda") <= 1 << 30
     _assert_same_graph(coalesced_csr(chunks, 300, device="cuda", both_ways=True, part_entries=10_000), want)
 
     def cuda_chunks():
