@@ -10,7 +10,6 @@ from suite.cli import options
 from suite.cli.model_size import check_model_fits
 from suite.cli.options import DEFAULT_HOT_FRACTION, DEFAULT_SCORER
 from suite.cli.output import show
-from suite.errors import BadValue
 
 
 def _warn(message: str) -> None:
@@ -31,28 +30,20 @@ def _loader_hot_fraction(name: str, hot_fraction: float | None) -> float:
     return spec.gpu_share
 
 
-def _plan_paper_scale(args, hot_fraction: float, fanouts, batch_size: int, device) -> None:
+def _plan_paper_scale(cell, hidden: int, device) -> None:
     """For a paper-scale preset (``gpu_built``): the run's memory plan, shown and checked before the dataset is
     opened (``suite.datasets.memory_plan``)."""
-    from suite.datasets.build import is_real_ogb
     from suite.datasets.cache import cache_root
-    from suite.datasets.memory_plan import (
-        RunSetting,
-        check,
-        render,
-        run_needs,
-        this_machine,
-    )
-    from suite.datasets.presets import get_preset
+    from suite.datasets.memory_plan import check, render, this_machine
+    from suite.sweep.cells import is_paper_scale, run_needs_of
 
-    if is_real_ogb(args.dataset) or not get_preset(args.dataset).gpu_built:
+    if not is_paper_scale(cell.dataset):
         return
-    setting = RunSetting(args.loader, hot_fraction, args.sampling == "gpu", batch_size, tuple(fanouts), args.hidden)
-    needs = run_needs(get_preset(args.dataset), setting)
+    needs = run_needs_of(cell, hidden)
     machine = this_machine(cache_root())
-    print(render(f"{args.dataset} with loader {args.loader}, {args.sampling} sampling: what the run needs", needs,
+    print(render(f"{cell.dataset} with loader {cell.loader}, {cell.sampling} sampling: what the run needs", needs,
                  machine))
-    check(args.dataset, needs, machine, needs_gpu=device.type == "cuda")
+    check(cell.dataset, needs, machine, needs_gpu=device.type == "cuda")
 
 
 def _cmd_train(args) -> int:
@@ -78,7 +69,7 @@ def _cmd_train(args) -> int:
     cell = Cell(args.dataset, args.loader, hot_fraction, fanouts, args.scorer or "none", args.sampling,
                 batch_size=batch_size, regime=regime)
     check_device(args.sampling, device)
-    _plan_paper_scale(args, hot_fraction, fanouts, batch_size, device)
+    _plan_paper_scale(cell, args.hidden, device)
     try:
         dataset = open_dataset(cell, args.ogb_root, progress=not args.quiet)
     except KeyboardInterrupt:  # a cache entry being built is removed on the way out (suite.datasets.cache)

@@ -21,11 +21,23 @@ from suite.datasets import entry_path, get_preset
 from suite.datasets import regime as regimes
 from suite.datasets.build import is_real_ogb
 from suite.datasets.cache import cache_root
-from suite.datasets.memory_plan import PlanDoesNotFit, RunSetting, check, run_needs, this_machine
+from suite.datasets.memory_plan import (
+    PlanDoesNotFit,
+    RunSetting,
+    check,
+    run_needs,
+    this_machine,
+)
 from suite.datasets.regime import default_fanouts
 from suite.errors import BadValue
 from suite.experiments.sweeps import EXPERIMENTS
-from suite.registry import DEFAULT_HOST_FRACTION, LOADERS, SCORERS, loader, reordered_loaders
+from suite.registry import (
+    DEFAULT_HOST_FRACTION,
+    LOADERS,
+    SCORERS,
+    loader,
+    reordered_loaders,
+)
 from suite.training.sampling import SAMPLING, check_device
 
 
@@ -140,18 +152,29 @@ def check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distr
     check_memory_plans(todo, device)
 
 
+def is_paper_scale(dataset: str) -> bool:
+    """Whether ``dataset`` is a ``gpu_built`` preset, whose runs are planned against memory first."""
+    return not is_real_ogb(dataset) and get_preset(dataset).gpu_built
+
+
+def run_needs_of(cell: Cell, hidden: int = RunSetting.hidden) -> list:
+    """What training ``cell`` on its paper-scale dataset needs of the machine (``suite.datasets.memory_plan``), with a
+    model of ``hidden`` units (the trainer's default unless told)."""
+    setting = RunSetting(cell.loader, cell.hot_fraction, cell.sampling == "gpu", cell.batch_size, tuple(cell.fanouts),
+                         hidden)
+    return run_needs(get_preset(cell.dataset), setting)
+
+
 def check_memory_plans(todo: list[Cell], device) -> None:
     """Every cell on a paper-scale dataset (``gpu_built``) against this machine's memory, before any dataset is
     opened (``suite.datasets.memory_plan``): the first that does not fit is refused, naming the cell and both sizes."""
-    paper_scale = [cell for cell in todo if not is_real_ogb(cell.dataset) and get_preset(cell.dataset).gpu_built]
+    paper_scale = [cell for cell in todo if is_paper_scale(cell.dataset)]
     if not paper_scale:
         return
     machine = this_machine(cache_root())
     for cell in paper_scale:
-        setting = RunSetting(cell.loader, cell.hot_fraction, cell.sampling == "gpu", cell.batch_size, tuple(cell.fanouts))
         try:
-            check(cell.dataset, run_needs(get_preset(cell.dataset), setting), machine,
-                  needs_gpu=str(device).startswith("cuda"))
+            check(cell.dataset, run_needs_of(cell), machine, needs_gpu=str(device).startswith("cuda"))
         except PlanDoesNotFit as err:
             raise PlanDoesNotFit(f"cell {cell.describe()}: {err}") from None
 
