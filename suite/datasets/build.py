@@ -53,6 +53,7 @@ from suite.datasets.node_data import (
     NO_LABEL,
     random_splits,
     synthesize_features,
+    table_centroids,
     visible_labels,
 )
 from suite.datasets.presets import Preset, get_preset
@@ -180,9 +181,9 @@ def generate_labels(preset: Preset, classes: np.ndarray):
     return visible_labels(classes, splits), splits
 
 
-def _features(preset: Preset, graph: CSRGraph, classes: np.ndarray, out=None, first: int = 0):
+def _features(preset: Preset, graph: CSRGraph, classes: np.ndarray, out=None, first: int = 0, centroids=None):
     return synthesize_features(graph, classes, preset.feature_dim, preset.signal, preset.neighbor_signal,
-                               preset.sub_seed("features"), out=out, first=first)
+                               preset.sub_seed("features"), out=out, first=first, centroids=centroids)
 
 
 def feature_chunks(preset: Preset, graph: CSRGraph, classes: np.ndarray, progress: bool = False):
@@ -191,8 +192,9 @@ def feature_chunks(preset: Preset, graph: CSRGraph, classes: np.ndarray, progres
     rows = max(1, FEATURE_CHUNK_BYTES // (4 * preset.feature_dim))
     buffer = np.empty((min(rows, n), preset.feature_dim), dtype=np.float32)
     firsts = range(0, n, rows)
+    centroids = table_centroids(classes, preset.feature_dim, preset.sub_seed("features"))
     for first in tqdm(firsts, desc="features", unit="chunk", leave=False, disable=not progress or len(firsts) < 2):
-        yield _features(preset, graph, classes, out=buffer[: min(rows, n - first)], first=first)
+        yield _features(preset, graph, classes, out=buffer[: min(rows, n - first)], first=first, centroids=centroids)
 
 
 def generate_arrays(preset: Preset):

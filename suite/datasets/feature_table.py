@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from suite.datasets import host_copy
 from suite.datasets.host_copy import page_aligned_empty
-from suite.datasets.node_data import synthesize_features
+from suite.datasets.node_data import synthesize_features, table_centroids
 
 
 def generate_feature_table(graph, classes, dim: int, signal: float, neighbor_signal: float, seed: int, *,
@@ -62,10 +62,11 @@ def _fill(table: torch.Tensor, graph, classes: np.ndarray, dim: int, signal: flo
     rows = max(1, host_copy.CHUNK_BYTES // (4 * dim))
     if device is None:
         staging = None if dtype == torch.float32 else torch.empty((min(rows, n), dim), dtype=torch.float32)
+        centroids = table_centroids(classes, dim, seed)
 
         def fill(out, first):
             synthesize_features(graph, classes, dim, signal, neighbor_signal, seed, out=out.numpy(), first=first,
-                                noise_ids=noise_ids)
+                                noise_ids=noise_ids, centroids=centroids)
     else:
         from suite.datasets.node_data_cuda import FeatureRows
 

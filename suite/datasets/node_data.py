@@ -72,8 +72,13 @@ def checked_noise_ids(noise_ids, num_nodes: int):
     return noise_ids
 
 
+def table_centroids(classes: np.ndarray, dim: int, seed: int) -> np.ndarray:
+    """The class centroids a table drawn around ``classes`` uses: one per class up to the largest present."""
+    return class_centroids(int(classes.max()) + 1, dim, seed)
+
+
 def synthesize_features(graph, classes, dim: int, signal: float, neighbor_signal: float, seed: int, out=None,
-                        first: int = 0, noise_ids=None):
+                        first: int = 0, noise_ids=None, centroids=None):
     """Float32 features of shape (N, dim), or rows ``first`` to ``first + len(out) - 1`` of them into ``out``.
 
     Row v depends on v, its list and the seed only, so the table can be made
@@ -85,12 +90,16 @@ def synthesize_features(graph, classes, dim: int, signal: float, neighbor_signal
     table (row i = old row ``new_to_old[i]``) without the old one: equal to it
     within float32 rounding, since each neighbour mean adds the same terms in
     the renamed list's order.
+
+    ``centroids`` are ``table_centroids(classes, dim, seed)``, given by a caller that makes a table a chunk at a
+    time, so that each chunk does not read every node's class again to find how many there are.
     """
     if out is None:
         out = np.empty((graph.num_nodes - first, dim), dtype=np.float32)
     check_rows(first, len(out), graph.num_nodes)
     noise_ids = checked_noise_ids(noise_ids, graph.num_nodes)
-    centroids = class_centroids(int(classes.max()) + 1, dim, seed)
+    if centroids is None:
+        centroids = table_centroids(classes, dim, seed)
     _features_kernel(
         graph.indptr.numpy(), graph.indices.numpy(), classes, centroids, signal, neighbor_signal, np.uint64(seed),
         first, noise_ids, out,

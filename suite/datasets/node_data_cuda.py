@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from numba import cuda
 
-from suite.datasets.node_data import check_rows, checked_noise_ids, class_centroids
+from suite.datasets.node_data import check_rows, checked_noise_ids, table_centroids
 from tiering.sampling.fused import kernel_array
 from tiering.sampling.fused_kernels import SIMULATED, THREADS, uniform
 
@@ -82,7 +82,7 @@ class FeatureRows:
         self.num_nodes, self.dim = graph.num_nodes, dim
         classes = np.asarray(classes)
         noise_ids = checked_noise_ids(noise_ids, graph.num_nodes)
-        centroids = class_centroids(int(classes.max()) + 1, dim, seed)
+        centroids = table_centroids(classes, dim, seed)
         self._arrays = [torch.as_tensor(a).to(self.device) for a in (graph.indptr, graph.indices, classes, centroids)]
         self._scalars = (float(signal), float(neighbor_signal), np.uint64(seed))
         self._noise_ids = None if noise_ids is None else torch.from_numpy(noise_ids).to(self.device)
