@@ -150,6 +150,15 @@ def minibatches(fanout_help: str, seed_help: str) -> argparse.ArgumentParser:
     return parent
 
 
+def minibatch_limit() -> argparse.ArgumentParser:
+    """``--minibatches N``: time only the first N minibatches of every epoch (and of every validation pass)."""
+    parent = parent_parser()
+    parent.add_argument("--minibatches", type=integer, help="time only the first N minibatches of every epoch, "
+                        "at least 1, and validate on their seeds alone (recorded per row: batches, epoch_batches, "
+                        "batch_limit; default: whole epochs)")
+    return parent
+
+
 def traces(epochs: int, epochs_help: str) -> list[argparse.ArgumentParser]:
     """The options of a command that records an access trace of sampled minibatches and replays it."""
     parent = parent_parser()

@@ -121,7 +121,7 @@ def _run_arguments(run) -> None:
         hot_tier_loaders,
     )
 
-    run.take(options.ogb_root(), options.quiet())
+    run.take(options.ogb_root(), options.quiet(), options.minibatch_limit())
     run.add_argument("--experiment", required=True, help="a predefined sweep (demo, fig8, fig10, fig11, pipeline, disk), or a "
                      "new name of letters, digits, '.', '_' and '-' (then give --datasets and --loaders); its records "
                      "are <runs>/<experiment>.csv")
@@ -148,8 +148,6 @@ def _run_arguments(run) -> None:
     run.add_argument("--seed", type=options.seed, default=0)
     run.add_argument("--rerun", action="store_true", help="measure cells again even when recorded")
     run.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training (recorded per row)")
-    run.add_argument("--minibatches", type=options.integer, help="time only the first N minibatches of every epoch, "
-                     "at least 1 (recorded per row: batches, epoch_batches, batch_limit; default: whole epochs)")
     run.add_argument("--runs", default=RUNS_DIR, help="directory of the records CSVs (the committed ones are in "
                      "results/runs)")
     run.add_argument("--gpus", type=options.positive_int, help="run on G processes, one per GPU, launched with torchrun "

@@ -53,12 +53,13 @@ def _cmd_train(args) -> int:
     from suite.datasets.regime import default_fanouts
     from suite.figures.training import write_training_report
     from suite.registry import loader
-    from suite.sweep.cells import Cell
+    from suite.sweep.cells import Cell, check_batch_limit
     from suite.sweep.run import cell_variant, open_dataset, train_cell
     from suite.training.sampling import check_device
     from suite.training.trainer import majority_accuracy
 
     hot_fraction = _loader_hot_fraction(args.loader, args.hot_fraction)
+    check_batch_limit(args.minibatches)
     device = torch.device(args.device)  # checked by main
     if args.scorer is None and loader(args.loader).reordered:
         args.scorer = DEFAULT_SCORER
@@ -89,19 +90,20 @@ def _cmd_train(args) -> int:
     def report(r) -> None:
         finished.append(r)
         print(
-            f"epoch {r.epoch}: loss {r.loss:.3f}  valid acc {r.valid_accuracy:.3f}  "
+            f"epoch {r.epoch}: {r.batches} of {r.epoch_batches} minibatches  loss {r.loss:.3f}  "
+            f"valid acc {r.valid_accuracy:.3f}  "
             f"sample {r.sample_s:.2f}s gather {r.gather_s:.2f}s train {r.train_s:.2f}s  epoch {r.epoch_s:.2f}s  "
             f"hit ratio {r.hit_ratio:.3f}  PCIe model {r.pcie_payload_bytes / 1e6:.1f} MB"
         )
 
     settings = {"dataset": args.dataset, "scorer": args.scorer or "none", "fanouts": ",".join(map(str, fanouts)),
                 "batch_size": batch_size, "regime": regime, "sampling": args.sampling, "loader": args.loader,
-                "hot_fraction": hot_fraction,
+                "hot_fraction": hot_fraction, "batch_limit": args.minibatches,
                 "majority_valid_accuracy": majority}
     try:
         train_cell(cell, dataset, epochs=args.epochs, device=device, seed=args.seed, pipeline=args.pipeline,
                    progress=not args.quiet, variant=cell_variant(cell, dataset, device), on_epoch=report,
-                   model=dict(hidden=args.hidden, dropout=args.dropout, lr=args.lr))
+                   batch_limit=args.minibatches, model=dict(hidden=args.hidden, dropout=args.dropout, lr=args.lr))
     except KeyboardInterrupt:  # the epochs that finished are kept, as a sweep keeps its finished cells
         kept = "nothing written"
         if args.out and finished:
@@ -148,7 +150,7 @@ def _train_arguments(train) -> None:
     train.take(options.dataset(),
                options.minibatches("neighbours per layer from the seeds out, e.g. 12,12,12 (default: the dataset's)",
                                    "seed of the model and the minibatches"),
-               options.ogb_root(), options.quiet())
+               options.ogb_root(), options.quiet(), options.minibatch_limit())
     train.add_argument("--epochs", type=options.positive_int, default=3, help="training epochs")
     train.add_argument("--scorer", choices=list(SCORERS), help="train on the dataset reordered by this scorer "
                        f"(default: {DEFAULT_SCORER} for {', '.join(reordered_loaders())}, which needs a reordered "

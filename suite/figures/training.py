@@ -18,7 +18,8 @@ def write_training_report(results, settings: dict, out_dir, device) -> list[Path
     if settings["loader"] != "in-memory":
         name += f"-{settings['loader']}"
     md, csv = out_dir / f"{name}.md", out_dir / f"{name}.csv"
-    described = ", ".join(f"{k} {v}" for k, v in settings.items() if k != "majority_valid_accuracy")
+    described = ", ".join(f"{k} {v}" for k, v in settings.items()
+                          if k != "majority_valid_accuracy" and v is not None)  # batch_limit None: whole epochs
     atomic.write_text(
         md,
         f"# GraphSAGE training, {settings['dataset']}\n\n{caption(record)}.\n{described}.\n"

@@ -110,6 +110,11 @@ def check_count(value, least: int, option: str) -> int:
     return value
 
 
+def check_batch_limit(batch_limit: int | None) -> int | None:
+    """The minibatches each epoch stops at (``--minibatches``), at least 1; None: whole epochs."""
+    return None if batch_limit is None else check_count(batch_limit, 1, "minibatches per epoch (--minibatches)")
+
+
 def _check_dataset(name: str, ogb_root) -> None:
     """Refuse a dataset that is neither a preset nor a real OGB dataset under ``ogb_root``, without building it."""
     if is_real_ogb(name):

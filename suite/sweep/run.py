@@ -51,7 +51,13 @@ from suite.experiments.sweeps import EXPERIMENTS
 from suite.io.provenance import provenance
 from suite.registry import LOADERS, create_distributed_loader, create_loader
 from suite.sweep import RUNS_DIR
-from suite.sweep.cells import Cell, check_cells, check_count, sweep_cells
+from suite.sweep.cells import (
+    Cell,
+    check_batch_limit,
+    check_cells,
+    check_count,
+    sweep_cells,
+)
 from suite.sweep.records import (
     check_writable,
     read_records,
@@ -244,8 +250,7 @@ def plan_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None
     warmup = check_count(warmup if warmup is not None else preset.get("warmup", 1), 0, "warmup (--warmup)")
     if batch_size is not None:
         batch_size = check_count(batch_size, 1, "batch size (--batch-size)")
-    if batch_limit is not None:
-        batch_limit = check_count(batch_limit, 1, "minibatches per epoch (--minibatches)")
+    batch_limit = check_batch_limit(batch_limit)
     todo = sweep_cells(experiment, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions,
                        host_fractions=host_fractions, fanouts=fanouts,
                        samplings=samplings, scorer=scorer, regime=regime, batch_size=batch_size)

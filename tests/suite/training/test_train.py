@@ -1,6 +1,7 @@
 """GraphSAGE training through the loader interface, and measured reuse (Figures 7 and 9)."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -156,6 +157,21 @@ def test_train_command_prints_epochs_and_writes_a_table(tiny, tmp_path, capsys):
         main(["train", "--dataset", "tiny", "--fanout", "5,x"])
     assert exit_info.value.code == 2
     assert "fanouts are comma-separated integers" in capsys.readouterr().err
+
+
+def test_train_times_the_first_minibatches_of_each_epoch_when_asked(tiny, tmp_path, capsys):
+    argv = ["train", "--dataset", "tiny", "--epochs", "2", "--fanout", "5,5", "--batch-size", "64", "-q"]
+    assert main(argv + ["--minibatches", "3", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    whole = -(-len(tiny.splits["train"]) // 64)
+    assert whole > 3 and f"epoch 1: 3 of {whole} minibatches" in out
+    table = pd.read_csv(tmp_path / "train-tiny.csv")
+    assert list(table["batches"]) == [3, 3] and list(table["epoch_batches"]) == [whole, whole]
+    assert list(table["batch_limit"]) == [3, 3]
+    assert "batch_limit 3" in (tmp_path / "train-tiny.md").read_text()
+    assert main(argv + ["--minibatches", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err == "tierbench: error: minibatches per epoch (--minibatches) must be an integer of at least 1, got 0\n"
 
 
 @pytest.mark.parametrize("loader_name", ["in-memory", "cpu-gather", "uva"])
