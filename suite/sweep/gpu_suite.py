@@ -371,12 +371,15 @@ def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), o
     echo(f"gpu-suite for {gpu or device_name('cpu') + ' (no CUDA GPU visible)'}: results in {folder}; "
          + describe_estimates([estimate(step, state) for step in steps]))
     if dry_run:
-        planned = frozenset()
+        planned, seconds = frozenset(), 0
         for step in steps:
             run, why = decide(step, state, gpu=gpu, rerun=rerun, skip=skip, planned=planned)
             planned |= {step.name} if run else set()
+            seconds += estimate(step, state).seconds if run else 0
             echo(f"{step.name}: {'would run' if run else 'would skip'} ({why}); {estimate(step, state)}\n"
                  f"    $ {shlex.join(step.command)}")
+        echo(f"would run {len(planned)} of {len(steps)} steps: ~{seconds} s ({seconds / 60:.1f} min) by the "
+             "estimates above")
         return 0
     folder.mkdir(parents=True, exist_ok=True)
     lock = filelock.FileLock(str(folder / f"{STATE_FILE}.lock"))

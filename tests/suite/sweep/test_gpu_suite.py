@@ -63,7 +63,7 @@ def test_the_dry_run_lists_every_step_in_order_with_its_command(tmp_path, fake_g
     lines = []
     assert _suite(tmp_path, lines, dry_run=True) == 0
     assert runner.names == [] and not (tmp_path / "gpu").exists()  # nothing ran, nothing was written
-    steps = [line.split(":")[0] for line in lines[1:] if not line.startswith(" ")]
+    steps = [line.split(":")[0] for line in lines[1:-1] if not line.startswith(" ")]
     assert steps == STEPS
     text = "\n".join(lines)
     assert f"results in {tmp_path / 'gpu' / 'cuda-fake-gpu-80gb'}" in lines[0]
@@ -305,6 +305,14 @@ def test_the_time_budget_plans_with_the_measured_time_where_there_is_one(tmp_pat
     assert _suite(tmp_path, lines, max_minutes=budget, rerun=["gpu-tests"]) == 0
     assert runner.names == ["doctor"]
     assert any(line.startswith("[stop] gpu-tests: its ~600 s, measured would pass") for line in lines)
+
+
+def test_the_dry_run_ends_with_the_time_of_the_steps_it_would_run(tmp_path, fake_gpu, runner):
+    _fake_state(tmp_path, {"gpubench": 12.3})
+    lines = []
+    assert _suite(tmp_path, lines, dry_run=True, only=["gpu-tests", "gpubench", "doctor"], rerun=["gpubench"]) == 0
+    seconds = gpu_suite.TYPED_S["doctor"] + gpu_suite.TYPED_S["gpu-tests"] + 13
+    assert lines[-1] == f"would run 3 of {len(STEPS)} steps: ~{seconds} s ({seconds / 60:.1f} min) by the estimates above"
 
 
 def test_a_step_that_failed_last_time_is_planned_with_its_typed_time(tmp_path, fake_gpu, runner):
