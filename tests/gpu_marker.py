@@ -3,8 +3,9 @@
 Without a CUDA GPU such a test is skipped ("needs a CUDA GPU"), so the suite
 runs anywhere.  With ``TIERBENCH_REQUIRE_GPU=1`` in the environment (``tierbench
 gpu-suite`` sets it for its steps) a missing GPU fails the test instead: a run
-meant to exercise the GPU can never pass with every GPU test skipped.
-"""
+meant to exercise the GPU can never pass with every GPU test skipped.  A GPU
+test that finds the GPU short of something else it needs (NVML's counters)
+calls ``unusable``, which skips or fails it the same way."""
 
 from __future__ import annotations
 
@@ -24,8 +25,12 @@ def pytest_runtest_setup(item):
         return
     import torch
 
-    if torch.cuda.is_available():
-        return
+    if not torch.cuda.is_available():
+        unusable("needs a CUDA GPU", "none is visible")
+
+
+def unusable(need: str, why: str):
+    """Skip a GPU test that finds the GPU short of what it ``need``s, for ``why``; fail it with ``REQUIRE_GPU=1``."""
     if os.environ.get(REQUIRE_GPU) == "1":
-        pytest.fail(f"needs a CUDA GPU, and none is visible while {REQUIRE_GPU}=1", pytrace=False)
-    pytest.skip("needs a CUDA GPU")
+        pytest.fail(f"{need}, and {why} while {REQUIRE_GPU}=1", pytrace=False)
+    pytest.skip(f"{need}: {why}")

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from suite.measure.pcie import SCOPE, PCIeCounter, link_bytes_per_second
+from tests.gpu_marker import unusable
 
 RX, TX = 198, 197
 UINT, ULL, DOUBLE = 1, 3, 0
@@ -199,8 +200,8 @@ def test_on_a_gpu_the_counter_is_the_cuda_devices_and_sees_a_host_to_device_copy
 
     device = torch.device("cuda", torch.cuda.current_device())
     counter = PCIeCounter(device)
-    if not counter.available:
-        pytest.skip(counter.reason)  # NVML or the fields missing here: recorded as unavailable, as tested above
+    if not counter.available:  # NVML or the fields missing here: recorded as unavailable, as tested above
+        unusable("needs NVML's PCIe counters of the GPU", counter.reason)
     import pynvml
 
     info = pynvml.nvmlDeviceGetPciInfo(counter._handle)
