@@ -13,8 +13,11 @@ from suite.io.provenance import caption, git_revision, provenance, source_digest
 
 def test_provenance_names_device_revision_and_time():
     record = provenance()
-    if not torch.cuda.is_available():
-        assert record["device"].startswith("cpu: ")  # a CPU number is never labelled as a GPU one
+    if torch.cuda.is_available():  # the default device is the GPU where there is one
+        assert record["device"] == f"cuda: {torch.cuda.get_device_name()}"
+    else:
+        assert record["device"].startswith("cpu: ")
+    assert provenance("cpu")["device"].startswith("cpu: ")  # a CPU number is never labelled as a GPU one
     assert record["time"].endswith("+00:00")
     head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
     if head.returncode == 0:
