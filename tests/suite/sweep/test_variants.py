@@ -76,14 +76,28 @@ def test_without_records_the_default_is_launched_and_the_record_says_so(tmp_path
 
 
 @pytest.mark.gpu
-def test_the_tiered_loader_launches_the_chosen_variant_on_the_gpu(tmp_path, monkeypatch, tiny):
+def test_the_tiered_loader_launches_the_chosen_variant_on_the_gpu(tmp_path, monkeypatch):
+    from suite.datasets.reordered import load_reordered
+    from suite.sweep import run as harness
     from suite.sweep.cells import Cell
-    from suite.sweep.run import cell_variant
+    from tiering.features import combined
 
     monkeypatch.chdir(tmp_path)
     _write(tmp_path, device_name("cuda"))
-    cell = Cell("tiny", "tiered", 0.1, (5, 5), "wrpr")
-    assert cell_variant(cell, tiny, "cuda").variant == "aligned"
+    launched, launch = [], combined.launch_gather
+
+    def recorded_launch(*args, **options):
+        launched.append(options["variant"])
+        launch(*args, **options)
+
+    monkeypatch.setattr(combined, "launch_gather", recorded_launch)
+    reordered = load_reordered("tiny", "wrpr", progress=False)
+    # every row hot: the records' hot-tier variant, not the default the cold tier's would coincide with
+    cell = Cell("tiny", "tiered", 1.0, (5, 5), "wrpr", batch_size=256)
+    rows = harness.run_cell(cell, reordered, epochs=1, warmup=0, device="cuda", seed=0, pipeline=False, progress=False,
+                            batch_limit=2)
+    assert DEFAULT_VARIANT != "wide" and {row["kernel_variant"] for row in rows} == {"wide"}
+    assert launched and set(launched) == {"wide"}
 
 
 def test_a_cell_s_variant_is_worked_out_once_and_launched_as_recorded(tmp_path, monkeypatch, tiny):
