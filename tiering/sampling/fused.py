@@ -53,7 +53,10 @@ The graph lives in GPU memory (``graph_memory="gpu"``, copied once) or stays
 in pinned host memory read over PCIe (``"host"``, UVA sampling:
 ``tiering.features.zero_copy.mapped_graph``).  Kernels are launched on
 torch's current stream and take torch tensors (``cuda.as_cuda_array``), so
-the minibatch's tensors are torch CUDA tensors.
+the minibatch's tensors are torch CUDA tensors.  numba wraps streams and
+launches kernels in the current CUDA context, so the sampler makes its own
+device current around them (a sampler on ``cuda:1`` in a thread where
+``cuda:0`` is current).
 
 Why numba-cuda (``numba.cuda``): the kernels are Python, like the CPU
 sampler's numba kernels, and numba's CUDA simulator
@@ -71,6 +74,7 @@ importing this module costs nothing and fixes no simulator choice.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import numpy as np
@@ -106,17 +110,26 @@ def kernel_array(tensor: torch.Tensor):
     return tensor.numpy()
 
 
+def _on_device(device: torch.device):
+    """``device`` made the current CUDA device for what is done inside (nothing on a CPU): numba wraps streams and
+    arrays, and launches kernels, in the current CUDA context, not in that of the tensors' device."""
+    return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+
+
 def _stream(device: torch.device):
     """torch's current stream on ``device`` as numba's launch stream (0, the default, under the simulator)."""
     if device.type != "cuda":
         return 0
     from numba import cuda
 
-    return cuda.external_stream(torch.cuda.current_stream(device).cuda_stream)
+    with _on_device(device):
+        return cuda.external_stream(torch.cuda.current_stream(device).cuda_stream)
 
 
-def _launch(kernel, blocks: int, threads: int, stream, *args) -> None:
-    kernel[blocks, threads, stream](*(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args))
+def _launch(kernel, blocks: int, threads: int, stream, device: torch.device, *args) -> None:
+    """``kernel`` on ``blocks`` x ``threads`` in ``stream`` of ``device``, its tensor arguments as numba arrays."""
+    with _on_device(device):
+        kernel[blocks, threads, stream](*(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args))
 
 
 def _capacity(distinct: int, max_load: float) -> int:
@@ -144,14 +157,15 @@ def _relabel(k, stream, frontier, counts, width, sampled, slots, positions, stal
     offsets = torch.empty(rows + 1, dtype=torch.int64, device=device)
     ranks = torch.empty(rows * width, dtype=torch.int64, device=device)
     totals = torch.empty(2, dtype=torch.int64, device=device)
-    _launch(k.scan, 1, k.SCAN_THREADS, stream, counts, width, len(frontier), slots, positions, offsets, ranks, totals)
+    _launch(k.scan, 1, k.SCAN_THREADS, stream, device, counts, width, len(frontier), slots, positions, offsets, ranks,
+            totals)
     num_edges, num_new = totals.tolist()
     nodes = torch.empty(len(frontier) + num_new, dtype=torch.int64, device=device)
     edges = torch.empty((2, num_edges), dtype=torch.int64, device=device)
     stale_keys, stale_positions, stale_slots = stale
     grid = _blocks(max(rows * width, len(frontier), len(stale_slots)), k.THREADS)
-    _launch(k.write, grid, k.THREADS, stream, frontier, counts, width, sampled, slots, positions, offsets, ranks,
-            nodes, edges, stale_keys, stale_positions, stale_slots)
+    _launch(k.write, grid, k.THREADS, stream, device, frontier, counts, width, sampled, slots, positions, offsets,
+            ranks, nodes, edges, stale_keys, stale_positions, stale_slots)
     return nodes, edges
 
 
@@ -174,8 +188,8 @@ def append_new_nodes_hashed(frontier: torch.Tensor, neighbors: torch.Tensor,
     keys, positions = _table(_capacity(size, max_load), device)
     counts = torch.empty(len(neighbors), dtype=torch.int64, device=device)
     slots = torch.empty(size, dtype=torch.int64, device=device)
-    _launch(k.insert_all, _blocks(size, k.THREADS), k.THREADS, stream, frontier, neighbors, keys, positions, counts,
-            slots)
+    _launch(k.insert_all, _blocks(size, k.THREADS), k.THREADS, stream, device, frontier, neighbors, keys, positions,
+            counts, slots)
     no_stale = (keys, positions, torch.empty(0, dtype=torch.int64, device=device))
     nodes, edges = _relabel(k, stream, frontier, counts, 1, neighbors, slots, positions, no_stale, device)
     return nodes, edges[0]
@@ -274,8 +288,8 @@ class FusedNeighborSampler:
         counts = torch.empty(size, dtype=torch.int64, device=device)
         sampled = torch.empty(size * fanout, dtype=torch.int64, device=device)
         slots = torch.empty(size * (1 + fanout), dtype=torch.int64, device=device)
-        _launch(k.sample, _blocks(size, k.THREADS), k.THREADS, stream, self.graph.indptr, self.graph.indices, frontier,
-                fanout, seed, keys, positions, counts, sampled, slots)
+        _launch(k.sample, _blocks(size, k.THREADS), k.THREADS, stream, device, self.graph.indptr, self.graph.indices,
+                frontier, fanout, seed, keys, positions, counts, sampled, slots)
         other = self._tables[1 - self._current]
         nodes, edges = _relabel(k, stream, frontier, counts, fanout, sampled, slots, positions,
                                 (other[0], other[1], self._stale), device)

@@ -5,6 +5,8 @@ thread per CUDA thread, so the graphs here have tens to a few hundred nodes.  Wi
 kernels; those marked ``gpu`` only make sense there.
 """
 
+import contextlib
+import types
 import warnings
 
 import numpy as np
@@ -14,7 +16,7 @@ from numba import cuda
 
 from tiering import rng
 from tiering.graph.csr import CSRGraph
-from tiering.sampling import fused_kernels
+from tiering.sampling import fused, fused_kernels
 from tiering.sampling.fused import FusedNeighborSampler, append_new_nodes_hashed
 from tiering.sampling.neighbors import NeighborSampler, append_new_nodes
 
@@ -167,6 +169,35 @@ def test_bad_arguments_are_refused():
         FusedNeighborSampler(g, (2,)).sample(torch.tensor([1, 1]))
     with pytest.raises(ValueError, match="not a node id"):
         FusedNeighborSampler(g, (2,)).sample(torch.tensor([150]))
+
+
+def test_numba_stream_and_launches_are_made_with_the_samplers_device_current(monkeypatch):
+    # numba works in the current CUDA context: a sampler on cuda:1, in a thread where cuda:0 is current, must make
+    # cuda:1 current around wrapping torch's stream and around each launch (stand-ins for torch.cuda and numba here)
+    current = [0]
+
+    @contextlib.contextmanager
+    def device(index):
+        previous, current[0] = current[0], torch.device(index).index
+        try:
+            yield
+        finally:
+            current[0] = previous
+
+    seen = []
+    monkeypatch.setattr(torch.cuda, "device", device)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda index=None: types.SimpleNamespace(cuda_stream=7))
+    monkeypatch.setattr(cuda, "external_stream", lambda handle: seen.append(("stream", handle, current[0])) or handle,
+                        raising=False)
+
+    class Kernel:
+        def __getitem__(self, config):
+            return lambda *args: seen.append(("launch", config, args, current[0]))
+
+    on = torch.device("cuda", 1)
+    fused._launch(Kernel(), 2, 32, fused._stream(on), on, 5, np.uint64(3))
+    assert seen == [("stream", 7, 1), ("launch", (2, 32, 7), (5, np.uint64(3)), 1)]
+    assert current == [0]  # the thread's own device again afterwards
 
 
 @pytest.mark.gpu
