@@ -7,8 +7,10 @@ width, current and maximum, from NVML); which GPUs can access each other's
 memory (the multi-GPU tier of Data Tiering §4.2); the ``memlock`` limit and the
 size of ``/dev/shm`` (the multi-GPU host tier lives there); whether
 ``cudaHostRegister`` pins a buffer the size of the planned host tier; whether
-NVML's PCIe counters can be read; the measured ceilings (``suite.measure.ceilings``);
-and which of tierbench's dependencies are missing or too old.
+NVML's PCIe counters can be read; whether numba-cuda (NVVM, the fused sampler's
+kernels) and CuPy (NVRTC, the gather kernel) each compile and run a kernel on the
+GPU; the measured ceilings (``suite.measure.ceilings``); and which of
+tierbench's dependencies are missing or too old.
 
 Every probe runs on its own: an error inside one is reported in its row and
 the others still run.  Without CUDA the GPU rows say so and the rest is
@@ -215,6 +217,64 @@ def host_tier_bytes_of(dataset: str, hot_fraction: float) -> int:
     return (preset.num_nodes - hot_rows(preset.num_nodes, hot_fraction)) * preset.feature_dim * 4
 
 
+# ----------------------------------------------------------------- kernel compilers
+_ADD_ONE = r"""
+extern "C" __global__ void add_one(long long* values, long long n)
+{
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) values[i] += 1;
+}
+"""
+KERNEL_CHECK_SIZE = 256
+
+
+def _numba_add_one(device: torch.device) -> torch.Tensor:
+    """Compile (NVVM) and launch a kernel through numba-cuda on ``device``, as the fused sampler's are."""
+    import warnings
+
+    from numba import cuda
+    from numba.core.errors import NumbaPerformanceWarning
+
+    @cuda.jit
+    def add_one(values):
+        i = cuda.grid(1)
+        if i < values.size:
+            values[i] += 1
+
+    with torch.cuda.device(device), warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)  # one small block, on purpose
+        values = torch.arange(KERNEL_CHECK_SIZE, dtype=torch.int64, device=device)
+        add_one[1, KERNEL_CHECK_SIZE](cuda.as_cuda_array(values))
+        return values.cpu()
+
+
+def _cupy_add_one(device: torch.device) -> torch.Tensor:
+    """Compile (NVRTC) and launch a kernel through CuPy on ``device``, as the gather kernel is."""
+    import cupy
+
+    with cupy.cuda.Device(device.index):
+        values = cupy.arange(KERNEL_CHECK_SIZE, dtype=cupy.int64)
+        cupy.RawKernel(_ADD_ONE, "add_one")((1,), (KERNEL_CHECK_SIZE,), (values, cupy.int64(KERNEL_CHECK_SIZE)))
+        return torch.from_numpy(cupy.asnumpy(values))
+
+
+def _compiles_and_runs(add_one, device: torch.device) -> dict:
+    """Whether ``add_one(device)`` compiles, runs and adds one to every value, and how long that took."""
+    start = time.perf_counter()
+    values = add_one(device)
+    seconds = time.perf_counter() - start
+    if not torch.equal(values, torch.arange(1, KERNEL_CHECK_SIZE + 1)):
+        return {"ok": False, "error": "the kernel ran but its output is wrong"}
+    return {"ok": True, "seconds": seconds}
+
+
+def _kernel_compilers(device: torch.device) -> dict:
+    if device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return {name: _probe(_compiles_and_runs, add_one, device)
+            for name, add_one in (("numba-cuda", _numba_add_one), ("cupy", _cupy_add_one))}
+
+
 # ----------------------------------------------------------------- the profile
 def _ceilings(device: torch.device) -> dict:
     from suite.measure.ceilings import measure_ceilings
@@ -265,6 +325,7 @@ def run_doctor(out_dir=MACHINES_DIR, *, host_tier_bytes: int | None = None, meas
         "memlock": _probe(_memlock),
         "shm": _probe(_shm),
         "host_register": register,
+        "kernel_compilers": _kernel_compilers(device) if cuda else NO_GPU,
         "ceilings": ceilings,
         "missing_packages": _probe(missing_packages, cuda),
     }
@@ -335,6 +396,13 @@ def _register_line(register: dict) -> str:
     return f"{size}: failed: {register['error']}"
 
 
+def _compilers_line(compilers) -> str:
+    if isinstance(compilers, str):
+        return compilers
+    return "; ".join(f"{name} " + (_error(result) or f"compiled and ran a kernel, {result['seconds']:.2f} s")
+                     for name, result in compilers.items())
+
+
 def _ceilings_line(ceilings: dict) -> str:
     if "skipped" in ceilings:
         return ceilings["skipped"]
@@ -368,6 +436,7 @@ def format_profile(profile: dict) -> str:
     shm = profile["shm"]
     rows.append((SHM_PATH, _error(shm) or f"{_size(shm['size_bytes'])}, {_size(shm['free_bytes'])} free"))
     rows.append(("cudaHostRegister", _register_line(profile["host_register"])))
+    rows.append(("kernel compilers", _compilers_line(profile["kernel_compilers"])))
     rows.append(("ceilings", _ceilings_line(profile["ceilings"])))
     rows.append(("missing packages", _missing_line(profile["missing_packages"])))
     width = max(len(label) for label, _ in rows) + 2

@@ -8,6 +8,7 @@ import importlib.metadata
 import json
 import math
 import platform
+import re
 import sys
 import types
 
@@ -30,7 +31,7 @@ from suite.measure import doctor
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
 PROFILE_KEYS = {"format", "host", "time", "git_revision", "source_sha256", "device", "versions", "gpus", "peer_access",
-                "memlock", "shm", "host_register", "ceilings", "missing_packages"}
+                "memlock", "shm", "host_register", "kernel_compilers", "ceilings", "missing_packages"}
 
 
 def _row(table: str, label: str) -> str:
@@ -70,6 +71,7 @@ def test_without_cuda_the_gpu_rows_say_so_and_nothing_is_measured(tmp_path, caps
     profile = json.loads((tmp_path / machine_profile_name()).read_text())
     assert profile["gpus"] == profile["peer_access"] == doctor.NO_GPU
     assert profile["ceilings"] == {"skipped": doctor.NO_GPU}
+    assert profile["kernel_compilers"] == doctor.NO_GPU and _row(out, "kernel compilers") == doctor.NO_GPU
     cold_rows = 1_048_576 - 262_144  # papers-s: 1,048,576 rows of 128 float32, a quarter of them hot
     assert profile["host_register"] == {"bytes": cold_rows * 128 * 4, "planned": True, "skipped": doctor.NO_GPU}
     assert f"{cold_rows * 512:,} bytes" in out
@@ -228,6 +230,16 @@ def fake_gpus(monkeypatch):
                 "d2d_copy_bytes_per_s": 1.45e12, "buffer_bytes": 512 << 20}
 
     monkeypatch.setattr(suite.measure.ceilings, "measure_ceilings", ceilings)
+
+    def numba_add_one(device):
+        seen["compiled on"] = device
+        return torch.arange(1, doctor.KERNEL_CHECK_SIZE + 1)
+
+    def cupy_add_one(device):
+        raise RuntimeError("NVRTC_ERROR_COMPILATION (6)")
+
+    monkeypatch.setattr(doctor, "_numba_add_one", numba_add_one)
+    monkeypatch.setattr(doctor, "_cupy_add_one", cupy_add_one)
     seen["nvml"] = nvml
     return seen
 
@@ -259,6 +271,17 @@ def test_gpu_branches_probe_every_gpu_and_keep_one_probe_error_in_its_row(fake_g
         ["peer", "access", "from", "\\", "to", "0", "1"], ["GPU", "0", "-", "yes"], ["GPU", "1", "no", "-"]]
     assert _row(table, "cudaHostRegister").startswith("3.0 MiB (the planned host tier): pinned and released")
     assert _row(table, "ceilings").startswith("H2D memcpy 55.1 GB/s, zero-copy read 35.2 GB/s, D2D copy 1450 GB/s")
+    assert fake_gpus["compiled on"] == torch.device("cuda:0")
+    assert profile["kernel_compilers"]["numba-cuda"]["ok"]
+    assert profile["kernel_compilers"]["cupy"] == {"error": "RuntimeError: NVRTC_ERROR_COMPILATION (6)"}
+    assert re.fullmatch(r"numba-cuda compiled and ran a kernel, \d+\.\d\d s; "
+                        r"cupy error: RuntimeError: NVRTC_ERROR_COMPILATION \(6\)", _row(table, "kernel compilers"))
+
+
+def test_a_kernel_that_runs_but_adds_wrongly_is_reported_as_such(fake_gpus, tmp_path, monkeypatch):
+    monkeypatch.setattr(doctor, "_numba_add_one", lambda device: torch.zeros(doctor.KERNEL_CHECK_SIZE, dtype=torch.int64))
+    profile, _ = doctor.run_doctor(tmp_path, measure=False)
+    assert profile["kernel_compilers"]["numba-cuda"] == {"ok": False, "error": "the kernel ran but its output is wrong"}
 
 
 def test_a_refused_registration_and_unmeasured_ceilings_are_reported(fake_gpus, tmp_path, monkeypatch):
@@ -325,3 +348,10 @@ def test_ceilings_are_measured_on_the_gpu(tmp_path):
     profile, _ = doctor.run_doctor(tmp_path, host_tier_bytes=64 << 20, measure=False)
     assert profile["host_register"]["ok"], profile["host_register"]
     assert all("error" not in gpu["pcie"] for gpu in profile["gpus"]), profile["gpus"]
+
+
+@pytest.mark.gpu
+def test_numba_cuda_and_cupy_each_compile_and_run_a_kernel_on_the_gpu():
+    compilers = doctor._kernel_compilers(torch.device("cuda"))
+    assert set(compilers) == {"numba-cuda", "cupy"}
+    assert all(result.get("ok") for result in compilers.values()), compilers
