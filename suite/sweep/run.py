@@ -280,8 +280,10 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
                        batch_limit=batch_limit)
     writer = not dist.is_initialized() or dist.get_rank() == 0
     datasets_loaded = {}  # (dataset, scorer) -> Dataset: each is opened and checksummed once per sweep
-    with contextlib.ExitStack() as pins, tqdm(sweep.cells, desc=experiment, unit="cell",
-                                              disable=not (progress and writer)) as bar:
+    pins = {}  # (dataset, scorer) -> the ExitStack that unpins its table (pinned_for_the_sweep)
+    with contextlib.ExitStack() as sweep_end, tqdm(sweep.cells, desc=experiment, unit="cell",
+                                                   disable=not (progress and writer)) as bar:
+        sweep_end.callback(lambda: _let_go(datasets_loaded, pins, datasets_loaded))
         for cell in bar:
             bar.set_postfix_str(cell.describe())
             if not rerun and _on_rank_zero(functools.partial(sweep.is_recorded, cell)):
@@ -290,11 +292,14 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
             if LOADERS[cell.loader].disk:
                 # another cell's rows gathered through a dataset's memory map stay mapped, and mapped pages stay in
                 # the page cache: a loader that reads from disk starts with no dataset open but its own
-                datasets_loaded.clear()
-                gc.collect()
+                _let_go(datasets_loaded, pins, datasets_loaded)
             if key not in datasets_loaded:
+                # a table made in memory (papers-100m's: 57 GB) is let go before another dataset is opened: the
+                # original order's and the reordered order's tables do not fit in host memory side by side
+                _let_go(datasets_loaded, pins, [k for k, d in datasets_loaded.items() if d.features_in_memory])
                 datasets_loaded[key] = open_dataset(cell, ogb_root, progress=False)
-                pins.enter_context(pinned_for_the_sweep(datasets_loaded[key], device))
+                pins[key] = contextlib.ExitStack()
+                pins[key].enter_context(pinned_for_the_sweep(datasets_loaded[key], device))
             rows = run_cell(cell, datasets_loaded[key], epochs=sweep.epochs, warmup=sweep.warmup, device=device,
                             seed=seed, pipeline=pipeline, progress=False, shm_dir=shm_dir, batch_limit=batch_limit)
             if writer:  # a rerun replaces the cell's earlier rows, chosen under the file's lock
@@ -302,11 +307,23 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
     return sweep.path, summarize_runs(read_records(sweep.path))
 
 
+def _let_go(datasets_loaded: dict, pins: dict, keys) -> None:
+    """Unpin the tables of the datasets ``keys`` of ``datasets_loaded`` and drop them, so that their memory is freed
+    before the next dataset is opened."""
+    keys = list(keys)
+    for key in keys:
+        pins.pop(key).close()
+        del datasets_loaded[key]
+    if keys:
+        gc.collect()
+
+
 @contextlib.contextmanager
 def pinned_for_the_sweep(dataset, device):
     """A feature table made in memory (``suite.datasets.generated``: papers-100m's 57 GB), page-locked in place once
-    for every cell of a one-process sweep on CUDA and unlocked after them: each zero-copy loader then finds it pinned
-    and leaves it so, instead of pinning it again per cell (Data Tiering §4.1).  Nothing happens elsewhere."""
+    for every cell of a one-process sweep on CUDA and unlocked after them (or when the sweep lets the dataset go to
+    open another): each zero-copy loader then finds it pinned and leaves it so, instead of pinning it again per cell
+    (Data Tiering §4.1).  Nothing happens elsewhere."""
     if torch.device(device).type != "cuda" or not dataset.features_in_memory or dist.is_initialized():
         yield
         return
