@@ -44,8 +44,8 @@ import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
-from suite.datasets import load_dataset
-from suite.datasets.reordered import load_reordered
+from suite.datasets import load_dataset, prepare_dataset
+from suite.datasets.reordered import load_reordered, prepare_reordered
 from suite.errors import BadValue
 from suite.experiments.sweeps import EXPERIMENTS
 from suite.io.provenance import provenance
@@ -171,13 +171,14 @@ def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int
     return [{**common, **r.as_record()} for r in results]
 
 
-def prepare_datasets(todo: list[Cell], ogb_root=None, progress: bool = True) -> dict:
-    """Open (generating or reordering first where needed) every dataset the cells use, once each."""
-    opened = {}
-    for cell in todo:
-        if (cell.dataset, cell.scorer) not in opened:
-            opened[cell.dataset, cell.scorer] = open_dataset(cell, ogb_root, progress)
-    return opened
+def prepare_datasets(todo: list[Cell], ogb_root=None, progress: bool = True) -> None:
+    """Generate and reorder, where they are not cached yet, the datasets the cells use, once each, without opening
+    them: a table made in memory (papers-100m's 57 GB) is made by each process that opens its dataset."""
+    for dataset, scorer in dict.fromkeys((cell.dataset, cell.scorer) for cell in todo):
+        if scorer != "none":
+            prepare_reordered(dataset, scorer, ogb_root=ogb_root, progress=progress)
+        else:
+            prepare_dataset(dataset, ogb_root=ogb_root, progress=progress)
 
 
 def _on_rank_zero(decide):

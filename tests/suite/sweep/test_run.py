@@ -316,3 +316,12 @@ def test_a_table_made_in_memory_is_unpinned_and_freed_before_another_dataset_is_
     assert events == [("open", "none", 0), ("pin", None), "cpu-gather", ("unpin", None),
                       ("open", "wrpr", 0), ("pin", "wrpr"), "tiered", ("unpin", "wrpr"),
                       ("open", "none", 0), ("pin", None), "uva", ("unpin", None)]
+
+
+def test_the_launcher_of_a_multi_process_run_prepares_its_datasets_without_opening_them(tiny, monkeypatch):
+    # opening a paper-scale dataset makes its 57 GB table in memory, which the launcher would hold while its
+    # processes make their own
+    monkeypatch.setattr(harness, "open_dataset", lambda *args, **kwargs: pytest.fail("a dataset was opened"))
+    todo = cells(["tiny"], ["cpu-gather", "tiered"], [0.1], [(5,)])
+    assert harness.prepare_datasets(todo, progress=False) is None
+    assert [cell.scorer for cell in todo] == ["none", "wrpr"]
