@@ -44,8 +44,8 @@ import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
-from suite.datasets import load_dataset
-from suite.datasets.reordered import load_reordered
+from suite.datasets import load_dataset, prepare_dataset
+from suite.datasets.reordered import load_reordered, prepare_reordered
 from suite.errors import BadValue
 from suite.experiments.sweeps import EXPERIMENTS
 from suite.io.provenance import provenance
@@ -171,13 +171,14 @@ def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int
     return [{**common, **r.as_record()} for r in results]
 
 
-def prepare_datasets(todo: list[Cell], ogb_root=None, progress: bool = True) -> dict:
-    """Open (generating or reordering first where needed) every dataset the cells use, once each."""
-    opened = {}
-    for cell in todo:
-        if (cell.dataset, cell.scorer) not in opened:
-            opened[cell.dataset, cell.scorer] = open_dataset(cell, ogb_root, progress)
-    return opened
+def prepare_datasets(todo: list[Cell], ogb_root=None, progress: bool = True) -> None:
+    """Generate and reorder, where they are not cached yet, the datasets the cells use, once each, without opening
+    them: a table made in memory (papers-100m's 57 GB) is made by each process that opens its dataset."""
+    for dataset, scorer in dict.fromkeys((cell.dataset, cell.scorer) for cell in todo):
+        if scorer != "none":
+            prepare_reordered(dataset, scorer, ogb_root=ogb_root, progress=progress)
+        else:
+            prepare_dataset(dataset, ogb_root=ogb_root, progress=progress)
 
 
 def _on_rank_zero(decide):
@@ -280,8 +281,10 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
                        batch_limit=batch_limit)
     writer = not dist.is_initialized() or dist.get_rank() == 0
     datasets_loaded = {}  # (dataset, scorer) -> Dataset: each is opened and checksummed once per sweep
-    with contextlib.ExitStack() as pins, tqdm(sweep.cells, desc=experiment, unit="cell",
-                                              disable=not (progress and writer)) as bar:
+    pins = {}  # (dataset, scorer) -> the ExitStack that unpins its table (pinned_for_the_sweep)
+    with contextlib.ExitStack() as sweep_end, tqdm(sweep.cells, desc=experiment, unit="cell",
+                                                   disable=not (progress and writer)) as bar:
+        sweep_end.callback(lambda: _let_go(datasets_loaded, pins, datasets_loaded))
         for cell in bar:
             bar.set_postfix_str(cell.describe())
             if not rerun and _on_rank_zero(functools.partial(sweep.is_recorded, cell)):
@@ -290,11 +293,14 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
             if LOADERS[cell.loader].disk:
                 # another cell's rows gathered through a dataset's memory map stay mapped, and mapped pages stay in
                 # the page cache: a loader that reads from disk starts with no dataset open but its own
-                datasets_loaded.clear()
-                gc.collect()
+                _let_go(datasets_loaded, pins, datasets_loaded)
             if key not in datasets_loaded:
+                # a table made in memory (papers-100m's: 57 GB) is let go before another dataset is opened: the
+                # original order's and the reordered order's tables do not fit in host memory side by side
+                _let_go(datasets_loaded, pins, [k for k, d in datasets_loaded.items() if d.features_in_memory])
                 datasets_loaded[key] = open_dataset(cell, ogb_root, progress=False)
-                pins.enter_context(pinned_for_the_sweep(datasets_loaded[key], device))
+                pins[key] = contextlib.ExitStack()
+                pins[key].enter_context(pinned_for_the_sweep(datasets_loaded[key], device))
             rows = run_cell(cell, datasets_loaded[key], epochs=sweep.epochs, warmup=sweep.warmup, device=device,
                             seed=seed, pipeline=pipeline, progress=False, shm_dir=shm_dir, batch_limit=batch_limit)
             if writer:  # a rerun replaces the cell's earlier rows, chosen under the file's lock
@@ -302,11 +308,23 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
     return sweep.path, summarize_runs(read_records(sweep.path))
 
 
+def _let_go(datasets_loaded: dict, pins: dict, keys) -> None:
+    """Unpin the tables of the datasets ``keys`` of ``datasets_loaded`` and drop them, so that their memory is freed
+    before the next dataset is opened."""
+    keys = list(keys)
+    for key in keys:
+        pins.pop(key).close()
+        del datasets_loaded[key]
+    if keys:
+        gc.collect()
+
+
 @contextlib.contextmanager
 def pinned_for_the_sweep(dataset, device):
     """A feature table made in memory (``suite.datasets.generated``: papers-100m's 57 GB), page-locked in place once
-    for every cell of a one-process sweep on CUDA and unlocked after them: each zero-copy loader then finds it pinned
-    and leaves it so, instead of pinning it again per cell (Data Tiering §4.1).  Nothing happens elsewhere."""
+    for every cell of a one-process sweep on CUDA and unlocked after them (or when the sweep lets the dataset go to
+    open another): each zero-copy loader then finds it pinned and leaves it so, instead of pinning it again per cell
+    (Data Tiering §4.1).  Nothing happens elsewhere."""
     if torch.device(device).type != "cuda" or not dataset.features_in_memory or dist.is_initialized():
         yield
         return

@@ -212,3 +212,14 @@ def test_gpubench_refuses_clearly_without_a_gpu(capsys, tmp_path):
     assert main(["gpubench", "--out", str(tmp_path)]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # no numbers were written
+
+
+def test_the_free_memory_a_hot_tier_is_checked_against_includes_what_torch_keeps_cached(monkeypatch):
+    # the caching allocator keeps what a sweep's earlier cell freed (its tier, its training) out of the driver's free
+    # memory until it is handed back
+    cached = {"bytes": 2**21}
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: cached.update(bytes=0))
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (2**21 - cached["bytes"], 2**30))
+    loader = CombinedTensor(torch.zeros(1024, 256), hot_rows=1024)
+    loader.device = torch.device("cuda")
+    loader._check_fits()  # 1 MiB of hot rows fits in the 2 MiB free once the cache is handed back

@@ -61,8 +61,11 @@ class HotTierTooLarge(MemoryError):
 def check_fits(need_bytes: int, device: torch.device, what: str, detail: str, fix: str) -> None:
     """Raise ``HotTierTooLarge`` unless ``need_bytes`` fit in the free memory of CUDA ``device``.
 
-    The message names ``what`` needs them, how they add up (``detail``) and what to change (``fix``).
+    The message names ``what`` needs them, how they add up (``detail``) and what to change (``fix``).  The
+    caching allocator first hands back the blocks it keeps unused (an earlier loader's tier, a finished cell's
+    training), which the driver's free memory would otherwise leave out.
     """
+    torch.cuda.empty_cache()
     free, _ = torch.cuda.mem_get_info(device)
     if need_bytes > free:
         raise HotTierTooLarge(

@@ -1,6 +1,8 @@
 """tierbench run / report: records with every field, resumable sweeps, tables with the paper beside ours."""
 
+import contextlib
 import dataclasses
+import weakref
 
 import pandas as pd
 import pytest
@@ -284,3 +286,42 @@ def test_a_table_made_in_memory_is_pinned_once_for_the_sweep_on_cuda_and_unpinne
         with harness.pinned_for_the_sweep(dataset, device):
             pass
     assert calls == []
+
+
+def test_a_table_made_in_memory_is_unpinned_and_freed_before_another_dataset_is_opened(tiny, tmp_path, monkeypatch):
+    # papers-100m's original order (cpu-gather, uva) and its reordered order (tiered) each make a 57 GB table in
+    # memory: two side by side do not fit in 128 GiB, so the sweep lets one go before it opens the other
+    real_open, real_run = harness.open_dataset, harness.run_cell
+    events, made = [], []
+
+    def open_made(cell, ogb_root=None, progress=True):
+        alive = [ref() for ref in made if ref() is not None]
+        events.append(("open", cell.scorer, len(alive)))
+        dataset = real_open(cell, ogb_root, progress=progress)
+        dataset = dataclasses.replace(dataset, manifest={**dataset.manifest, "generated_features": {"dtype": "float32"}})
+        made.append(weakref.ref(dataset))
+        return dataset
+
+    @contextlib.contextmanager
+    def pinned(dataset, device):
+        events.append(("pin", dataset.scorer))
+        yield
+        events.append(("unpin", dataset.scorer))
+
+    monkeypatch.setattr(harness, "open_dataset", open_made)
+    monkeypatch.setattr(harness, "pinned_for_the_sweep", pinned)
+    monkeypatch.setattr(harness, "run_cell", lambda cell, dataset, **kw: events.append(cell.loader) or real_run(
+        cell, dataset, **kw))
+    run_sweep("m", tmp_path, **dict(SWEEP, loaders=["cpu-gather", "tiered", "uva"], hot_fractions=[0.25]))
+    assert events == [("open", "none", 0), ("pin", None), "cpu-gather", ("unpin", None),
+                      ("open", "wrpr", 0), ("pin", "wrpr"), "tiered", ("unpin", "wrpr"),
+                      ("open", "none", 0), ("pin", None), "uva", ("unpin", None)]
+
+
+def test_the_launcher_of_a_multi_process_run_prepares_its_datasets_without_opening_them(tiny, monkeypatch):
+    # opening a paper-scale dataset makes its 57 GB table in memory, which the launcher would hold while its
+    # processes make their own
+    monkeypatch.setattr(harness, "open_dataset", lambda *args, **kwargs: pytest.fail("a dataset was opened"))
+    todo = cells(["tiny"], ["cpu-gather", "tiered"], [0.1], [(5,)])
+    assert harness.prepare_datasets(todo, progress=False) is None
+    assert [cell.scorer for cell in todo] == ["none", "wrpr"]
