@@ -32,7 +32,7 @@ from suite.datasets.presets import Preset
 from suite.errors import BadValue, UserError
 from suite.io.atomic import nearest_existing
 from suite.measure.host_memory import available_bytes, gib, memlock_bytes
-from tiering.graph.csr_sort import CPU_PART_ENTRIES
+from tiering.graph.csr_sort import BYTES_PER_PART_ENTRY, CPU_PART_ENTRIES
 
 HOST = "host RAM"
 GPU = "GPU memory"
@@ -51,8 +51,6 @@ EDGE_CHUNK_BYTES = 16 << 23
 PART_ENTRIES = 1 << 29
 """List entries sorted at once when the CSR is built by sorting on a GPU (``tiering.graph.csr_sort``; on the CPU,
 its ``CPU_PART_ENTRIES``)."""
-SORT_BYTES_PER_ENTRY = 32
-"""A part's sort: its int64 keys, the sorted keys and their int64 permutation, and a mask."""
 SAMPLED_BYTES_PER_ROW = 24
 """The sampler's buffers per sampled node: its int64 id and an int64 pair for the edge that reached it."""
 
@@ -130,7 +128,7 @@ def build_needs(preset: Preset, on_gpu: bool = True) -> list[Need]:
         Need(HOST, "generator's per-node arrays", GENERATOR_BYTES_PER_NODE * preset.num_nodes),
         Need(HOST, "scoring's transposed CSR, then the reordered CSR", preset.csr_bytes),
         Need(drawn_at, "generator's masses, list lengths", DRAW_BYTES_PER_NODE * preset.num_nodes),
-        Need(drawn_at, f"one part's sort ({part:,} entries)", SORT_BYTES_PER_ENTRY * part),
+        Need(drawn_at, f"one part's sort ({part:,} entries)", BYTES_PER_PART_ENTRY * part),
         Need(drawn_at, "one chunk of edges", EDGE_CHUNK_BYTES),
         Need(DISK, "CSR, labels and splits, twice (no feature table)", 2 * preset.disk_bytes),
     ]

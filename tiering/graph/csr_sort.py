@@ -14,9 +14,8 @@ on one GPU and only the finished lists cross to the host:
    a part of its own).
 3. For each part, draw every chunk again and keep the edges whose owner is in
    the range (self-loops dropped here already), as int64 keys
-   ``(owner - lo) * num_nodes + entry``.  One ``torch.sort`` orders the part
-   by owner and then by entry, ``torch.unique_consecutive`` drops the
-   duplicates, and the part's list lengths (``bincount`` of ``owner - lo``)
+   ``(owner - lo) * num_nodes + entry``.  One ``torch.unique`` orders the
+   part by owner and then by entry and drops the duplicates, and the part's list lengths (``bincount`` of ``owner - lo``)
    and entries (``key % num_nodes``, in the index dtype) are copied into their
    slices of the host arrays; parts come in owner order, so each part's
    entries follow the last one's.
@@ -36,9 +35,10 @@ from tiering.graph.csr import CSRGraph, index_dtype_for, indptr_from_counts
 CPU_PART_ENTRIES = 1 << 25
 """List entries sorted at once on the CPU (32M: about 1 GB of keys, sort output and permutation)."""
 BYTES_PER_PART_ENTRY = 32
-"""Device bytes one entry of a part takes: its key, the sort's output and permutation, and its index."""
+"""Device bytes one entry of a part takes: its key, the sorted copy, the radix sort's scratch and the distinct
+keys (``torch.unique`` without an inverse sorts the keys alone on CUDA, with no int64 permutation beside them)."""
 MAX_PART_ENTRIES = 1 << 30
-"""Most entries one ``torch.sort`` is given (well below the 2**31 a single sort call can index)."""
+"""Most entries one ``torch.unique`` is given (below the 2**31 - 1 its CUDA sort takes)."""
 
 
 def default_part_entries(device: torch.device | str) -> int:
@@ -102,9 +102,9 @@ def coalesced_csr(chunks, num_nodes: int, *, device: torch.device | str = "cpu",
 
     ``part_entries`` is the most drawn list entries sorted at once (default
     ``default_part_entries(device)``).  Draw passes: the parts plus one.
-    Peak device memory: a part's keys (8 bytes per entry), the sort's output
-    and its int64 permutation (16 bytes per entry, plus the sort's
-    scratch), one chunk with its filter, and, in the first draw, two int64
+    Peak device memory: a part's keys, their sorted copy, the sort's scratch
+    and the distinct keys (``BYTES_PER_PART_ENTRY`` in all), one chunk with
+    its filter, and, in the first draw, two int64
     counts per node (the running sum and a chunk's ``bincount``).  Host memory: ``indptr``, an int64 count per node, and
     ``indices`` sized for every drawn entry, of which the returned graph
     views the front (as ``from_edge_chunks`` does).
@@ -173,5 +173,4 @@ def _sorted_part(chunks, num_nodes: int, lo: int, hi: int, expected: int, both_w
             kept += len(part_keys)
     if arrived < expected:
         raise ValueError(f"chunks() gave the lists [{lo}, {hi}) fewer edges the second time than the first")
-    keys = torch.sort(keys[:kept]).values
-    return torch.unique_consecutive(keys)
+    return torch.unique(keys[:kept], sorted=True)  # on CUDA a radix sort of the keys alone: no permutation

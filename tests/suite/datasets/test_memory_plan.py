@@ -46,7 +46,7 @@ GPU_MACHINE = Machine(host_bytes=120 * GB, gpu_bytes=78 * GB, disk_bytes=500 * G
 def test_the_build_draws_on_the_gpu_keeps_the_csr_in_host_ram_and_writes_no_feature_table():
     total = totals(build_needs(PAPERS))
     generator = memory_plan.GENERATOR_BYTES_PER_NODE * N
-    drawing = (memory_plan.DRAW_BYTES_PER_NODE * N + memory_plan.SORT_BYTES_PER_ENTRY * memory_plan.PART_ENTRIES
+    drawing = (memory_plan.DRAW_BYTES_PER_NODE * N + memory_plan.BYTES_PER_PART_ENTRY * memory_plan.PART_ENTRIES
                + memory_plan.EDGE_CHUNK_BYTES)
     assert total[HOST] == 2 * CSR + LABELS + generator  # the CSR, then its transpose or its reordered copy
     assert total[GPU] == drawing < 21 * GB
@@ -54,7 +54,7 @@ def test_the_build_draws_on_the_gpu_keeps_the_csr_in_host_ram_and_writes_no_feat
     assert total[PINNED] == 0  # the table is made when the entry is opened, by the run
     assert totals(build_needs(HALF)) == total  # the graph is the same; only the table's type differs
     on_cpu = totals(build_needs(PAPERS, on_gpu=False))
-    cpu_drawing = drawing + memory_plan.SORT_BYTES_PER_ENTRY * (CPU_PART_ENTRIES - memory_plan.PART_ENTRIES)
+    cpu_drawing = drawing + memory_plan.BYTES_PER_PART_ENTRY * (CPU_PART_ENTRIES - memory_plan.PART_ENTRIES)
     assert on_cpu[GPU] == 0 and on_cpu[HOST] == total[HOST] + cpu_drawing
 
 

@@ -9,6 +9,7 @@ import torch
 from tiering.graph import csr
 from tiering.graph.csr import CSRGraph
 from tiering.graph.csr_sort import (
+    BYTES_PER_PART_ENTRY,
     CPU_PART_ENTRIES,
     coalesced_csr,
     default_part_entries,
@@ -179,3 +180,20 @@ def test_cuda_build_equals_from_edge_chunks_with_chunks_on_either_device():
             yield s.cuda(), d.cuda()
 
     _assert_same_graph(coalesced_csr(cuda_chunks, 300, device="cuda", both_ways=True), want)
+
+
+@pytest.mark.gpu
+def test_a_part_s_sort_takes_at_most_its_planned_bytes_an_entry_on_the_gpu():
+    e, n = 4_000_000, 1 << 20
+    generator = torch.Generator().manual_seed(3)
+    src, dst = torch.randint(0, n, (e,), generator=generator), torch.randint(0, n, (e,), generator=generator)
+    chunks = _chunked(src.cuda(), dst.cuda(), 1 << 20)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    coalesced_csr(chunks, n, device="cuda", part_entries=e)  # one part of every entry
+    torch.cuda.synchronize()
+    # the first draw's two counts per node and one chunk with its filter come on top of the part's sort
+    beside = 16 * n + 40 * (1 << 20)
+    per_entry = (torch.cuda.max_memory_allocated() - before - beside) / e
+    assert per_entry <= BYTES_PER_PART_ENTRY, f"{per_entry:.1f} bytes an entry"
