@@ -20,7 +20,7 @@ import torch
 from numba import cuda
 
 from suite.datasets.node_data import check_rows, checked_noise_ids, table_centroids
-from tiering.sampling.fused import kernel_array
+from tiering.sampling.fused import launch, numba_stream
 from tiering.sampling.fused_kernels import SIMULATED, THREADS, uniform
 
 
@@ -99,7 +99,6 @@ class FeatureRows:
         renamed = self._noise_ids is not None
         kernel = renamed_rows if renamed else rows
         args = [*self._arrays, *self._scalars, np.int64(first), *([self._noise_ids] if renamed else []), out]
-        stream = 0 if SIMULATED else cuda.external_stream(torch.cuda.current_stream(self.device).cuda_stream)
         blocks = -(-len(out) * self.dim // THREADS)
-        kernel[blocks, THREADS, stream](*(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args))
+        launch(kernel, blocks, THREADS, numba_stream(self.device), self.device, *args)
         return out

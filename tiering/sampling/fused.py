@@ -116,7 +116,7 @@ def _on_device(device: torch.device):
     return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
 
 
-def _stream(device: torch.device):
+def numba_stream(device: torch.device):
     """torch's current stream on ``device`` as numba's launch stream (0, the default, under the simulator)."""
     if device.type != "cuda":
         return 0
@@ -126,7 +126,7 @@ def _stream(device: torch.device):
         return cuda.external_stream(torch.cuda.current_stream(device).cuda_stream)
 
 
-def _launch(kernel, blocks: int, threads: int, stream, device: torch.device, *args) -> None:
+def launch(kernel, blocks: int, threads: int, stream, device: torch.device, *args) -> None:
     """``kernel`` on ``blocks`` x ``threads`` in ``stream`` of ``device``, its tensor arguments as numba arrays."""
     with _on_device(device):
         kernel[blocks, threads, stream](*(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args))
@@ -157,15 +157,15 @@ def _relabel(k, stream, frontier, counts, width, sampled, slots, positions, stal
     offsets = torch.empty(rows + 1, dtype=torch.int64, device=device)
     ranks = torch.empty(rows * width, dtype=torch.int64, device=device)
     totals = torch.empty(2, dtype=torch.int64, device=device)
-    _launch(k.scan, 1, k.SCAN_THREADS, stream, device, counts, width, len(frontier), slots, positions, offsets, ranks,
-            totals)
+    launch(k.scan, 1, k.SCAN_THREADS, stream, device, counts, width, len(frontier), slots, positions, offsets, ranks,
+           totals)
     num_edges, num_new = totals.tolist()
     nodes = torch.empty(len(frontier) + num_new, dtype=torch.int64, device=device)
     edges = torch.empty((2, num_edges), dtype=torch.int64, device=device)
     stale_keys, stale_positions, stale_slots = stale
     grid = _blocks(max(rows * width, len(frontier), len(stale_slots)), k.THREADS)
-    _launch(k.write, grid, k.THREADS, stream, device, frontier, counts, width, sampled, slots, positions, offsets,
-            ranks, nodes, edges, stale_keys, stale_positions, stale_slots)
+    launch(k.write, grid, k.THREADS, stream, device, frontier, counts, width, sampled, slots, positions, offsets,
+           ranks, nodes, edges, stale_keys, stale_positions, stale_slots)
     return nodes, edges
 
 
@@ -184,12 +184,12 @@ def append_new_nodes_hashed(frontier: torch.Tensor, neighbors: torch.Tensor,
     if size == 0:
         return frontier.clone(), torch.empty(0, dtype=torch.int64, device=device)
     k = device_code()
-    stream = _stream(device)
+    stream = numba_stream(device)
     keys, positions = _table(_capacity(size, max_load), device)
     counts = torch.empty(len(neighbors), dtype=torch.int64, device=device)
     slots = torch.empty(size, dtype=torch.int64, device=device)
-    _launch(k.insert_all, _blocks(size, k.THREADS), k.THREADS, stream, device, frontier, neighbors, keys, positions,
-            counts, slots)
+    launch(k.insert_all, _blocks(size, k.THREADS), k.THREADS, stream, device, frontier, neighbors, keys, positions,
+           counts, slots)
     no_stale = (keys, positions, torch.empty(0, dtype=torch.int64, device=device))
     nodes, edges = _relabel(k, stream, frontier, counts, 1, neighbors, slots, positions, no_stale, device)
     return nodes, edges[0]
@@ -245,7 +245,7 @@ class FusedNeighborSampler:
         """Order this minibatch's launches after the previous minibatch's when torch's current stream changed."""
         if self.device.type != "cuda":
             return
-        current = torch.cuda.current_stream(self.device)
+        current = torch.cuda.currentnumba_stream(self.device)
         if self._stream is not None and current != self._stream:
             current.wait_stream(self._stream)
             for tensor in (*(t for table in self._tables for t in table), self._stale):
@@ -271,7 +271,7 @@ class FusedNeighborSampler:
         seeds = seeds.to(device=self.device, dtype=torch.int64, non_blocking=True)
         self._follow_stream()
         self._reserve(len(seeds))
-        k, stream = self._kernels, _stream(self.device)
+        k, stream = self._kernels, numba_stream(self.device)
         nodes, blocks = seeds, []
         for fanout in self.fanouts:
             seed = np.uint64(seed_from(generator))  # drawn for every hop, as NeighborSampler does
@@ -288,8 +288,8 @@ class FusedNeighborSampler:
         counts = torch.empty(size, dtype=torch.int64, device=device)
         sampled = torch.empty(size * fanout, dtype=torch.int64, device=device)
         slots = torch.empty(size * (1 + fanout), dtype=torch.int64, device=device)
-        _launch(k.sample, _blocks(size, k.THREADS), k.THREADS, stream, device, self.graph.indptr, self.graph.indices,
-                frontier, fanout, seed, keys, positions, counts, sampled, slots)
+        launch(k.sample, _blocks(size, k.THREADS), k.THREADS, stream, device, self.graph.indptr, self.graph.indices,
+               frontier, fanout, seed, keys, positions, counts, sampled, slots)
         other = self._tables[1 - self._current]
         nodes, edges = _relabel(k, stream, frontier, counts, fanout, sampled, slots, positions,
                                 (other[0], other[1], self._stale), device)

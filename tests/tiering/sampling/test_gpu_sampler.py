@@ -195,7 +195,7 @@ def test_numba_stream_and_launches_are_made_with_the_samplers_device_current(mon
             return lambda *args: seen.append(("launch", config, args, current[0]))
 
     on = torch.device("cuda", 1)
-    fused._launch(Kernel(), 2, 32, fused._stream(on), on, 5, np.uint64(3))
+    fused.launch(Kernel(), 2, 32, fused.numba_stream(on), on, 5, np.uint64(3))
     assert seen == [("stream", 7, 1), ("launch", (2, 32, 7), (5, np.uint64(3)), 1)]
     assert current == [0]  # the thread's own device again afterwards
 
