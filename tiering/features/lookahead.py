@@ -57,6 +57,15 @@ _UNSET = np.int64(-1)
 
 
 @numba.njit(cache=True, nogil=True)
+def _fill(rows, keys, slot_of, heap, key, where):
+    """Cache ``rows`` in slots 0, 1, ... of an empty cache, each in the heap with its key; the cache's size."""
+    for slot in range(len(rows)):
+        slot_of[rows[slot]] = slot
+        push(heap, key, where, slot, rows[slot], keys[slot])
+    return len(rows)
+
+
+@numba.njit(cache=True, nogil=True)
 def _announce(ids, batch, gathered, start, following, base, last_seen, last_pos, where, heap, key, size):
     """Minibatch ``batch`` (its ids at absolute positions ``start``...) enters the window: earlier announced reads of
     the same rows learn their next use, and cached rows that no pending minibatch reads are promoted to it."""
@@ -189,10 +198,7 @@ class LookaheadLoader(FeatureLoader):
         rest = self.order[~np.isin(self.order, ahead)][:self.capacity - len(ahead)]
         rows = np.concatenate([ahead, rest])
         keys = np.concatenate([first[ahead], BEYOND + self.rank[rest]])
-        for slot, (v, k) in enumerate(zip(rows, keys)):
-            self._slot_of[v] = slot
-            push(self._heap, self._key, self._where, slot, v, k)
-        self._size = len(rows)
+        self._size = _fill(rows, keys, self._slot_of, self._heap, self._key, self._where)
         if len(rows):
             self.host.launch_kernel(torch.as_tensor(rows).to(self.device), self.cache[:len(rows)])
         self._placed = True
