@@ -159,6 +159,14 @@ def minibatch_limit() -> argparse.ArgumentParser:
     return parent
 
 
+def validation() -> argparse.ArgumentParser:
+    """``--no-validation``: no validation pass after each epoch."""
+    parent = parent_parser()
+    parent.add_argument("--no-validation", dest="validate", action="store_false", help="skip the validation pass "
+                        "after each epoch (its accuracy is recorded empty; epoch times never include the pass)")
+    return parent
+
+
 def traces(epochs: int, epochs_help: str) -> list[argparse.ArgumentParser]:
     """The options of a command that records an access trace of sampled minibatches and replays it."""
     parent = parent_parser()

@@ -55,7 +55,8 @@ def _cmd_run(args) -> int:
         sweep = plan_sweep(args.experiment, args.runs, **settings, device=device)  # every check, before any cell
         try:
             path, summary = run_sweep(args.experiment, args.runs, **settings, device=device, seed=args.seed,
-                                      rerun=args.rerun, progress=not args.quiet, shm_dir=args.shm_dir)
+                                      rerun=args.rerun, progress=not args.quiet, shm_dir=args.shm_dir,
+                                      validate=args.validate)
         except KeyboardInterrupt:
             if reporter and args.gpus is None:  # under --gpus, the process that launched the group says it
                 print(_interrupted(sweep, args.rerun), file=sys.stderr)
@@ -121,7 +122,7 @@ def _run_arguments(run) -> None:
         hot_tier_loaders,
     )
 
-    run.take(options.ogb_root(), options.quiet(), options.minibatch_limit())
+    run.take(options.ogb_root(), options.quiet(), options.minibatch_limit(), options.validation())
     run.add_argument("--experiment", required=True, help="a predefined sweep (demo, fig8, fig10, fig11, pipeline, disk), or a "
                      "new name of letters, digits, '.', '_' and '-' (then give --datasets and --loaders); its records "
                      "are <runs>/<experiment>.csv")

@@ -91,7 +91,7 @@ def _cmd_train(args) -> int:
         finished.append(r)
         print(
             f"epoch {r.epoch}: {r.batches} of {r.epoch_batches} minibatches  loss {r.loss:.3f}  "
-            f"valid acc {r.valid_accuracy:.3f}  "
+            f"valid acc {'-' if r.valid_accuracy is None else format(r.valid_accuracy, '.3f')}  "
             f"sample {r.sample_s:.2f}s gather {r.gather_s:.2f}s train {r.train_s:.2f}s  epoch {r.epoch_s:.2f}s  "
             f"hit ratio {r.hit_ratio:.3f}  PCIe model {r.pcie_payload_bytes / 1e6:.1f} MB"
         )
@@ -103,7 +103,7 @@ def _cmd_train(args) -> int:
     try:
         train_cell(cell, dataset, epochs=args.epochs, device=device, seed=args.seed, pipeline=args.pipeline,
                    progress=not args.quiet, variant=cell_variant(cell, dataset, device), on_epoch=report,
-                   batch_limit=args.minibatches, model=dict(hidden=args.hidden, dropout=args.dropout, lr=args.lr))
+                   batch_limit=args.minibatches, validate=args.validate, model=dict(hidden=args.hidden, dropout=args.dropout, lr=args.lr))
     except KeyboardInterrupt:  # the epochs that finished are kept, as a sweep keeps its finished cells
         kept = "nothing written"
         if args.out and finished:
@@ -150,7 +150,7 @@ def _train_arguments(train) -> None:
     train.take(options.dataset(),
                options.minibatches("neighbours per layer from the seeds out, e.g. 12,12,12 (default: the dataset's)",
                                    "seed of the model and the minibatches"),
-               options.ogb_root(), options.quiet(), options.minibatch_limit())
+               options.ogb_root(), options.quiet(), options.minibatch_limit(), options.validation())
     train.add_argument("--epochs", type=options.positive_int, default=3, help="training epochs")
     train.add_argument("--scorer", choices=list(SCORERS), help="train on the dataset reordered by this scorer "
                        f"(default: {DEFAULT_SCORER} for {', '.join(reordered_loaders())}, which needs a reordered "

@@ -149,7 +149,8 @@ def regime_text(records: pd.DataFrame) -> str:
     settings = records[columns].drop_duplicates().sort_values(columns)
     lines = [f"{row.dataset}: {regimes.describe(row.dataset, row.batch_size, row.regime)}." for row in settings.itertuples()]
     return ("Regime (`footprint %`: unique input nodes per minibatch / nodes, `touched %`: nodes an epoch gathered / "
-            "nodes, both measured): " + " ".join(lines) + "\n\n" + partial_epoch_text(records))
+            "nodes, both measured): " + " ".join(lines) + "\n\n" + partial_epoch_text(records)
+            + unvalidated_text(records))
 
 
 def partial_epoch_text(records: pd.DataFrame) -> str:
@@ -161,6 +162,15 @@ def partial_epoch_text(records: pd.DataFrame) -> str:
     lines = [f"{row.dataset}: {row.batches:,} of {row.epoch_batches:,}." for row in limited.itertuples()]
     return ("Partial epochs (`--minibatches`): the times are of the first minibatches of each epoch only, not scaled "
             "to a whole epoch; minibatches timed of an epoch's: " + " ".join(lines) + "\n\n")
+
+
+def unvalidated_text(records: pd.DataFrame) -> str:
+    """Which datasets' rows ran without a validation pass (``tierbench run --no-validation``)."""
+    if "valid_accuracy" not in records or records["valid_accuracy"].notna().all():
+        return ""
+    datasets = records.loc[records["valid_accuracy"].isna(), "dataset"].unique()
+    return (f"Not validated (`--no-validation`): the rows of {', '.join(datasets)} ran no validation pass, so their "
+            "`valid_accuracy` is empty; epoch times never include that pass.\n\n")
 
 
 def settings_of(records: pd.DataFrame) -> list[str]:

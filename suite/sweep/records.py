@@ -99,7 +99,7 @@ SCHEMA = {
     "machine_profile": Column("str", nullable=True),
     "epoch": _count(),
     "loss": Column("float"),
-    "valid_accuracy": _share(),
+    "valid_accuracy": _share(nullable=True),  # empty where the run skipped validation (--no-validation)
     "sample_s": _seconds(),
     "gather_s": _seconds(),
     "train_s": _seconds(),

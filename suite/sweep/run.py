@@ -95,9 +95,10 @@ def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, device: str, pipel
 
 def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, seed: int, pipeline: bool, progress: bool,
                variant: VariantChoice | None, shm_dir: str = "/dev/shm", model: dict | None = None,
-               on_epoch=None, batch_limit: int | None = None) -> list[EpochResult]:
+               on_epoch=None, batch_limit: int | None = None, validate: bool = True) -> list[EpochResult]:
     """Train GraphSAGE on ``cell`` (at its batch): ``warmup`` unrecorded epochs, then ``epochs`` whose results are
-    returned; each epoch stops after ``batch_limit`` minibatches when one is given.
+    returned; each epoch stops after ``batch_limit`` minibatches when one is given, and is followed by a validation
+    pass unless ``validate`` is False (then its ``valid_accuracy`` is None: the pass is not in the epoch's time).
 
     In a distributed run every process calls this together.  ``variant``: the
     gather kernel variant of the cell's loader (``cell_variant``).  ``model``
@@ -124,7 +125,7 @@ def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, see
         make_trainer = functools.partial(Trainer, sampling=cell.sampling)
     try:
         trainer = make_trainer(dataset, loader, cell.fanouts, batch_size=cell.batch_size, seed=seed,
-                               batch_limit=batch_limit, **(model or {}))
+                               batch_limit=batch_limit, validate=validate, **(model or {}))
         for epoch in range(warmup):
             trainer.train_epoch(epoch, progress=False, pipeline=pipeline)
         results = []
@@ -151,12 +152,12 @@ def cell_variant(cell: Cell, dataset, device) -> VariantChoice | None:
 
 
 def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int, pipeline: bool, progress: bool,
-             shm_dir: str = "/dev/shm", batch_limit: int | None = None) -> list[dict]:
+             shm_dir: str = "/dev/shm", batch_limit: int | None = None, validate: bool = True) -> list[dict]:
     """Train one cell (``train_cell``) and return its records: one row per recorded epoch, with the cell's settings
     and the provenance of the measurement."""
     choice = cell_variant(cell, dataset, device)
     results = train_cell(cell, dataset, epochs=epochs, warmup=warmup, device=device, seed=seed, pipeline=pipeline,
-                         progress=progress, variant=choice, shm_dir=shm_dir, batch_limit=batch_limit)
+                         progress=progress, variant=choice, shm_dir=shm_dir, batch_limit=batch_limit, validate=validate)
     processes = dist.get_world_size() if dist.is_initialized() else 1
     record = provenance(device)
     common = {
@@ -266,13 +267,16 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
               host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None,
               batch_size: int | None = None, regime: str | None = None, device="cpu", scorer: str | None = "wrpr",
               seed: int = 0, pipeline: bool = False, rerun: bool = False, ogb_root=None, progress: bool = True,
-              shm_dir: str = "/dev/shm", batch_limit: int | None = None) -> tuple[Path, pd.DataFrame]:
+              shm_dir: str = "/dev/shm", batch_limit: int | None = None,
+              validate: bool = True) -> tuple[Path, pd.DataFrame]:
     """Run (or resume) a sweep; returns the CSV path and a summary table of the cells run or found.
 
     The whole sweep is checked first (``plan_sweep``).  Inside a process
     group (``tierbench run --gpus G``) every process runs every cell and
     rank 0 alone reads and writes the records; ``shm_dir`` is where the
-    multi-GPU host tier's shared-memory segment goes.
+    multi-GPU host tier's shared-memory segment goes.  ``validate=False`` runs no
+    validation pass (records' ``valid_accuracy`` empty); it is not a setting of a cell,
+    since the epoch's times never include the pass.
     """
     sweep = plan_sweep(experiment, out_dir, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions,
                        host_fractions=host_fractions,
@@ -302,7 +306,8 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
                 pins[key] = contextlib.ExitStack()
                 pins[key].enter_context(pinned_for_the_sweep(datasets_loaded[key], device))
             rows = run_cell(cell, datasets_loaded[key], epochs=sweep.epochs, warmup=sweep.warmup, device=device,
-                            seed=seed, pipeline=pipeline, progress=False, shm_dir=shm_dir, batch_limit=batch_limit)
+                            seed=seed, pipeline=pipeline, progress=False, shm_dir=shm_dir, batch_limit=batch_limit,
+                            validate=validate)
             if writer:  # a rerun replaces the cell's earlier rows, chosen under the file's lock
                 store_records(sweep.path, rows, sweep.rows_of(cell) if rerun else None)
     return sweep.path, summarize_runs(read_records(sweep.path))

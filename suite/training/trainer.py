@@ -72,7 +72,7 @@ LOSS_SHOWN_EVERY = 50
 class EpochResult:
     epoch: int
     loss: float
-    valid_accuracy: float
+    valid_accuracy: float | None  # None: the trainer ran no validation pass (``validate=False``)
     sample_s: float
     gather_s: float
     train_s: float
@@ -119,6 +119,7 @@ class Trainer:
         sampling: str = "cpu",
         pipeline_capacity: int = 2,
         batch_limit: int | None = None,
+        validate: bool = True,
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -139,6 +140,7 @@ class Trainer:
         self.seed = seed
         self.pipeline_capacity = pipeline_capacity
         self.batch_limit = batch_limit  # epochs and validation passes stop after this many minibatches (None: whole)
+        self.validate = validate  # False: no validation pass after an epoch (its valid_accuracy is None)
         self.model = GraphSAGE(dataset.feature_dim, dataset.num_classes, len(self.sampler.fanouts), hidden, dropout,
                                weighted=own_sampler is not None)
         self.model.to(self.device)
@@ -237,7 +239,7 @@ class Trainer:
         return EpochResult(
             epoch=epoch,
             loss=sum(losses) / len(losses),
-            valid_accuracy=self.evaluate("valid", epoch),
+            valid_accuracy=self.evaluate("valid", epoch) if self.validate else None,
             sample_s=times["sample"],
             gather_s=times["gather"],
             train_s=times["train"],

@@ -249,6 +249,20 @@ def test_the_real_doctor_step_runs_inside_the_suite(tmp_path):
     assert "[skip] gpubench: left out (--skip, --only)" in lines
 
 
+def test_every_tierbench_step_s_command_line_parses(tmp_path):
+    # an option renamed or mistyped in a step would cost a GPU visit the whole step
+    from suite.cli import build_parser
+
+    parsed = {}
+    for step in gpu_suite.plan(tmp_path / "gpu", tmp_path / "machines"):
+        if step.command[1:3] == ("-m", "suite.cli"):
+            parsed[step.name] = build_parser().parse_args(list(step.command[3:]))
+    assert set(parsed) == set(STEPS) - {"gpu-tests"}
+    paper = parsed["paper-scale-fig8"]
+    assert (paper.minibatches, paper.validate, paper.batch_size) == (gpu_suite.PAPER_SCALE_MINIBATCHES, False, 1024)
+    assert parsed["fig8-papers-s"].validate and parsed["fig8-papers-s"].minibatches is None
+
+
 def test_only_runs_the_steps_it_names_and_refuses_an_unknown_one(tmp_path, fake_gpu, runner):
     lines = []
     named = ["datasets-papers-xs-gpu-built", "datasets-papers-100m", "paper-scale-fig8"]

@@ -181,6 +181,25 @@ def test_a_batch_limit_makes_partial_epochs_of_their_own_that_the_report_names(t
     assert f"tiny: 2 of {whole}." in markdown and "not scaled to a whole epoch" in markdown
 
 
+def test_a_run_without_validation_records_no_accuracy_and_runs_no_pass(tiny, tmp_path, monkeypatch):
+    passes = []
+    count_correct = harness.Trainer.count_correct
+    monkeypatch.setattr(harness.Trainer, "count_correct",
+                        lambda self, *args, **kw: passes.append(args) or count_correct(self, *args, **kw))
+    sweep = {**SWEEP, "loaders": ["tiered"], "hot_fractions": [0.25], "batch_size": 64}
+    path, _ = run_sweep("v", tmp_path, **sweep, batch_limit=2, validate=False)
+    assert passes == []
+    records = read_records(path)
+    assert len(records) == 1 and records["valid_accuracy"].isna().all() and (records["batches"] == 2).all()
+    run_sweep("v", tmp_path, **sweep, batch_limit=2)  # the same cell: validation is not a setting of it
+    assert passes == [] and len(read_records(path)) == 1
+    written = write_report("v", tmp_path, tmp_path / "rep", figure="fig8")
+    markdown = next(p for p in written if p.suffix == ".md").read_text()
+    assert "Not validated (`--no-validation`): the rows of tiny ran no validation pass" in markdown
+    run_sweep("v", tmp_path, **sweep, batch_limit=2, rerun=True)
+    assert len(passes) == 1 and read_records(path)["valid_accuracy"].notna().all()
+
+
 RUN = ["--datasets", "tiny", "--loaders", "in-memory,tiered", "--fanout", "4,4", "--epochs", "1", "--warmup", "0",
        "-q"]
 

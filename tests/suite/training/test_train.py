@@ -159,6 +159,13 @@ def test_train_command_prints_epochs_and_writes_a_table(tiny, tmp_path, capsys):
     assert "fanouts are comma-separated integers" in capsys.readouterr().err
 
 
+def test_train_without_validation_prints_and_records_no_accuracy(tiny, tmp_path, capsys):
+    argv = ["train", "--dataset", "tiny", "--epochs", "2", "--fanout", "5,5", "-q", "--no-validation"]
+    assert main(argv + ["--out", str(tmp_path)]) == 0
+    assert "valid acc -  " in capsys.readouterr().out
+    assert pd.read_csv(tmp_path / "train-tiny.csv")["valid_accuracy"].isna().all()
+
+
 def test_train_times_the_first_minibatches_of_each_epoch_when_asked(tiny, tmp_path, capsys):
     argv = ["train", "--dataset", "tiny", "--epochs", "2", "--fanout", "5,5", "--batch-size", "64", "-q"]
     assert main(argv + ["--minibatches", "3", "--out", str(tmp_path)]) == 0
