@@ -21,8 +21,9 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
 7. ``datasets-papers-xs-gpu-built``, ``datasets-papers-100m``: the paper-scale route (``suite.datasets.generated``),
    first at papers-xs's size, then ogbn-papers100M's: drawn and sorted into lists on the GPU, scored and reordered;
    ``paper-scale-fig8`` (cpu-gather, uva, degree-cache and tiered at 10% hot) and ``paper-scale-fig10`` (tiered at
-   0-25% hot) on papers-100m at the paper's batch of 1,024 and fanouts (12,12,12), each cell timing the first
-   ``PAPER_SCALE_MINIBATCHES`` minibatches of its epochs (the records and reports say so); ``paper-scale-reach``:
+   0-25% hot) on papers-100m at the paper's batch of 1,024 and fanouts (12,12,12), sampled on the GPU, each cell
+   timing the first ``PAPER_SCALE_MINIBATCHES`` minibatches of its epochs (the records and reports say so), with no
+   validation pass; ``paper-scale-reach``:
    gpubench over a host buffer of the table's size, so its reach study reads rows from all 53 GiB
    (``microbench-paper-scale/``);
 8. ``report-fig8``, ``report-fig10``, ``report-lookahead``: their tables and figures (``fig8/``, ``fig10/``, ``lookahead/``).
@@ -82,8 +83,8 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     # not yet run: the paper-scale route at papers-xs's size, then papers-100m built and reordered (its goal: 5 min)
     "datasets-papers-xs-gpu-built": 40, "datasets-papers-100m": 300,
     # not yet run: open papers-100m (its table made in memory and pinned, ~1.5 min projected; fig8 opens both orders),
-    # then cells of 3 x 50 minibatches without validation, ~0.2 s each projected (CPU sampling of ~1.9M edges)
-    "paper-scale-fig8": 300, "paper-scale-fig10": 280,
+    # then cells of 3 x 50 minibatches sampled on the GPU without validation, ~0.1 s each projected (~1 GB of rows)
+    "paper-scale-fig8": 260, "paper-scale-fig10": 200,
     "paper-scale-reach": 150,  # not yet run: gpubench (31 s) over a buffer of papers-100m's table, filled and pinned
 }
 """Typed by hand from the first visit; a plan uses them only for the steps its state file has no time of
@@ -96,7 +97,7 @@ PAPER_SCALE = "papers-100m"
 PAPER_SCALE_MINIBATCHES = 50
 """Minibatches each paper-scale epoch times (of its 1,193), each gathering about 1 GB of rows; the paper-scale sweeps
 run no validation pass (``--no-validation``), which the epoch times never include: a cell's warm-up and two recorded
-epochs then take about half a minute, and the paper-scale steps about 17 minutes in all (``TYPED_S``)."""
+epochs then take about 15 s, and the paper-scale steps about 15 minutes in all (``TYPED_S``)."""
 PAPER_SCALE_FIG8_LOADERS = ("cpu-gather", "uva", "degree-cache", "tiered")
 PAPER_SCALE_TABLE_GIB = 53
 """papers-100m's float32 feature table, 111,059,956 x 512 B, in GiB (rounded down): the reach study's whole table."""
@@ -225,8 +226,11 @@ def paper_scale_steps(cli: tuple[str, ...], runs: str, folder: Path) -> list[Ste
                   "the dataset cache ($TIERBENCH_DATA)"),
              Step(f"datasets-{PAPER_SCALE}", cli + ("prepare", "--dataset", PAPER_SCALE, "--scorer", "wrpr", "-q"),
                   "the dataset cache ($TIERBENCH_DATA)", inputs=(smoke,))]
+    # sampled on the GPU (the CSR, 7.4 GB, in GPU memory): sampling ~1.9M edges a minibatch on the CPU would take
+    # longer than gathering their rows, and the loaders' differences would not show (the first visit's lesson)
     paper = ("--datasets", PAPER_SCALE, "--batch-size", "1024", "--fanout", "12,12,12", "--minibatches",
-             str(PAPER_SCALE_MINIBATCHES), "--no-validation", "--device", "cuda", "--runs", runs, "-q")
+             str(PAPER_SCALE_MINIBATCHES), "--no-validation", "--sampling", "gpu", "--device", "cuda", "--runs", runs,
+             "-q")
     steps.append(Step("paper-scale-fig8", cli + ("run", "--experiment", "fig8", "--loaders",
                                                   ",".join(PAPER_SCALE_FIG8_LOADERS), "--hot-fractions", "0.1", *paper),
                       f"{runs}/fig8.csv", inputs=(f"datasets-{PAPER_SCALE}",)))

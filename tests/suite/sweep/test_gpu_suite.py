@@ -260,6 +260,7 @@ def test_every_tierbench_step_s_command_line_parses(tmp_path):
     assert set(parsed) == set(STEPS) - {"gpu-tests"}
     paper = parsed["paper-scale-fig8"]
     assert (paper.minibatches, paper.validate, paper.batch_size) == (gpu_suite.PAPER_SCALE_MINIBATCHES, False, 1024)
+    assert parsed["paper-scale-fig10"].sampling == paper.sampling == ["gpu"]
     assert parsed["fig8-papers-s"].validate and parsed["fig8-papers-s"].minibatches is None
 
 
