@@ -31,7 +31,10 @@ committed.
   ``bucket_training``, ``bucket_orders``, ``gpu``: score concentration and
   speed, what building a dataset costs, the projected plan for a GPU memory
   budget, the disk tier, SAR, Marius's buckets and GPU microbenchmarks;
-* ``sampler_bench``: the CPU and GPU neighbour samplers' rates (``tierbench samplerbench``).
+* ``sampler_bench``: the CPU and GPU neighbour samplers' rates (``tierbench samplerbench``);
+* ``gpu_goals``: the second GPU visit's goals, each judged from the records one ``tierbench gpu-suite`` visit wrote
+  into its device folder, read through the readers of the experiments that wrote them ("not yet run", with the
+  step that measures it, where there are none).
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ SWEEP_FIGURES = {"demo": demo, "fig8": fig8, "fig10": fig10, "fig11": fig11}
 FIGURES = {"7": "fig7", "8": "fig8", "9": "fig9", "10": "fig10", "11": "fig11", "demo": "demo",
            "policies": "policies", "plan": "plan", "disk": "disk", "bucket-orders": "bucket_orders",
            "bucket-train": "bucket_training", "sar": "sar", "scorers": "scorers", "build-cost": "build_cost",
-           "gpubench": "gpu", "datasets": "datasets", "sampler-bench": "sampler_bench"}
+           "gpubench": "gpu", "datasets": "datasets", "sampler-bench": "sampler_bench",
+           "gpu-goals": "gpu_goals"}
 """Every figure by the name ``tierbench report --figure NAME --records PATH`` draws it by, and its module here."""
 SWEEP_NAMES = ("8", "10", "11", "demo")
 """The figures whose records are a sweep's CSV under ``results/runs``, not a folder beside their outputs."""

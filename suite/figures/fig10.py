@@ -39,13 +39,10 @@ def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     plt, sns = pyplot()
     tiered = tables.with_footprint(tables.tiered_records(records, 10, "tierbench run --experiment fig10"))
     settings = tables.settings_of(tiered)
-    bounded, bound_text = tables.with_bound(tiered, settings)
     columns = ["epoch_s", "pcie_payload_bytes", "pcie_rx_bytes_measured", "hit_ratio", *tables.FOOTPRINT]
-    table = tables.per_cell(bounded, settings, columns + ["gather_s", tables.BOUND] * (tables.BOUND in bounded))
+    table, bound_text = tables.cells_with_bound(tiered, settings, columns)
     same = [column for column in settings if column != "hot_fraction"]
     table = table.sort_values(settings).reset_index(drop=True)
-    if tables.BOUND in table:
-        table[tables.RATIO] = table["gather_s"] / table[tables.BOUND]
     zero = table[table["hot_fraction"] == 0.0]
     base = tables.matching(table, zero, same, tables.SPREAD_COLUMNS[:3] + ["pcie_payload_bytes"])
     table["traffic vs 0% (model)"] = table["pcie_payload_bytes"] / base["pcie_payload_bytes"] - 1.0

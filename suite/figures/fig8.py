@@ -46,13 +46,10 @@ def draw(records: pd.DataFrame, out_dir, command: str, experiment: str = "fig8")
     plt, sns = pyplot()
     records = tables.with_footprint(records)
     settings = tables.settings_of(records)
-    bounded, bound_text = tables.with_bound(records, settings)
     disk = ["disk_bytes_read"] if "disk_bytes_read" in records and records["disk_bytes_read"].gt(0).any() else []
     columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "pcie_payload_bytes", *disk,
                *tables.FOOTPRINT, "valid_accuracy"]
-    table = tables.per_cell(bounded, settings, columns + [tables.BOUND] * (tables.BOUND in bounded))
-    if tables.BOUND in table:
-        table[tables.RATIO] = table["gather_s"] / table[tables.BOUND]
+    table, bound_text = tables.cells_with_bound(records, settings, columns)
     same = [column for column in settings if column not in ("loader", "scorer", "hot_fraction", "host_fraction")]
     notes = []
     for reference in ("cpu-gather", "uva"):  # compared within the same setting: every setting but the loader's own

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
 from suite.experiments.sampler_bench import STEM, read_records
 from suite.io import atomic
 from suite.io.plotting import pyplot, save_figure
@@ -13,15 +15,21 @@ from suite.io.provenance import caption
 from suite.io.records import PROVENANCE_COLUMNS, copy_table
 
 
+def rates(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (the records' rows) with each sampler's rate in ``M edges/s`` and over the CPU sampler's in the same
+    case (``over cpu``; empty where the case has no CPU row)."""
+    cpu = table[table["sampler"] == "cpu"].set_index("case")["sampled_edges_per_second"]
+    return table.assign(**{"M edges/s": table["sampled_edges_per_second"] / 1e6,
+                           "over cpu": table["sampled_edges_per_second"] / table["case"].map(cpu)})
+
+
 def render(records: Path, out: Path) -> list[Path]:
     """The markdown table, the records' CSV and a bar chart of the sampling rates in ``out``."""
     measured = read_records(records)
     table = measured.table.drop(columns=list(PROVENANCE_COLUMNS), errors="ignore")
     facts, record = measured.facts, measured.provenance
-    cpu = table[table["sampler"] == "cpu"].set_index("case")["sampled_edges_per_second"]
-    shown = table.assign(**{"M edges/s": table["sampled_edges_per_second"] / 1e6,
-                            "over cpu": table["sampled_edges_per_second"] / table["case"].map(cpu)})
-    shown = shown[["case", "fanouts", "seeds", "sampler", "sampled_edges", "M edges/s", "ms_per_batch", "over cpu"]]
+    shown = rates(table)[["case", "fanouts", "seeds", "sampler", "sampled_edges", "M edges/s", "ms_per_batch",
+                          "over cpu"]]
     markdown = (f"# Neighbour sampling, {facts['dataset']}\n\nMade by `{facts['command']}`; {caption(record)}.\n\n"
                 f"Best of {facts['repeat']} after an untimed run; `cpu` is the numba sampler on "
                 f"{facts['cpu_threads']} threads, `gpu` the fused sampler over the CSR in GPU memory, `uva` the same "

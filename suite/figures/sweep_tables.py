@@ -347,6 +347,18 @@ def with_bound(records: pd.DataFrame, settings: list[str]) -> tuple[pd.DataFrame
     return records.assign(**{BOUND: bound}), f"{BOUND_TEXT}{missing}\n\n"
 
 
+def cells_with_bound(records: pd.DataFrame, settings: list[str], columns: list[str]) -> tuple[pd.DataFrame, str]:
+    """One row per cell of ``columns`` (``per_cell``) with, where the records allow one (``with_bound``), its mean
+    gather time and bound and the one over the other (``RATIO``: mean gather time / mean bound); and the sentence the
+    table's text gives the bound."""
+    bounded, text = with_bound(records, settings)
+    bound = [column for column in ("gather_s", BOUND) if BOUND in bounded]
+    table = per_cell(bounded, settings, list(dict.fromkeys(columns + bound)))
+    if BOUND in table:
+        table[RATIO] = table["gather_s"] / table[BOUND]
+    return table, text
+
+
 def bound_columns(display: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
     """``display`` with the bound and the gather time over it after its ``gather_s``, where ``table`` has them."""
     if BOUND not in table:

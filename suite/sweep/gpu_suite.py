@@ -26,7 +26,9 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
    validation pass; ``paper-scale-reach``:
    gpubench over a host buffer of the table's size, so its reach study reads rows from all 53 GiB
    (``microbench-paper-scale/``);
-8. ``report-fig8``, ``report-fig10``, ``report-lookahead``: their tables and figures (``fig8/``, ``fig10/``, ``lookahead/``).
+8. ``report-fig8``, ``report-fig10``, ``report-lookahead``: their tables and figures (``fig8/``, ``fig10/``, ``lookahead/``);
+   ``report-goals``: the second visit's goals, each judged from the records of the steps that measure it
+   (``GOAL_STEPS``), into ``goals.md`` / ``.csv`` / ``.png`` in the device's folder (``suite.figures.gpu_goals``).
 
 Every step runs with ``TIERBENCH_REVISION`` set to the revision the suite found when it started (the caller's value
 where set, else git's; ``suite.io.provenance``), so every record of the visit names the same revision; the state file
@@ -86,6 +88,7 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     # then cells of 3 x 50 minibatches sampled on the GPU without validation, ~0.1 s each projected (~1 GB of rows)
     "paper-scale-fig8": 260, "paper-scale-fig10": 200,
     "paper-scale-reach": 150,  # not yet run: gpubench (31 s) over a buffer of papers-100m's table, filled and pinned
+    "report-goals": 10,  # not yet run: reads the records, no measuring
 }
 """Typed by hand from the first visit; a plan uses them only for the steps its state file has no time of
 (``estimate``).  The datasets steps are timed generating and reordering into an empty cache.  A sweep step generates
@@ -99,6 +102,9 @@ PAPER_SCALE_MINIBATCHES = 50
 run no validation pass (``--no-validation``), which the epoch times never include: a cell's warm-up and two recorded
 epochs then take about 15 s, and the paper-scale steps about 15 minutes in all (``TYPED_S``)."""
 PAPER_SCALE_FIG8_LOADERS = ("cpu-gather", "uva", "degree-cache", "tiered")
+GOAL_STEPS = ("samplerbench-papers-s", "costs-papers-s", "fig8-papers-s", "fig8-gpu-sampling-papers-s",
+              "datasets-papers-100m", "paper-scale-fig8", "paper-scale-fig10", "paper-scale-reach", "lookahead-papers-s")
+"""The steps whose records ``report-goals`` judges the second visit's goals by (``suite.figures.gpu_goals``)."""
 PAPER_SCALE_TABLE_GIB = 53
 """papers-100m's float32 feature table, 111,059,956 x 512 B, in GiB (rounded down): the reach study's whole table."""
 REQUIRE_GPU = "TIERBENCH_REQUIRE_GPU"
@@ -214,6 +220,9 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
         steps.append(Step(f"report-{experiment}", cli + ("report", "--experiment", experiment, "--runs", runs,
                                                          "--out", str(folder / experiment)),
                           str(folder / experiment), inputs=inputs, any_input=True))
+    # the second visit's goals judged from every record above that measures one (suite.figures.gpu_goals)
+    steps.append(Step("report-goals", cli + ("report", "--figure", "gpu-goals", "--records", str(folder)),
+                      str(folder / "goals.md"), inputs=GOAL_STEPS, any_input=True))
     return steps
 
 

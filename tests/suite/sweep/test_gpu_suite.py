@@ -19,7 +19,7 @@ STEPS = ["doctor", "gpu-tests", "gpubench", "datasets-papers-s", "datasets-produ
          "fig10-products-s", "fig8-gpu-sampling-papers-s", "lookahead-papers-s", "costs-papers-s",
          "datasets-papers-xs-gpu-built", "datasets-papers-100m", "paper-scale-fig8", "paper-scale-fig10", "paper-scale-reach",
          "report-fig8",
-         "report-fig10", "report-lookahead"]
+         "report-fig10", "report-lookahead", "report-goals"]
 
 
 class FakeRunner:
@@ -120,9 +120,10 @@ def test_rerun_redoes_one_step_and_the_report_built_on_it(tmp_path, fake_gpu, ru
     runner.names.clear()
     lines = []
     assert _suite(tmp_path, lines, rerun=["fig8-papers-s"]) == 0
-    assert runner.names == ["fig8-papers-s", "report-fig8"]
+    assert runner.names == ["fig8-papers-s", "report-fig8", "report-goals"]
     assert any(line.startswith("[run] fig8-papers-s (--rerun asked for it") for line in lines)
     assert any(line.startswith("[run] report-fig8 (its input fig8-papers-s was redone at") for line in lines)
+    assert any(line.startswith("[run] report-goals (its input fig8-papers-s was redone at") for line in lines)
 
 
 def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, runner):
@@ -143,7 +144,8 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
     assert _suite(tmp_path, lines) == 0  # the failed steps run again, then what waited on them
     assert runner.names == ["gpu-tests", "datasets-papers-s", "samplerbench-papers-s", "fig8-papers-s",
                             "fig8-pipeline-papers-s", "fig10-papers-s", "fig8-gpu-sampling-papers-s",
-                            "lookahead-papers-s", "costs-papers-s", "report-fig8", "report-fig10", "report-lookahead"]
+                            "lookahead-papers-s", "costs-papers-s", "report-fig8", "report-fig10", "report-lookahead",
+                            "report-goals"]
     assert any(line.startswith("[run] gpu-tests (it failed at") and "with rc 1; running it again" in line
                for line in lines)
 
@@ -350,6 +352,6 @@ def test_redoing_the_doctor_redoes_the_fixed_costs_its_fresh_profile_drops(tmp_p
     assert _suite(tmp_path, []) == 0
     runner.names = []
     assert _suite(tmp_path, [], rerun=["doctor"]) == 0
-    assert runner.names == ["doctor", "costs-papers-s"]
+    assert runner.names == ["doctor", "costs-papers-s", "report-goals"]  # the goals read the fixed costs
     (step,) = [s for s in gpu_suite.plan(tmp_path / "gpu", tmp_path / "machines") if s.name == "costs-papers-s"]
     assert step.command[step.command.index("--machines") + 1] == str(tmp_path / "machines")
