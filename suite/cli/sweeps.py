@@ -92,8 +92,10 @@ def _cmd_report(args) -> int:
         for path in redraw(args.figure, curves, out):
             print(f"wrote {path}")
         return 0
-    from suite.figures import write_report
+    from suite.figures import SWEEP_NAMES, write_report
 
+    if args.figure and args.figure not in SWEEP_NAMES:
+        raise BadValue(f"--figure {args.figure} needs --records: the records (file or folder) its command wrote")
     if not args.experiment:
         raise BadValue("give --experiment (a sweep's name) or --figure 7|9 with --dataset")
     figure = f"fig{args.figure}" if args.figure else None

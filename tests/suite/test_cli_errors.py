@@ -434,3 +434,9 @@ def test_disk_refuses_a_hot_tier_that_leaves_no_room_for_the_host_tier(capsys, t
     status, _, err = run(["disk", "--dataset", "tiny", "--hot-fraction", "0.9", "--out", str(tmp_path / "o")], capsys)
     assert_one_error_line(status, err, "--hot-fraction 0.9 leaves 10% of the rows, less than the largest host tier "
                           "measured, 40%; give --hot-fraction at most 0.6")
+
+
+@pytest.mark.parametrize("figure", ["gpu-goals", "policies", "sampler-bench"])
+def test_a_figure_drawn_from_records_without_records_is_one_line(figure, capsys):
+    status, _, err = run(["report", "--figure", figure], capsys)
+    assert_one_error_line(status, err, f"--figure {figure} needs --records")
