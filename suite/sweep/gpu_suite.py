@@ -9,7 +9,10 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
    (``gpu-tests.xml``, JUnit); with ``TIERBENCH_REQUIRE_GPU=1``, set for every step, a GPU test that finds no GPU
    fails rather than skips;
 3. ``gpubench``: the gather kernel against its same-run peers, PyTorch-Direct Fig. 8 (``microbench/``);
-4. ``datasets-<name>``: papers-s and products-s generated and reordered by weighted reverse PageRank, once;
+4. ``datasets-<name>``: papers-s and products-s generated and reordered by weighted reverse PageRank, once, on the
+   CPU's cores while the GPU tests run (``Step.alongside``: started with ``gpu-tests`` from a thread of the suite's,
+   one after the other, where their estimates fit the time left; the suite waits for them before the next step;
+   neither times anything, so sharing the machine changes no measurement);
 5. ``samplerbench-papers-s``: the fused GPU sampler over the CSR in GPU memory and over UVA against the CPU sampler
    on every core, one hop of fanout 12 over 100,000 seeds and a (12,12,12) minibatch of 1,024 (``sampler-bench/``);
 6. ``fig8-<name>``, ``fig8-pipeline-<name>``, ``fig10-<name>``: the sweeps of Data Tiering Figures 8 and 10 on the GPU,
@@ -48,6 +51,7 @@ is none; the exit status is 1 when a step failed or timed out in this run, else 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import datetime
 import json
@@ -57,6 +61,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -126,6 +131,7 @@ class Step:
     needs_cuda: bool = True
     inputs: tuple[str, ...] = ()  # steps whose results it uses
     any_input: bool = False  # True: one input done is enough (a report of the sweeps that succeeded)
+    alongside: str | None = None  # a step that times nothing, which this one may run beside (module docstring)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,9 +191,9 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
              str(folder / "gpu-tests.xml")),
         Step("gpubench", cli + ("gpubench", "--out", str(folder / "microbench"), "-q"), str(folder / "microbench")),
     ]
-    for name in DATASETS:
+    for name in DATASETS:  # built on the CPU's cores while the GPU tests run: neither is a measurement
         steps.append(Step(f"datasets-{name}", cli + ("prepare", "--dataset", name, "--scorer", "wrpr", "-q"),
-                          "the dataset cache ($TIERBENCH_DATA)"))
+                          "the dataset cache ($TIERBENCH_DATA)", alongside="gpu-tests"))
     steps.append(Step("samplerbench-papers-s", cli + ("samplerbench", "--dataset", "papers-s", "--device", "cuda",
                                                       "--out", str(folder / "sampler-bench"), "-q"),
                       str(folder / "sampler-bench"), inputs=("datasets-papers-s",)))
@@ -303,12 +309,16 @@ def decide(step: Step, state: dict, *, gpu: str | None, rerun: set[str], skip: s
     return False, f"done at {previous['finished']}, rc 0; --rerun {step.name} to redo"
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM when the suite dies, even by SIGKILL (Linux ``PR_SET_PDEATHSIG``)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
+_PRCTL = ctypes.CDLL(None).prctl if sys.platform.startswith("linux") else None
+"""libc's ``prctl``, looked up here: the child calls it between fork and exec, where a step started from a thread
+of the suite must not import or look anything up (another thread may have held a lock at the fork)."""
 
-        ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the thread that started it ends, even by SIGKILL of the suite (Linux
+    ``PR_SET_PDEATHSIG``)."""
+    if _PRCTL is not None:
+        _PRCTL(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
 
 
 def run_command(command: tuple[str, ...], log: Path, timeout_s: float, *, header: str = "",
@@ -386,15 +396,21 @@ def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), o
     echo(f"gpu-suite for {gpu or device_name('cpu') + ' (no CUDA GPU visible)'}: results in {folder}; "
          + describe_estimates([estimate(step, state) for step in steps]))
     if dry_run:
-        planned, seconds = frozenset(), 0
+        planned, seconds, beside = frozenset(), 0, {}  # beside: the seconds of steps run alongside each step
         for step in steps:
             run, why = decide(step, state, gpu=gpu, rerun=rerun, skip=skip, planned=planned)
             planned |= {step.name} if run else set()
-            seconds += estimate(step, state).seconds if run else 0
+            if run and step.alongside in planned:
+                why += f"; alongside {step.alongside}"
+                beside[step.alongside] = beside.get(step.alongside, 0) + estimate(step, state).seconds
+            elif run:
+                seconds += estimate(step, state).seconds
             echo(f"{step.name}: {'would run' if run else 'would skip'} ({why}); {estimate(step, state)}\n"
                  f"    $ {shlex.join(step.command)}")
+        by_name = {step.name: step for step in steps}
+        seconds += sum(max(0, extra - estimate(by_name[name], state).seconds) for name, extra in beside.items())
         echo(f"would run {len(planned)} of {len(steps)} steps: ~{seconds} s ({seconds / 60:.1f} min) by the "
-             "estimates above")
+             "estimates above, steps run alongside another counted where they outlast it")
         return 0
     folder.mkdir(parents=True, exist_ok=True)
     lock = filelock.FileLock(str(folder / f"{STATE_FILE}.lock"))
@@ -415,9 +431,14 @@ def _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo) -> int:
     stamp = {"device": gpu or device_name("cpu"), "git_revision": git_revision(), "source_sha256": source_digest()}
     state.update(stamp)
     estimates = {step.name: estimate(step, state) for step in steps}  # before this run overwrites any step's time
+    budget = math.inf if max_minutes is None else 60 * max_minutes
     began = time.monotonic()
-    summary, failed = [], False
+    runner = _StepRunner(folder, state, stamp, echo)
+    summary, beside = [], {}  # beside: the summary rows of steps that ran alongside an earlier one
     for step in steps:
+        if step.name in beside:
+            summary.append(beside.pop(step.name))
+            continue
         run, why = decide(step, state, gpu=gpu, rerun=rerun, skip=skip)
         if not run:
             echo(f"[skip] {step.name}: {why}")
@@ -425,30 +446,68 @@ def _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo) -> int:
             summary.append((step.name, status, state["steps"].get(step.name, {}).get("seconds"), why))
             continue
         expected = estimates[step.name]
-        if max_minutes is not None and time.monotonic() - began + expected.seconds > 60 * max_minutes:
+        left = budget - (time.monotonic() - began)
+        if expected.seconds > left:
             why = f"its {expected} would pass --max-minutes {max_minutes:g}; run the command again"
             echo(f"[stop] {step.name}: {why}")
-            summary += [(s.name, "not started", None, why) for s in steps[steps.index(step):]]
+            summary += [(s.name, "not started", None, why) for s in steps[steps.index(step):] if s.name not in beside]
             break
-        log = folder / "logs" / f"{step.name}.log"
-        echo(f"[run] {step.name} ({why}; {expected})\n    $ {shlex.join(step.command)}")
-        entry = {"status": "running", "command": list(step.command), "log": str(log), "started": _now(),
-                 "finished": None, "rc": None, "seconds": None, **stamp}
-        state["steps"][step.name] = entry
-        write_state(folder, state)
-        start = time.monotonic()
-        header = " | ".join(f"{key} {value}" for key, value in {**stamp, "time": entry["started"]}.items())
-        rc = run_command(step.command, log, STEP_TIMEOUT_S, header=f"# {header}",
-                         environment={REVISION_ENV: stamp["git_revision"]})
-        status = "done" if rc == 0 else "timed out" if rc == TIMEOUT_RC else "failed"
-        entry.update(status=status, rc=rc, seconds=round(time.monotonic() - start, 1), finished=_now())
-        write_state(folder, state)
-        if rc != 0:
-            failed = True
-            echo(f"[{status}] {step.name}: rc {rc} after {entry['seconds']} s; the end of {log}:\n{_tail(log)}")
-        summary.append((step.name, status, entry["seconds"], step.output if rc == 0 else str(log)))
+        companions, seconds = [], 0
+        for other in steps[steps.index(step) + 1:]:  # in order, while they fit in the time left
+            if other.alongside == step.name and decide(other, state, gpu=gpu, rerun=rerun, skip=skip)[0]:
+                if seconds + estimates[other.name].seconds > left:
+                    break
+                companions.append(other)
+                seconds += estimates[other.name].seconds
+        background = threading.Thread(target=runner.run_all, args=(companions, step.name, estimates),
+                                      daemon=True)  # its steps are killed with the suite (_die_with_parent)
+        if companions:
+            background.start()
+        row = runner.run(step, why, expected)
+        if companions:
+            background.join()
+            beside.update({other.name: runner.rows[other.name] for other in companions})
+        summary.append(row)
     echo(_table(summary))
-    return 1 if failed else 0
+    return 1 if runner.failed else 0
+
+
+class _StepRunner:
+    """Runs steps and records them in the state file; steps run alongside another do so from a thread of their
+    own, so the state and its file are updated under a lock."""
+
+    def __init__(self, folder: Path, state: dict, stamp: dict, echo):
+        self.folder, self.state, self.stamp, self.echo = folder, state, stamp, echo
+        self.lock = threading.Lock()
+        self.rows = {}  # step name -> its summary row
+        self.failed = False
+
+    def run_all(self, steps: list[Step], beside: str, estimates: dict) -> None:
+        """``steps`` one after another, alongside step ``beside``."""
+        for step in steps:
+            self.run(step, f"alongside {beside}", estimates[step.name])
+
+    def run(self, step: Step, why: str, expected: Estimate) -> tuple:
+        log = self.folder / "logs" / f"{step.name}.log"
+        self.echo(f"[run] {step.name} ({why}; {expected})\n    $ {shlex.join(step.command)}")
+        entry = {"status": "running", "command": list(step.command), "log": str(log), "started": _now(),
+                 "finished": None, "rc": None, "seconds": None, **self.stamp}
+        with self.lock:
+            self.state["steps"][step.name] = entry
+            write_state(self.folder, self.state)
+        start = time.monotonic()
+        header = " | ".join(f"{key} {value}" for key, value in {**self.stamp, "time": entry["started"]}.items())
+        rc = run_command(step.command, log, STEP_TIMEOUT_S, header=f"# {header}",
+                         environment={REVISION_ENV: self.stamp["git_revision"]})
+        status = "done" if rc == 0 else "timed out" if rc == TIMEOUT_RC else "failed"
+        with self.lock:
+            entry.update(status=status, rc=rc, seconds=round(time.monotonic() - start, 1), finished=_now())
+            write_state(self.folder, self.state)
+            self.failed |= rc != 0
+        if rc != 0:
+            self.echo(f"[{status}] {step.name}: rc {rc} after {entry['seconds']} s; the end of {log}:\n{_tail(log)}")
+        self.rows[step.name] = (step.name, status, entry["seconds"], step.output if rc == 0 else str(log))
+        return self.rows[step.name]
 
 
 def _table(rows) -> str:

@@ -22,6 +22,26 @@ STEPS = ["doctor", "gpu-tests", "gpubench", "datasets-papers-s", "datasets-produ
          "report-fig10", "report-lookahead", "report-goals"]
 
 
+BESIDE_GPU_TESTS = ("datasets-papers-s", "datasets-products-s")
+"""The steps that run alongside gpu-tests, from a thread of their own: they start together with it."""
+
+
+def ran(names: list[str]) -> list[str]:
+    """``names`` in the order steps ran, with gpu-tests and the steps run alongside it put in plan order: which of
+    them the fake runner saw first is up to the threads."""
+    group = [name for name in names if name == "gpu-tests" or name in BESIDE_GPU_TESTS]
+    if not group or "gpu-tests" not in group:
+        return list(names)
+    first = min(names.index(name) for name in group)
+    rest = [name for name in names if name not in group]
+    return rest[:first] + sorted(group, key=STEPS.index) + rest[first:]
+
+
+RUN_ORDER = ran([name for name in STEPS if name not in BESIDE_GPU_TESTS][:2] + list(BESIDE_GPU_TESTS)
+                + [name for name in STEPS if name not in BESIDE_GPU_TESTS][2:])
+"""The order a whole suite runs its steps in: the datasets steps beside gpu-tests, so before gpubench."""
+
+
 class FakeRunner:
     """Records each step's command, writes its log, and returns the exit status set for that step (default 0)."""
 
@@ -67,7 +87,8 @@ def test_the_dry_run_lists_every_step_in_order_with_its_command(tmp_path, fake_g
     assert steps == STEPS
     text = "\n".join(lines)
     assert f"results in {tmp_path / 'gpu' / 'cuda-fake-gpu-80gb'}" in lines[0]
-    assert text.count("would run (not done yet)") == len(STEPS)
+    assert text.count("would run (not done yet") == len(STEPS)
+    assert "datasets-papers-s: would run (not done yet; alongside gpu-tests)" in text
     folder = tmp_path / "gpu" / "cuda-fake-gpu-80gb"
     assert f"-m suite.cli doctor --out {tmp_path / 'machines'}" in text
     assert "-m pytest" in text and "test_loaders.py" in text and "test_multi_gpu.py" in text
@@ -99,7 +120,7 @@ def test_on_a_cpu_only_the_doctor_runs_and_every_skip_says_why(tmp_path, runner)
 def test_every_step_runs_once_then_a_rerun_skips_the_done_ones(tmp_path, fake_gpu, runner):
     lines = []
     assert _suite(tmp_path, lines) == 0
-    assert runner.names == STEPS
+    assert ran(runner.names) == RUN_ORDER
     state = _state(tmp_path)
     assert all(state["steps"][name]["status"] == "done" and state["steps"][name]["rc"] == 0 for name in STEPS)
     assert state["device"] == "cuda: Fake GPU 80GB"
@@ -130,9 +151,9 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
     runner.statuses = {"datasets-papers-s": 1, "gpu-tests": 1}
     lines = []
     assert _suite(tmp_path, lines) == 1
-    expected = [name for name in STEPS if (not name.endswith("-papers-s") or name == "datasets-papers-s")
+    expected = [name for name in RUN_ORDER if (not name.endswith("-papers-s") or name == "datasets-papers-s")
                 and name != "report-lookahead"]  # its one sweep is papers-s's
-    assert runner.names == expected  # the products-s sweeps, gpubench and the reports of them still ran
+    assert ran(runner.names) == expected  # the products-s sweeps, gpubench and the reports of them still ran
     for name in ("samplerbench-papers-s", "fig8-papers-s", "fig8-pipeline-papers-s", "fig10-papers-s",
                  "fig8-gpu-sampling-papers-s", "lookahead-papers-s", "costs-papers-s"):
         assert f"[skip] {name}: its input datasets-papers-s is not done (failed)" in lines
@@ -142,7 +163,7 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
     runner.statuses, runner.names = {}, []
     lines.clear()
     assert _suite(tmp_path, lines) == 0  # the failed steps run again, then what waited on them
-    assert runner.names == ["gpu-tests", "datasets-papers-s", "samplerbench-papers-s", "fig8-papers-s",
+    assert ran(runner.names) == ["gpu-tests", "datasets-papers-s", "samplerbench-papers-s", "fig8-papers-s",
                             "fig8-pipeline-papers-s", "fig10-papers-s", "fig8-gpu-sampling-papers-s",
                             "lookahead-papers-s", "costs-papers-s", "report-fig8", "report-fig10", "report-lookahead",
                             "report-goals"]
@@ -186,7 +207,7 @@ def test_a_step_interrupted_by_a_crash_runs_again(tmp_path, fake_gpu, monkeypatc
     monkeypatch.setattr(gpu_suite, "run_command", runner)
     lines = []
     assert _suite(tmp_path, lines) == 0
-    assert runner.names == STEPS[2:]
+    assert runner.names == RUN_ORDER[RUN_ORDER.index("gpubench"):]  # the datasets steps ran beside gpu-tests
     assert any(line.startswith("[run] gpubench (it was running (since") for line in lines)
 
 
@@ -329,7 +350,45 @@ def test_the_dry_run_ends_with_the_time_of_the_steps_it_would_run(tmp_path, fake
     lines = []
     assert _suite(tmp_path, lines, dry_run=True, only=["gpu-tests", "gpubench", "doctor"], rerun=["gpubench"]) == 0
     seconds = gpu_suite.TYPED_S["doctor"] + gpu_suite.TYPED_S["gpu-tests"] + 13
-    assert lines[-1] == f"would run 3 of {len(STEPS)} steps: ~{seconds} s ({seconds / 60:.1f} min) by the estimates above"
+    assert lines[-1] == (f"would run 3 of {len(STEPS)} steps: ~{seconds} s ({seconds / 60:.1f} min) by the estimates "
+                         "above, steps run alongside another counted where they outlast it")
+
+
+@pytest.mark.parametrize("beside, outlast", [(["datasets-papers-s"], False),
+                                             (["datasets-papers-s", "datasets-products-s"], True)])
+def test_steps_run_beside_gpu_tests_count_in_the_dry_run_only_where_they_outlast_it(tmp_path, fake_gpu, runner,
+                                                                                    beside, outlast):
+    lines = []
+    assert _suite(tmp_path, lines, dry_run=True, only=["gpu-tests", *beside]) == 0
+    typed = gpu_suite.TYPED_S
+    assert (sum(typed[name] for name in beside) > typed["gpu-tests"]) == outlast
+    seconds = max(typed["gpu-tests"], sum(typed[name] for name in beside))
+    assert lines[-1].startswith(f"would run {1 + len(beside)} of {len(STEPS)} steps: ~{seconds} s")
+
+
+def test_steps_beside_gpu_tests_start_with_it_and_the_suite_waits_for_them(tmp_path, fake_gpu, monkeypatch):
+    import threading
+
+    started, release = [], threading.Event()
+
+    def runner(command, log, timeout_s, **options):
+        started.append(log.stem)
+        if log.stem == "gpu-tests":  # the datasets steps must have started before the GPU tests end
+            assert release.wait(5), "the datasets step did not start beside gpu-tests"
+        if log.stem == "datasets-papers-s":
+            release.set()
+        return {"datasets-products-s": 3}.get(log.stem, 0)
+
+    monkeypatch.setattr(gpu_suite, "run_command", runner)
+    lines = []
+    assert _suite(tmp_path, lines, only=["gpu-tests", "gpubench", *BESIDE_GPU_TESTS, "samplerbench-papers-s"]) == 1
+    assert started.index("gpubench") > max(started.index(name) for name in BESIDE_GPU_TESTS)
+    steps = _state(tmp_path)["steps"]
+    assert steps["datasets-papers-s"]["status"] == "done" and steps["datasets-products-s"]["status"] == "failed"
+    assert steps["samplerbench-papers-s"]["status"] == "done"
+    assert any(line.startswith("[run] datasets-papers-s (alongside gpu-tests;") for line in lines)
+    table = lines[-1].splitlines()
+    assert [row.split()[0] for row in table[1:]][:5] == STEPS[:5]  # the summary in plan order
 
 
 def test_a_step_that_failed_last_time_is_planned_with_its_typed_time(tmp_path, fake_gpu, runner):
@@ -355,3 +414,14 @@ def test_redoing_the_doctor_redoes_the_fixed_costs_its_fresh_profile_drops(tmp_p
     assert runner.names == ["doctor", "costs-papers-s", "report-goals"]  # the goals read the fixed costs
     (step,) = [s for s in gpu_suite.plan(tmp_path / "gpu", tmp_path / "machines") if s.name == "costs-papers-s"]
     assert step.command[step.command.index("--machines") + 1] == str(tmp_path / "machines")
+
+
+def test_only_the_steps_beside_gpu_tests_that_fit_the_time_left_start_with_it(tmp_path, fake_gpu, runner):
+    typed = gpu_suite.TYPED_S
+    budget = typed["gpu-tests"] + 10  # seconds: gpu-tests, and datasets-papers-s beside it, but not products-s too
+    assert typed["datasets-papers-s"] <= budget < typed["datasets-papers-s"] + typed["datasets-products-s"]
+    lines = []
+    assert _suite(tmp_path, lines, max_minutes=budget / 60, only=["gpu-tests", *BESIDE_GPU_TESTS]) == 0
+    assert ran(runner.names[:2]) == ["gpu-tests", "datasets-papers-s"] and runner.names[2] == "datasets-products-s"
+    assert any(line.startswith("[run] datasets-papers-s (alongside gpu-tests;") for line in lines)
+    assert any(line.startswith("[run] datasets-products-s (not done yet;") for line in lines)  # after, on its own
