@@ -284,11 +284,12 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
                        regime=regime, device=device, scorer=scorer, pipeline=pipeline, ogb_root=ogb_root,
                        batch_limit=batch_limit)
     writer = not dist.is_initialized() or dist.get_rank() == 0
-    datasets_loaded = {}  # (dataset, scorer) -> Dataset: each is opened and checksummed once per sweep
-    pins = {}  # (dataset, scorer) -> the ExitStack that unpins its table (pinned_for_the_sweep)
+    # (dataset, scorer) -> the Dataset, opened and checksummed once per sweep, and the ExitStack that unpins its
+    # table (pinned_for_the_sweep)
+    opened = {}
     with contextlib.ExitStack() as sweep_end, tqdm(sweep.cells, desc=experiment, unit="cell",
                                                    disable=not (progress and writer)) as bar:
-        sweep_end.callback(lambda: _let_go(datasets_loaded, pins, datasets_loaded))
+        sweep_end.callback(lambda: _let_go(opened, list(opened)))
         for cell in bar:
             bar.set_postfix_str(cell.describe())
             if not rerun and _on_rank_zero(functools.partial(sweep.is_recorded, cell)):
@@ -297,15 +298,15 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
             if LOADERS[cell.loader].disk:
                 # another cell's rows gathered through a dataset's memory map stay mapped, and mapped pages stay in
                 # the page cache: a loader that reads from disk starts with no dataset open but its own
-                _let_go(datasets_loaded, pins, datasets_loaded)
-            if key not in datasets_loaded:
+                _let_go(opened, list(opened))
+            if key not in opened:
                 # a table made in memory (papers-100m's: 57 GB) is let go before another dataset is opened: the
                 # original order's and the reordered order's tables do not fit in host memory side by side
-                _let_go(datasets_loaded, pins, [k for k, d in datasets_loaded.items() if d.features_in_memory])
-                datasets_loaded[key] = open_dataset(cell, ogb_root, progress=False)
-                pins[key] = contextlib.ExitStack()
-                pins[key].enter_context(pinned_for_the_sweep(datasets_loaded[key], device))
-            rows = run_cell(cell, datasets_loaded[key], epochs=sweep.epochs, warmup=sweep.warmup, device=device,
+                _let_go(opened, [k for k, (dataset, _) in opened.items() if dataset.features_in_memory])
+                # held by ``opened`` alone (no local name), so that letting it go frees it
+                opened[key] = open_dataset(cell, ogb_root, progress=False), contextlib.ExitStack()
+                opened[key][1].enter_context(pinned_for_the_sweep(opened[key][0], device))
+            rows = run_cell(cell, opened[key][0], epochs=sweep.epochs, warmup=sweep.warmup, device=device,
                             seed=seed, pipeline=pipeline, progress=False, shm_dir=shm_dir, batch_limit=batch_limit,
                             validate=validate)
             if writer:  # a rerun replaces the cell's earlier rows, chosen under the file's lock
@@ -313,13 +314,11 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
     return sweep.path, summarize_runs(read_records(sweep.path))
 
 
-def _let_go(datasets_loaded: dict, pins: dict, keys) -> None:
-    """Unpin the tables of the datasets ``keys`` of ``datasets_loaded`` and drop them, so that their memory is freed
-    before the next dataset is opened."""
-    keys = list(keys)
+def _let_go(opened: dict, keys: list) -> None:
+    """Unpin the tables of the datasets ``keys`` of ``opened`` (key -> dataset and the stack that unpins its table)
+    and drop them, so that their memory is freed before the next dataset is opened."""
     for key in keys:
-        pins.pop(key).close()
-        del datasets_loaded[key]
+        opened.pop(key)[1].close()
     if keys:
         gc.collect()
 
