@@ -434,10 +434,10 @@ def _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo) -> int:
     budget = math.inf if max_minutes is None else 60 * max_minutes
     began = time.monotonic()
     runner = _StepRunner(folder, state, stamp, echo)
-    summary, beside = [], {}  # beside: the summary rows of steps that ran alongside an earlier one
+    summary, beside = [], set()  # beside: the steps that ran alongside an earlier one (their rows in runner.rows)
     for step in steps:
         if step.name in beside:
-            summary.append(beside.pop(step.name))
+            summary.append(runner.rows[step.name])
             continue
         run, why = decide(step, state, gpu=gpu, rerun=rerun, skip=skip)
         if not run:
@@ -450,7 +450,8 @@ def _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo) -> int:
         if expected.seconds > left:
             why = f"its {expected} would pass --max-minutes {max_minutes:g}; run the command again"
             echo(f"[stop] {step.name}: {why}")
-            summary += [(s.name, "not started", None, why) for s in steps[steps.index(step):] if s.name not in beside]
+            summary += [runner.rows[s.name] if s.name in beside else (s.name, "not started", None, why)
+                        for s in steps[steps.index(step):]]
             break
         companions, seconds = [], 0
         for other in steps[steps.index(step) + 1:]:  # in order, while they fit in the time left
@@ -466,7 +467,7 @@ def _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo) -> int:
         row = runner.run(step, why, expected)
         if companions:
             background.join()
-            beside.update({other.name: runner.rows[other.name] for other in companions})
+            beside.update(other.name for other in companions)
         summary.append(row)
     echo(_table(summary))
     return 1 if runner.failed else 0

@@ -425,3 +425,22 @@ def test_only_the_steps_beside_gpu_tests_that_fit_the_time_left_start_with_it(tm
     assert ran(runner.names[:2]) == ["gpu-tests", "datasets-papers-s"] and runner.names[2] == "datasets-products-s"
     assert any(line.startswith("[run] datasets-papers-s (alongside gpu-tests;") for line in lines)
     assert any(line.startswith("[run] datasets-products-s (not done yet;") for line in lines)  # after, on its own
+
+
+def test_a_step_that_ran_beside_gpu_tests_keeps_its_row_when_the_budget_stops_the_suite_before_it(tmp_path, fake_gpu,
+                                                                                                   monkeypatch):
+    typed, clock = gpu_suite.TYPED_S, [0.0]
+
+    def runner(command, log, timeout_s, **options):  # each step takes its typed time on a fake clock
+        clock[0] += typed[log.stem]
+        return 0
+
+    monkeypatch.setattr(gpu_suite, "run_command", runner)
+    monkeypatch.setattr(gpu_suite.time, "monotonic", lambda: clock[0])
+    ran_beside = typed["gpu-tests"] + typed["datasets-papers-s"] + typed["datasets-products-s"]
+    budget = ran_beside + typed["gpubench"] - 1  # the three fit; gpubench after them does not
+    lines = []
+    assert _suite(tmp_path, lines, max_minutes=budget / 60, only=["gpu-tests", "gpubench", *BESIDE_GPU_TESTS]) == 0
+    rows = {row.split()[0]: row.split()[1] for row in lines[-1].splitlines()[1:]}
+    assert rows["gpubench"] == "not" and rows["datasets-papers-s"] == rows["datasets-products-s"] == "done"
+    assert [row.split()[0] for row in lines[-1].splitlines()[1:]] == STEPS  # one row per step, in plan order
