@@ -103,7 +103,8 @@ def _cmd_train(args) -> int:
     try:
         train_cell(cell, dataset, epochs=args.epochs, device=device, seed=args.seed, pipeline=args.pipeline,
                    progress=not args.quiet, variant=cell_variant(cell, dataset, device), on_epoch=report,
-                   batch_limit=args.minibatches, validate=args.validate, model=dict(hidden=args.hidden, dropout=args.dropout, lr=args.lr))
+                   batch_limit=args.minibatches, validate=args.validate,
+                   model=dict(hidden=args.hidden, dropout=args.dropout, lr=args.lr))
     except KeyboardInterrupt:  # the epochs that finished are kept, as a sweep keeps its finished cells
         kept = "nothing written"
         if args.out and finished:

@@ -136,8 +136,9 @@ budget of a loader that reads from disk, empty for the others and in rows writte
 and ``train_event_s`` are the stages timed by CUDA events on their streams: empty on a CPU and in rows written before
 they existed.  ``gather_s`` is the gather's host wall time, the GPU waited for, except in a pipelined run on CUDA
 (``pipeline`` true): there the gather thread's busy time is taken by the same CUDA events on its stream as
-``gather_event_s`` (``suite.training.pipeline``), and the two are equal.  ``batch_limit`` is empty for whole epochs, and ``epoch_batches`` in rows written before it existed
-(whole epochs too: their ``batches``)."""
+``gather_event_s`` (``suite.training.pipeline``), and the two are equal.  ``batch_limit`` is empty for whole epochs,
+and ``epoch_batches`` in rows written before it existed (whole epochs too: their ``batches``); ``valid_accuracy`` is
+empty where the run skipped validation (``--no-validation``)."""
 
 _EXTRA = Column("str", nullable=True)  # a column this version does not know: kept as text
 _INTEGER = re.compile(r"[+-]?\d+(?:\.0*)?")  # pandas wrote an integer column with a gap as floats: 1744078336.0

@@ -444,3 +444,11 @@ def test_a_step_that_ran_beside_gpu_tests_keeps_its_row_when_the_budget_stops_th
     rows = {row.split()[0]: row.split()[1] for row in lines[-1].splitlines()[1:]}
     assert rows["gpubench"] == "not" and rows["datasets-papers-s"] == rows["datasets-products-s"] == "done"
     assert [row.split()[0] for row in lines[-1].splitlines()[1:]] == STEPS  # one row per step, in plan order
+
+
+def test_report_goals_waits_on_every_step_a_goal_names():
+    from suite.figures.gpu_goals import GOALS
+
+    steps = {step.name for step in gpu_suite.plan(Path("gpu"), Path("machines"))}
+    named = {word.strip("`,") for _, _, text in GOALS.values() for word in text.split()} & steps
+    assert named == set(gpu_suite.GOAL_STEPS)
