@@ -300,7 +300,7 @@ def _build_synthetic(name: str, partial: Path, progress: bool) -> None:
             source = {"kind": "synthetic", "preset": preset.params()}
             manifest = _manifest(name, source, graph, preset.feature_dim, labels, splits, preset.num_classes, files)
             if preset.gpu_built:
-                manifest.update(manifest_field(preset), build={"device": str(build_device()), "seconds": seconds})
+                manifest.update(manifest_field(preset), build={"device": str(device), "seconds": seconds})
             cache.write_manifest(partial, manifest)
     finally:
         steps.close()
