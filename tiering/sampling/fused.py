@@ -245,7 +245,7 @@ class FusedNeighborSampler:
         """Order this minibatch's launches after the previous minibatch's when torch's current stream changed."""
         if self.device.type != "cuda":
             return
-        current = torch.cuda.currentnumba_stream(self.device)
+        current = torch.cuda.current_stream(self.device)
         if self._stream is not None and current != self._stream:
             current.wait_stream(self._stream)
             for tensor in (*(t for table in self._tables for t in table), self._stale):
