@@ -26,11 +26,12 @@ N = 300
 
 
 def fake_dataset(features: torch.Tensor):
-    """What ``create_loader`` reads of a dataset, over ``features`` (a reordered one, so ``tiered`` accepts it)."""
+    """What ``create_loader`` reads of a dataset, over ``features`` (a reordered one, so ``tiered`` accepts it): a
+    cached table, not one made in memory, so a zero-copy loader on a GPU pins a page-aligned copy of it."""
     appearances = torch.arange(len(features), 0, -1)
     graph = types.SimpleNamespace(appearances=lambda: appearances)
     return types.SimpleNamespace(features=features, num_nodes=len(features), feature_dim=features.shape[1],
-                                 scorer="degree", graph=graph)
+                                 scorer="degree", graph=graph, features_in_memory=False)
 
 
 def with_table_file(dataset, name, dtype, directory):

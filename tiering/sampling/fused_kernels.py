@@ -5,8 +5,6 @@ Block sizes are fixed at import: 256 threads per block and a 1,024-thread scan b
 32 and 32 under numba's CUDA simulator, where each thread is a Python thread.
 """
 
-import warnings
-
 import numpy as np
 from numba import cuda
 from numba.cuda.core import config
@@ -18,8 +16,10 @@ SIMULATED = bool(config.ENABLE_CUDASIM)
 THREADS, SCAN_THREADS = (32, 32) if SIMULATED else (256, 1024)
 
 # The scan is one block by design, and a hop of a few hundred frontier nodes needs a few blocks: numba warns of low
-# occupancy below 128 blocks, once per distinct grid size, which would fill a training run's log.
-warnings.filterwarnings("ignore", message=r"Grid size \d+ will likely result in GPU under-utilization")
+# occupancy below 128 blocks, once per distinct grid size, which would fill a training run's log.  Its config
+# (NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS), read at every launch, turns that off for the process; a warnings filter would
+# not hold, since any catch_warnings block around this import (pytest's collection, for one) drops it afterwards.
+config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
 
 EMPTY = -1  # a free slot's key; node ids are non-negative
 NO_POSITION = np.int64(2**63 - 1)  # a free slot's position: above every position, for atomic minimum

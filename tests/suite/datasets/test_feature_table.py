@@ -1,6 +1,8 @@
 """Synthetic feature tables generated into page-aligned memory, also straight in a reordered graph's order, on the
 CPU and on a GPU (without one, numba's CUDA simulator runs the GPU kernels: tests/conftest.py)."""
 
+import gc
+
 import numpy as np
 import pytest
 import torch
@@ -183,6 +185,7 @@ def test_a_table_made_on_the_gpu_hands_its_device_memory_back():
     # the loaders size their GPU tier by torch.cuda.mem_get_info's free memory, which the caching allocator's
     # reserved blocks are not part of
     graph, classes, _, dim, seed = small_table()
+    gc.collect()  # earlier tests' CUDA tensors freed now, not by a collection during the call
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     allocated, reserved = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()

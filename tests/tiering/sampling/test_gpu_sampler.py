@@ -6,8 +6,12 @@ kernels; those marked ``gpu`` only make sense there.
 """
 
 import contextlib
+import os
+import subprocess
+import sys
 import types
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +23,8 @@ from tiering.graph.csr import CSRGraph
 from tiering.sampling import fused, fused_kernels
 from tiering.sampling.fused import FusedNeighborSampler, append_new_nodes_hashed
 from tiering.sampling.neighbors import NeighborSampler, append_new_nodes
+
+REPO = Path(__file__).resolve().parents[3]
 
 # the simulator evaluates the hash on numpy uint64 scalars, which warn where SplitMix64 wraps, as it is meant to
 pytestmark = pytest.mark.filterwarnings("ignore:.*overflow encountered in scalar:RuntimeWarning")
@@ -239,3 +245,19 @@ def test_the_small_grids_of_a_small_minibatch_warn_of_no_low_occupancy():
         expected, got = both(graph(), (3, 2), [0, 7, 30], seed=1)
     assert_same(expected, got)
     assert not [w for w in caught if "under-utilization" in str(w.message)]
+
+
+def test_numba_cuda_is_told_not_to_warn_of_small_grids_whatever_becomes_of_the_warning_filters():
+    """Making a launch configuration is where numba-cuda warns, and it needs no GPU: the real numba.cuda (no
+    simulator) is asked here, after an import of the kernels inside a ``catch_warnings`` block, as pytest collects."""
+    code = ("import warnings\n"
+            "with warnings.catch_warnings():\n"
+            "    from tiering.sampling import fused_kernels\n"
+            "with warnings.catch_warnings(record=True) as caught:\n"
+            "    warnings.simplefilter('always')\n"
+            "    fused_kernels.scan[1, fused_kernels.SCAN_THREADS]\n"
+            "    fused_kernels.sample[3, fused_kernels.THREADS]\n"
+            "print(sum('under-utilization' in str(w.message) for w in caught), fused_kernels.SIMULATED)\n")
+    env = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["0", "False"]
