@@ -1,7 +1,7 @@
 """``tierbench doctor``: a preflight of the machine before a sweep, written as its profile.
 
 It checks what the GPU paths of Data Tiering §4 and PyTorch-Direct §3 rely on: the
-versions of python, torch (and its CUDA), the driver, CuPy, numba,
+versions of python, torch (and its CUDA), the driver, CuPy, numba, numba-cuda,
 torch-geometric and ogb; each GPU's memory and PCIe link (generation and
 width, current and maximum, from NVML); which GPUs can access each other's
 memory (the multi-GPU tier of Data Tiering §4.2); the ``memlock`` limit and the
@@ -114,7 +114,8 @@ def _versions(cuda: bool) -> dict:
         "cuda": torch.version.cuda or "none (a CPU build of torch)",
         "driver": _probe(_driver_version),
         **{name: _probe(_distribution_version, module, providers) for name, module in
-           (("cupy", "cupy"), ("numba", "numba"), ("torch-geometric", "torch_geometric"), ("ogb", "ogb"))},
+           (("cupy", "cupy"), ("numba", "numba"), ("numba-cuda", "numba_cuda"), ("torch-geometric", "torch_geometric"),
+            ("ogb", "ogb"))},
     }
     if not cuda:
         if _error(versions["driver"]):

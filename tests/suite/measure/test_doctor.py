@@ -55,7 +55,8 @@ def test_doctor_runs_here_and_writes_the_profile_through_a_rename(tmp_path, monk
     assert set(profile) == PROFILE_KEYS
     assert profile["versions"]["python"] == platform.python_version()
     assert profile["versions"]["torch"] == torch.__version__
-    assert set(profile["versions"]) == {"python", "torch", "cuda", "driver", "cupy", "numba", "torch-geometric", "ogb"}
+    assert set(profile["versions"]) == {"python", "torch", "cuda", "driver", "cupy", "numba", "numba-cuda",
+                                        "torch-geometric", "ogb"}
     assert profile["shm"]["size_bytes"] >= profile["shm"]["free_bytes"] > 0
     assert profile["host_register"]["bytes"] == doctor.DEFAULT_HOST_TIER_BYTES
     assert isinstance(profile["missing_packages"], list)
