@@ -35,7 +35,8 @@ def _cmd_costs(args) -> int:
 
     profile = args.machine or f"{args.machines}/{machine_profile_name(args.device)}"
     path = measure(args.dataset, args.out or f"out/costs/{args.dataset}", profile, device=args.device,
-                   loader=args.loader, batch_sizes=args.batch_sizes, repeats=args.repeats, progress=not args.quiet)
+                   loader=args.loader, sampling=args.sampling, batch_sizes=args.batch_sizes, repeats=args.repeats,
+                   progress=not args.quiet)
     print(summary(read_records(path)))
     print(f"wrote {path} and the fits into {profile}")
     return 0
@@ -107,6 +108,9 @@ def add_parsers(sub) -> None:
     costs.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     costs.add_argument("--loader", default="uva", help="the feature loader gathering (default uva: every row over "
                        "zero-copy)")
+    costs.add_argument("--sampling", default="cpu", help="the sampler drawing the minibatches: cpu (numba; the "
+                       "default), gpu (the fused GPU sampler, the graph in GPU memory) or uva (the same, the graph in "
+                       "pinned host memory); gpu and uva need --device cuda")
     costs.add_argument("--batch-sizes", type=options.positive_int, nargs="+", default=[8, 16, 32, 64, 128, 256, 512,
                        1024, 2048, 4096], help="seeds per minibatch, at least two sizes (default 8 to 4096)")
     costs.add_argument("--repeats", type=options.positive_int, default=5, help="timed minibatches per size")

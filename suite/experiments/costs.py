@@ -6,7 +6,11 @@ that grows with it.  For each batch size (8 to 4,096 seeds by default) this
 samples ``repeats`` minibatches of distinct training seeds, after one untimed
 minibatch, and times each stage of each on its own: on CUDA by events on the
 stream it runs on (``suite.measure.timing.stage_seconds``), elsewhere by the
-host clock.  Then, per stage, a least-squares line ``seconds = a + b x rows``:
+host clock.  The minibatches are drawn by the training's sampler of
+``sampling`` (``suite.training.sampling``: ``cpu`` by default; ``gpu``, the
+fused sampler with the CSR in GPU memory, is the GPU-native path whose fixed
+costs the second GPU visit judges).  Then, per stage, a least-squares line
+``seconds = a + b x rows``:
 
 * **sample**: rows are the minibatch's sampled edges (the sampler's work
   grows with them, not with the seeds);
@@ -42,14 +46,17 @@ from suite.measure.stage_events import StageEvents
 from suite.measure.timing import stage_seconds
 from suite.policies.planner import ABOVE_BOUND, COSTS_SECTION, D2D, ZERO_COPY, projected_seconds
 from suite.registry import create_loader
+from suite.training.sampling import SAMPLING, check_device, simulated
 from suite.training.trainer import Trainer
 
 STEM = "costs"
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 ROWS = {"sample": "sampled_edges", "gather": "input_rows", "train": "input_rows"}
 """The column each stage's seconds are fitted against."""
-FACTS = ("command", "dataset", "loader", "device", "fanouts", "batch_sizes", "repeats", "gather_above", "fits",
-         "machine_profile")
+SINGLE_PROCESS = tuple(sampling for sampling in SAMPLING if sampling != "distributed")
+"""The samplings one process can time (``distributed`` needs a group of them)."""
+FACTS = ("command", "dataset", "loader", "sampling", "device", "fanouts", "batch_sizes", "repeats", "gather_above",
+         "fits", "machine_profile")
 
 
 def fit_line(rows, seconds) -> tuple[float, float]:
@@ -87,14 +94,20 @@ def _time_minibatch(trainer: Trainer, seeds: torch.Tensor, generator: torch.Gene
             "train_s": train_s}
 
 
-def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str = "uva", batch_sizes=BATCH_SIZES,
-            repeats: int = 5, fanouts=None, seed: int = 0, ogb_root=None, progress: bool = True) -> Path:
-    """Time the stages of ``repeats`` minibatches of each size in ``batch_sizes`` on ``name``, write the records into
-    ``records_dir`` and the fits into the machine profile at ``profile_path``; the records' path."""
+def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str = "uva", sampling: str = "cpu",
+            batch_sizes=BATCH_SIZES, repeats: int = 5, fanouts=None, seed: int = 0, ogb_root=None,
+            progress: bool = True) -> Path:
+    """Time the stages of ``repeats`` minibatches of each size in ``batch_sizes`` on ``name``, sampled by
+    ``sampling``'s sampler, write the records into ``records_dir`` and the fits into the machine profile at
+    ``profile_path``; the records' path."""
     profile_path = Path(profile_path)
     sizes = sorted(set(batch_sizes))
     if len(sizes) < 2:
         raise BadValue("a fixed cost needs minibatches of at least two sizes: give two or more --batch-sizes")
+    if sampling not in SINGLE_PROCESS:
+        raise BadValue(f"sampling must be one of {', '.join(SINGLE_PROCESS)}, got {sampling!r} (--sampling)")
+    if not simulated():
+        check_device(sampling, device)
     if not profile_path.is_file():
         raise BadValue(f"{profile_path} does not exist: run `tierbench doctor` on this machine first, the fixed "
                        "costs go into its profile")
@@ -108,7 +121,7 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     if sizes[-1] > len(train_ids):
         raise BadValue(f"{name} has {len(train_ids):,} training nodes, fewer than a batch of {sizes[-1]:,} seeds")
     trainer = Trainer(dataset, create_loader(loader, dataset, 0.0, device, progress=progress), fanouts,
-                      batch_size=sizes[0], seed=seed)
+                      batch_size=sizes[0], seed=seed, sampling=sampling)
     generator = torch.Generator().manual_seed(seed)
     rows = []
     for size in sizes:
@@ -122,15 +135,18 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     above = ABOVE_BOUND if ceilings else "nothing (the profile has no measured ceilings)"
     records_dir = Path(records_dir)
     facts = {
-        "command": (f"tierbench costs --dataset {name} --device {device} --loader {loader} --batch-sizes "
-                    f"{' '.join(map(str, sizes))} --repeats {repeats} --out {records_dir} --machine {profile_path}"),
-        "dataset": name, "loader": loader, "device": str(device), "fanouts": list(fanouts), "batch_sizes": sizes,
+        "command": (f"tierbench costs --dataset {name} --device {device} --loader {loader} --sampling {sampling} "
+                    f"--batch-sizes {' '.join(map(str, sizes))} --repeats {repeats} --out {records_dir} --machine "
+                    f"{profile_path}"),
+        "dataset": name, "loader": loader, "sampling": sampling, "device": str(device), "fanouts": list(fanouts),
+        "batch_sizes": sizes,
         "repeats": repeats, "gather_above": above, "fits": fits, "machine_profile": str(profile_path),
     }
     path = records.write_records(records_dir / f"{STEM}.csv", table, provenance(device), facts, index=False)
     profile[COSTS_SECTION] = {
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "dataset": name, "loader": loader, "fanouts": list(fanouts), "batch_sizes": sizes, "repeats": repeats,
+        "dataset": name, "loader": loader, "sampling": sampling, "fanouts": list(fanouts), "batch_sizes": sizes,
+        "repeats": repeats,
         "timed_by": "CUDA events on the stage's stream" if device.type == "cuda" else "the host clock",
         "gather_above": above, "stages": fits, "records": str(path),
     }
@@ -147,9 +163,10 @@ def read_records(path) -> records.Records:
 
 def summary(measured: records.Records) -> str:
     """One line per stage: its fixed cost per minibatch and its cost per row."""
-    lines = [f"fixed cost of one minibatch on {measured.provenance['device']} ({measured.facts['dataset']}, "
-             f"{measured.facts['loader']}, batches of {measured.facts['batch_sizes'][0]}-"
-             f"{measured.facts['batch_sizes'][-1]} seeds; gather above {measured.facts['gather_above']}):"]
-    for stage, fit in measured.facts["fits"].items():
+    facts = measured.facts
+    lines = [f"fixed cost of one minibatch on {measured.provenance['device']} ({facts['dataset']}, {facts['loader']}, "
+             f"{facts['sampling']} sampling, batches of {facts['batch_sizes'][0]}-{facts['batch_sizes'][-1]} seeds; "
+             f"gather above {facts['gather_above']}):"]
+    for stage, fit in facts["fits"].items():
         lines.append(f"  {stage:<7} {1e3 * fit['a_s']:8.3f} ms + {1e9 * fit['b_s']:9.2f} ns per {fit['per']}")
     return "\n".join(lines)

@@ -19,7 +19,8 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
    one dataset per step (records in ``runs/``), and ``fig8-gpu-sampling-papers-s``: Figure 8 on papers-s sampled by
    the fused GPU sampler, beside the CPU-sampled cells of ``fig8-papers-s`` in the same records;
    ``lookahead-papers-s``: the lookahead loader beside ``tiered`` in the same GPU memory;
-   ``costs-papers-s``: the fixed cost of one minibatch per stage across batch sizes (``tierbench costs``), into
+   ``costs-papers-s``: the fixed cost of one minibatch per stage across batch sizes, sampled by the fused GPU
+   sampler (``tierbench costs --sampling gpu``: the GPU-native path), into
    ``costs/papers-s/`` and the machine profile's ``minibatch_costs``, which ``tierbench plan`` adds to its bound;
 7. ``datasets-papers-xs-gpu-built``, ``datasets-papers-100m``: the paper-scale route (``suite.datasets.generated``),
    first at papers-xs's size, then ogbn-papers100M's: drawn and sorted into lists on the GPU, scored and reordered;
@@ -216,9 +217,11 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
     steps.append(Step("lookahead-papers-s", cli + ("run", "--experiment", "lookahead", "--datasets", "papers-s",
                                                    "--device", "cuda", "--runs", runs, "-q"),
                       f"{runs}/lookahead.csv", inputs=("datasets-papers-s",)))
-    # the fixed cost of one minibatch per stage across batch sizes, into the machine profile `tierbench plan` reads
-    steps.append(Step("costs-papers-s", cli + ("costs", "--dataset", "papers-s", "--device", "cuda", "--machines",
-                                               str(machines), "--out", str(folder / "costs" / "papers-s"), "-q"),
+    # the fixed cost of one minibatch per stage across batch sizes, sampled on the GPU, into the machine profile
+    # `tierbench plan` reads
+    steps.append(Step("costs-papers-s", cli + ("costs", "--dataset", "papers-s", "--device", "cuda", "--sampling",
+                                               "gpu", "--machines", str(machines), "--out",
+                                               str(folder / "costs" / "papers-s"), "-q"),
                       str(folder / "costs" / "papers-s"), inputs=("doctor", "datasets-papers-s")))
     steps += paper_scale_steps(cli, runs, folder)
     for experiment in ("fig8", "fig10", "lookahead"):

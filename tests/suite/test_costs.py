@@ -52,6 +52,35 @@ def test_costs_on_tiny_writes_records_and_the_fits_into_the_machine_profile(tiny
         assert costs["stages"][stage]["a_s"] == pytest.approx(a) and costs["stages"][stage]["b_s"] == pytest.approx(b)
 
 
+@pytest.mark.filterwarnings("ignore:.*overflow encountered in scalar:RuntimeWarning")  # the simulator's hash wraps
+def test_costs_sampled_by_the_fused_sampler_say_so_in_the_records_and_the_profile(tiny, tmp_path, capsys):
+    """``--sampling gpu``: the fused sampler draws the minibatches (numba's CUDA simulator runs its kernels here), the
+    same ones the CPU sampler draws for the same seeds, so the rows and edges counted match a CPU-sampled run's."""
+    profile = _profile(tmp_path)
+    tables = {}
+    for sampling in ("cpu", "gpu"):
+        out = tmp_path / sampling
+        assert main(["costs", "--dataset", "tiny", "--sampling", sampling, "--batch-sizes", "8", "32", "--repeats", "1",
+                     "--machine", str(profile), "--out", str(out), "-q"]) == 0
+        assert f"{sampling} sampling" in capsys.readouterr().out
+        measured = read_records(out)
+        assert measured.facts["sampling"] == sampling and f"--sampling {sampling}" in measured.facts["command"]
+        assert json.loads(profile.read_text())[SECTION]["sampling"] == sampling
+        tables[sampling] = measured.table
+    for column in ("seeds", "sampled_edges", "input_rows"):
+        assert tables["gpu"][column].tolist() == tables["cpu"][column].tolist()
+
+
+def test_costs_refuse_a_sampling_one_process_cannot_time_in_one_line(tiny, tmp_path, capsys):
+    profile = _profile(tmp_path)
+    status = main(["costs", "--dataset", "tiny", "--sampling", "distributed", "--batch-sizes", "8", "32",
+                   "--machine", str(profile), "--out", str(tmp_path / "c"), "-q"])
+    error = capsys.readouterr().err
+    assert status == 2 and error == "tierbench: error: sampling must be one of cpu, gpu, uva, got 'distributed' " \
+                                    "(--sampling)\n"
+    assert not (tmp_path / "c").exists()
+
+
 def test_costs_without_a_machine_profile_is_one_line(tiny, tmp_path, capsys):
     status = main(["costs", "--dataset", "tiny", "--batch-sizes", "8", "32", "--machines", str(tmp_path / "none"),
                    "--out", str(tmp_path / "c"), "-q"])
@@ -70,15 +99,17 @@ def test_costs_with_one_batch_size_is_one_line(tiny, tmp_path, capsys):
 
 
 @pytest.mark.gpu
-def test_costs_on_a_gpu_are_timed_by_events_and_fitted_above_the_ceilings_bound(tiny, tmp_path):
+@pytest.mark.parametrize("sampling", ["cpu", "gpu"])
+def test_costs_on_a_gpu_are_timed_by_events_and_fitted_above_the_ceilings_bound(tiny, tmp_path, sampling):
     from suite.policies import planner
 
     assert main(["doctor", "--out", str(tmp_path / "machines")]) == 0
     (profile,) = (tmp_path / "machines").glob("*.json")
-    assert main(["costs", "--dataset", "tiny", "--device", "cuda", "--batch-sizes", "8", "64", "512",
-                 "--repeats", "3", "--machine", str(profile), "--out", str(tmp_path / "c"), "-q"]) == 0
+    assert main(["costs", "--dataset", "tiny", "--device", "cuda", "--sampling", sampling, "--batch-sizes", "8", "64",
+                 "512", "--repeats", "3", "--machine", str(profile), "--out", str(tmp_path / "c"), "-q"]) == 0
     costs = json.loads(profile.read_text())[SECTION]
     assert costs["timed_by"] == "CUDA events on the stage's stream" and costs["gather_above"] == planner.ABOVE_BOUND
+    assert costs["sampling"] == sampling
     table = read_records(tmp_path / "c").table
     assert (table["gather_bound_s"] > 0).all() and (table["gather_s"] > 0).all()
     assert planner.machine(profile).minibatch_costs == (costs["stages"]["gather"]["a_s"],
