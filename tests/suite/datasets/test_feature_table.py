@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from suite.datasets import host_copy
+from suite.datasets import host_copy, node_data_cuda
 from suite.datasets.build import generate_arrays, generate_graph
 from suite.datasets.feature_table import generate_feature_table
-from suite.datasets.node_data import class_centroids, synthesize_features
-from suite.datasets.node_data_cuda import FeatureRows
+from suite.datasets.node_data import class_centroids, synthesize_features, table_centroids
+from suite.datasets.node_data_cuda import FeatureRows, long_list_sums
 from suite.datasets.presets import get_preset
 from tiering.graph.csr import CSRGraph
 from tiering.graph.reorder import reorder_graph
@@ -146,6 +146,39 @@ def test_rows_made_on_a_gpu_equal_the_cpus(monkeypatch, renamed):
     half = generate_feature_table(*args, noise_ids=noise_ids, device="cuda", dtype=torch.float16)
     assert half.data_ptr() % host_copy.PAGE_BYTES == 0
     assert torch.equal(half, gpu.to(torch.float16))
+
+
+def test_long_lists_are_summed_beforehand_as_class_counts_times_the_centroids():
+    graph, classes, _, dim, seed = small_table(80)
+    lengths = np.diff(graph.indptr.numpy())
+    longest = int(np.sort(lengths)[-10])  # some ten lists are longer
+    centroids = table_centroids(classes, dim, seed)
+    arrays = [torch.as_tensor(a) for a in (graph.indptr, graph.indices.int(), classes, centroids)]
+    for piece in (1, 25, 10**6):  # a list each (each longer than the piece), a few at a time, all at once
+        slot, sums = long_list_sums(*arrays, longest=longest, piece=piece)
+        long = np.flatnonzero(lengths > longest)
+        assert slot.dtype == torch.int32 and slot[long].tolist() == list(range(len(long)))
+        assert (slot.numpy()[lengths <= longest] == -1).all() and sums.shape == (len(long), dim)
+        for row, v in enumerate(long):
+            in_order = np.zeros(dim)
+            for u in graph.indices[graph.indptr[v]:graph.indptr[v + 1]].numpy():
+                in_order += centroids[classes[u]]
+            np.testing.assert_allclose(sums[row].numpy(), in_order, rtol=1e-12, atol=1e-12)
+    slot, sums = long_list_sums(*arrays, longest=int(lengths.max()), piece=25)
+    assert (slot == -1).all() and torch.equal(sums, torch.zeros(1, dim, dtype=torch.float64))  # never empty
+
+
+@pytest.mark.filterwarnings("ignore:.*overflow encountered in scalar:RuntimeWarning")  # the simulator's wrapping hash
+def test_rows_with_long_lists_made_on_a_gpu_equal_the_cpus(monkeypatch):
+    graph, classes, perm, dim, seed = small_table(50)
+    monkeypatch.setattr(node_data_cuda, "LONG_LIST", 5)
+    monkeypatch.setattr(node_data_cuda, "LONG_LIST_PIECE", 20)
+    assert (np.diff(graph.indptr.numpy()) > 5).sum() >= 10  # the long path is taken, several lists a piece
+    args = (graph, classes, dim, 0.3, 0.6, seed)
+    for noise_ids in (None, torch.from_numpy(perm)):
+        cpu = generate_feature_table(*args, noise_ids=noise_ids)
+        gpu = generate_feature_table(*args, noise_ids=noise_ids, device="cuda")
+        assert_is_permuted_base(gpu, cpu.numpy(), torch.arange(graph.num_nodes))
 
 
 def test_rows_outside_the_table_and_misshapen_noise_ids_are_refused(tiny):
