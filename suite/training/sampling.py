@@ -1,8 +1,8 @@
 """Which sampler draws a training run's minibatches, and where the graph it samples lives (``SAMPLING``).
 
 * ``cpu``: ``NeighborSampler`` (``tiering.sampling.neighbors``), numba over the CSR in host memory;
-* ``gpu``: ``FusedNeighborSampler`` (``tiering.sampling.fused``), three kernel launches per hop, the CSR copied into
-  GPU memory once;
+* ``gpu``: ``FusedNeighborSampler`` (``tiering.sampling.fused``), three kernels and two scans per hop, the CSR
+  copied into GPU memory once;
 * ``uva``: the same fused sampler with the CSR left in pinned host memory and read by its kernels over PCIe
   (``graph_memory="host"``, ``tiering.features.zero_copy.mapped_graph``): PyTorch-Direct's zero-copy access
   (PyTorch-Direct §3.2) applied to the graph instead of the features, for a graph that does not fit beside them;

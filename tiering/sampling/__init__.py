@@ -3,8 +3,8 @@
 * ``neighbors``: node-wise sampling of a fixed fanout per hop, by
   counter-based draws, so every backend and every process draws the same
   neighbours for the same seed;
-* ``fused``: the same minibatches sampled on the GPU, each hop three kernel
-  launches with relabelling by a hash table (numba-cuda kernels in
+* ``fused``: the same minibatches sampled on the GPU, each hop three kernels
+  and two scans with relabelling by a hash table (numba-cuda kernels in
   ``fused_kernels``, imported at first use);
 * ``distributed``: the same sampling over a CSR split across processes,
   frontier nodes shuffled to the process owning their lists and back

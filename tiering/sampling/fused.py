@@ -1,4 +1,4 @@
-"""A fused GPU neighbour sampler: one hop, sampling and relabelling, in three kernel launches.
+"""A fused GPU neighbour sampler: one hop, sampling and relabelling, in three kernels and two scans.
 
 ``FusedNeighborSampler(graph, fanouts).sample(seeds, generator)`` returns
 exactly the minibatch ``NeighborSampler`` (``tiering.sampling.neighbors``,
@@ -15,25 +15,28 @@ sorting (``torch.unique``).  One hop of a frontier of F nodes and fanout k
 lays its candidates out as the sequence ``frontier + sampled``, node i's
 draws at positions F + i*k + r (padded to k per node; the padding keeps the
 order of the concatenated sample, so "first in the sequence" is "smallest
-position").  The three launches per hop, whatever F:
+position").  The launches of a hop, whatever F:
 
 1. ``sample``, one thread per frontier node: insert the node (compare-and-swap
    of its id into a slot, then atomic minimum of its position into the
    slot's position), draw its neighbours, and insert each the same way.
    After it, each id's slot holds the first position the id has.
-2. ``scan``, one block: two exclusive prefix sums, each thread summing a
-   contiguous chunk, then a scan across the block in shared memory: the
-   per-node counts (where each node's edges start) and the marks "this
-   position is its id's first and is not in the frontier" (each new node's
-   rank, so new nodes are numbered in first-seen order).  It also writes the
-   two totals, the hop's edges and new nodes, which the host reads (the one
-   synchronisation of a hop) to allocate the outputs at their exact sizes.
+2. ``marks``, grid-stride: 1 at each position that is its id's first and is
+   not in the frontier, else 0.  Then torch's ``cumsum`` (a device-wide scan)
+   twice: over the per-node counts (where each node's edges end) and over the
+   marks (each new node's rank, so new nodes are numbered in first-seen
+   order).  Their last elements, the hop's edges and new nodes, are the one
+   read of a hop by the host (its one synchronisation), which allocates the
+   outputs at their exact sizes.  A scan within one kernel of one block would
+   leave a hop's F x k candidates to that block's 1,024 threads, each walking
+   F x k / 1,024 of them one dependent read of the table after another: about
+   1,900 at the third hop of a (12,12,12) minibatch of 1,024 seeds.
 3. ``write``, grid-stride: each sample's local id (its id's first position
    if that is in the frontier, else F plus its rank) and destination, the
    next frontier (frontier, then new nodes), and the clearing of the other
    table (below).
 
-A table must be empty when a hop starts, and clearing it would be a fourth
+A table must be empty when a hop starts, and clearing it would be one more
 launch (a memset).  So the sampler keeps two tables and alternates them: the
 ``write`` kernel of a hop clears, slot by slot, the entries the previous hop
 left in the other table (at most that hop's candidates, so the clearing costs
@@ -151,20 +154,24 @@ def _blocks(items: int, threads: int) -> int:
 
 
 def _relabel(k, stream, frontier, counts, width, sampled, slots, positions, stale, device):
-    """Kernels 2 and 3 of a hop, after kernel 1 filled ``counts``, ``sampled``, ``slots`` and the table:
-    ``(next frontier, edge_index)``.  ``stale``: (keys, positions, slots) of the other table's entries to clear."""
+    """Kernels 2 and 3 of a hop and the scans between them, after kernel 1 filled ``counts``, ``sampled``, ``slots``
+    and the table: ``(next frontier, edge_index)``.  ``stale``: (keys, positions, slots) of the other table's entries
+    to clear."""
     rows = len(counts)
-    offsets = torch.empty(rows + 1, dtype=torch.int64, device=device)
     ranks = torch.empty(rows * width, dtype=torch.int64, device=device)
-    totals = torch.empty(2, dtype=torch.int64, device=device)
-    launch(k.scan, 1, k.SCAN_THREADS, stream, device, counts, width, len(frontier), slots, positions, offsets, ranks,
-           totals)
-    num_edges, num_new = totals.tolist()
+    num_edges = num_new = 0
+    if rows:
+        launch(k.marks, _blocks(rows * width, k.THREADS), k.THREADS, stream, device, counts, width, len(frontier),
+               slots, positions, ranks)
+    row_ends = torch.cumsum(counts, 0)  # torch's scans run on its current stream of the tensors' device: numba's
+    ranks.cumsum_(0)
+    if rows:
+        num_edges, num_new = torch.stack((row_ends[-1], ranks[-1])).tolist()  # the hop's one read
     nodes = torch.empty(len(frontier) + num_new, dtype=torch.int64, device=device)
     edges = torch.empty((2, num_edges), dtype=torch.int64, device=device)
     stale_keys, stale_positions, stale_slots = stale
     grid = _blocks(max(rows * width, len(frontier), len(stale_slots)), k.THREADS)
-    launch(k.write, grid, k.THREADS, stream, device, frontier, counts, width, sampled, slots, positions, offsets,
+    launch(k.write, grid, k.THREADS, stream, device, frontier, counts, width, sampled, slots, positions, row_ends,
            ranks, nodes, edges, stale_keys, stale_positions, stale_slots)
     return nodes, edges
 
@@ -173,8 +180,8 @@ def append_new_nodes_hashed(frontier: torch.Tensor, neighbors: torch.Tensor,
                             max_load: float = 0.5) -> tuple[torch.Tensor, torch.Tensor]:
     """``append_new_nodes`` by the hash table of the fused sampler's hops: ``(nodes, local)``, int64.
 
-    The relabelling of ``FusedNeighborSampler`` on given neighbours: insert, scan and write (three
-    launches) into a fresh table of at most ``max_load`` of its slots used (filling it is two more).
+    The relabelling of ``FusedNeighborSampler`` on given neighbours: insert, mark, scan and write into a fresh
+    table of at most ``max_load`` of its slots used (filling it is two more).
     Tensors on a CUDA device, or CPU tensors under the simulator.
     """
     device = frontier.device
@@ -196,7 +203,7 @@ def append_new_nodes_hashed(frontier: torch.Tensor, neighbors: torch.Tensor,
 
 
 class FusedNeighborSampler:
-    """``NeighborSampler``'s minibatches, each hop three kernel launches on the GPU (module docstring).
+    """``NeighborSampler``'s minibatches, each hop three kernels and two scans on the GPU (module docstring).
 
     ``graph_memory``: ``"gpu"`` copies the CSR into GPU memory once; ``"host"`` keeps it in pinned
     host memory, read by the kernels over PCIe (UVA).  ``device``: the CUDA device (default: the

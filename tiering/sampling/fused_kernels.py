@@ -1,8 +1,8 @@
 """The device code of the fused GPU neighbour sampler (``tiering.sampling.fused``, whose docstring
-explains the three launches of a hop): numba-cuda kernels, imported when the first sampler is built.
+explains the launches of a hop): numba-cuda kernels, imported when the first sampler is built.
 
-Block sizes are fixed at import: 256 threads per block and a 1,024-thread scan block on a GPU,
-32 and 32 under numba's CUDA simulator, where each thread is a Python thread.
+Block sizes are fixed at import: 256 threads per block on a GPU, 32 under numba's CUDA simulator, where each
+thread is a Python thread.
 """
 
 import numpy as np
@@ -13,9 +13,9 @@ from tiering.rng import _GOLDEN, _MIX1, _MIX2, _S11, _S27, _S30, _S31, _TWO_POW_
 
 SIMULATED = bool(config.ENABLE_CUDASIM)
 """Whether these kernels run in numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) rather than on a GPU."""
-THREADS, SCAN_THREADS = (32, 32) if SIMULATED else (256, 1024)
+THREADS = 32 if SIMULATED else 256
 
-# The scan is one block by design, and a hop of a few hundred frontier nodes needs a few blocks: numba warns of low
+# A hop of a few hundred frontier nodes needs a few blocks: numba warns of low
 # occupancy below 128 blocks, once per distinct grid size, which would fill a training run's log.  Its config
 # (NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS), read at every launch, turns that off for the process; a warnings filter would
 # not hold, since any catch_warnings block around this import (pytest's collection, for one) drops it afterwards.
@@ -101,21 +101,6 @@ def insert_all(frontier, neighbors, keys, positions, counts, slots):
         slots[num_frontier + q] = insert(keys, positions, neighbors[q], np.int64(num_frontier + q))
 
 @cuda.jit(device=True)
-def block_exclusive(shared, t, value):
-    """The exclusive prefix sum of ``value`` over the block's threads (Hillis-Steele in shared memory)."""
-    cuda.syncthreads()
-    shared[t] = value
-    cuda.syncthreads()
-    step = 1
-    while step < SCAN_THREADS:
-        add = shared[t - step] if t >= step else 0
-        cuda.syncthreads()
-        shared[t] += add
-        cuda.syncthreads()
-        step *= 2
-    return shared[t] - value
-
-@cuda.jit(device=True)
 def is_first(counts, width, num_frontier, slots, positions, q):
     """Whether candidate q (row q // width, draw q % width) is its id's first position and not in the frontier."""
     row = q // width
@@ -124,47 +109,21 @@ def is_first(counts, width, num_frontier, slots, positions, q):
     return 1 if positions[slots[num_frontier + q]] == num_frontier + q else 0
 
 @cuda.jit
-def scan(counts, width, num_frontier, slots, positions, offsets, ranks, totals):
-    """Kernel 2 of a hop, one block: ``offsets`` (each row's first edge), ``ranks`` (each new node's number
-    among the new nodes, at its first position), ``totals`` = (edges, new nodes)."""
-    shared = cuda.shared.array(SCAN_THREADS, np.int64)
-    t = cuda.threadIdx.x
-    rows = counts.size
-    chunk = (rows + SCAN_THREADS - 1) // SCAN_THREADS
-    low = min(t * chunk, rows)
-    high = min(low + chunk, rows)
-    total = 0
-    for i in range(low, high):
-        total += counts[i]
-    before = block_exclusive(shared, t, total)
-    for i in range(low, high):
-        offsets[i] = before
-        before += counts[i]
-    if t == SCAN_THREADS - 1:
-        offsets[rows] = before
-        totals[0] = before
-    size = rows * width
-    chunk = (size + SCAN_THREADS - 1) // SCAN_THREADS
-    low = min(t * chunk, size)
-    high = min(low + chunk, size)
-    total = 0
-    for q in range(low, high):
-        mark = is_first(counts, width, num_frontier, slots, positions, q)
-        ranks[q] = mark
-        total += mark
-    before = block_exclusive(shared, t, total)
-    for q in range(low, high):
-        mark = ranks[q]
-        ranks[q] = before
-        before += mark
-    if t == SCAN_THREADS - 1:
-        totals[1] = before
+def marks(counts, width, num_frontier, slots, positions, ranks):
+    """Kernel 2 of a hop, grid-stride: ``ranks[q]`` = 1 where candidate q is its id's first position and not in the
+    frontier (a new node), else 0; torch's ``cumsum`` then turns the marks into each new node's rank, counted from
+    1."""
+    g = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for q in range(g, counts.size * width, stride):
+        ranks[q] = is_first(counts, width, num_frontier, slots, positions, q)
 
 @cuda.jit
-def write(frontier, counts, width, sampled, slots, positions, offsets, ranks, nodes, edges, stale_keys,
+def write(frontier, counts, width, sampled, slots, positions, row_ends, ranks, nodes, edges, stale_keys,
           stale_positions, stale_slots):
     """Kernel 3 of a hop: the edges (local source, row) in row order, the next frontier, and the other
-    table's entries of the previous hop cleared."""
+    table's entries of the previous hop cleared.  ``row_ends`` and ``ranks`` are inclusive prefix sums: of the
+    rows' edge counts (row r's edges end there) and of the new-node marks (a new node's rank counted from 1)."""
     g = cuda.grid(1)
     stride = cuda.gridsize(1)
     num_frontier = frontier.size
@@ -173,12 +132,12 @@ def write(frontier, counts, width, sampled, slots, positions, offsets, ranks, no
         r = q - row * width
         if r < counts[row]:
             first = positions[slots[num_frontier + q]]
-            local = first if first < num_frontier else num_frontier + ranks[first - num_frontier]
-            e = offsets[row] + r
+            local = first if first < num_frontier else num_frontier + ranks[first - num_frontier] - 1
+            e = row_ends[row] - counts[row] + r
             edges[0, e] = local
             edges[1, e] = row
             if first == num_frontier + q:
-                nodes[num_frontier + ranks[q]] = sampled[q]
+                nodes[num_frontier + ranks[q] - 1] = sampled[q]
     for i in range(g, num_frontier, stride):
         nodes[i] = frontier[i]
     for p in range(g, stale_slots.size, stride):

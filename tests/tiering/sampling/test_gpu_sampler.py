@@ -240,7 +240,7 @@ def test_one_sampler_on_alternating_streams_orders_its_launches_after_the_last_s
 
 @pytest.mark.gpu
 def test_the_small_grids_of_a_small_minibatch_warn_of_no_low_occupancy():
-    # one scan block per hop, and a few blocks for a few seeds: numba would warn once per distinct grid size
+    # a few blocks for a few seeds: numba would warn once per distinct grid size
     with warnings.catch_warnings(record=True) as caught:
         expected, got = both(graph(), (3, 2), [0, 7, 30], seed=1)
     assert_same(expected, got)
@@ -255,7 +255,7 @@ def test_numba_cuda_is_told_not_to_warn_of_small_grids_whatever_becomes_of_the_w
             "    from tiering.sampling import fused_kernels\n"
             "with warnings.catch_warnings(record=True) as caught:\n"
             "    warnings.simplefilter('always')\n"
-            "    fused_kernels.scan[1, fused_kernels.SCAN_THREADS]\n"
+            "    fused_kernels.marks[1, fused_kernels.THREADS]\n"
             "    fused_kernels.sample[3, fused_kernels.THREADS]\n"
             "print(sum('under-utilization' in str(w.message) for w in caught), fused_kernels.SIMULATED)\n")
     env = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
