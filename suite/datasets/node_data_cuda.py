@@ -38,8 +38,8 @@ LONG_LIST = 4096
 """Lists longer than this are summed before the rows are made (``long_list_sums``); a shorter one costs a thread at
 most this many reads."""
 LONG_LIST_PIECE = 1 << 26
-"""List entries counted at once for the long lists' sums (their positions, owners and keys, int64: about 2 GB); a
-list longer than this is counted on its own."""
+"""List entries counted at once for the long lists' sums (their positions, owners, classes and keys, int64: about
+3 GB); a list longer than this is counted on its own."""
 
 
 @cuda.jit(device=True)
