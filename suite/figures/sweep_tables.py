@@ -227,13 +227,14 @@ def epoch_range(values):
 
 def spread_marks(table: pd.DataFrame) -> tuple[str, object]:
     """What a figure's marks are, for its title, and its ``errorbar``, from its cells (``per_cell``): the epoch range
-    where some cell recorded more than one epoch, none where every cell recorded one (one epoch has no spread); an
-    epoch of partial epochs (``batch_limit``) is named as the minibatches it timed."""
+    where some cell recorded more than one epoch, none where every cell recorded one (one epoch has no spread); cells
+    of partial epochs (``batch_limit``) are named with their limit, the most minibatches an epoch of theirs timed (an
+    epoch shorter than it timed all of its own, which the table's text counts)."""
     partial = ""
     if "batch_limit" in table and table["batch_limit"].notna().any():
         limited = table[table["batch_limit"].notna()][["dataset", "batch_limit"]].drop_duplicates()
-        partial = ("\nepochs of their first minibatches only, not scaled: " +
-                   ", ".join(f"{row.dataset} {row.batch_limit:g}" for row in limited.itertuples()))
+        partial = ("\nepochs cut after their first minibatches, not scaled: " +
+                   ", ".join(f"{row.dataset} at most {row.batch_limit:g}" for row in limited.itertuples()))
     if table["epochs"].max() > 1:
         return MARKS + partial, epoch_range
     return ONE_EPOCH_MARKS + partial, None
