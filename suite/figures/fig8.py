@@ -34,6 +34,21 @@ PAPER = {"uva": "2.5-4.6x over CPU gather", "tiered": "1.6-2.1x over zero-copy"}
 TITLE = "epoch time by feature loader"
 
 
+NOT_RUN = "not run"
+"""What stands in a panel's slot of a loader that its dataset has no records of: the panels share one loader order,
+and an empty slot would read as a bar of height zero."""
+
+
+def mark_not_run(grid, plotted: pd.DataFrame, order: list[str]) -> None:
+    """Write ``NOT_RUN`` into each dataset's panel at the loaders of ``order`` it has no rows of."""
+    for dataset, ax in grid.axes_dict.items():
+        present = set(plotted.loc[plotted["dataset"] == dataset, "loader"])
+        for slot, label in enumerate(order):
+            if label not in present:
+                ax.text(slot, 0.03, NOT_RUN, transform=ax.get_xaxis_transform(), ha="center", va="bottom",
+                        rotation=90, color="0.45", fontsize=10)
+
+
 def render(records: Path, out: Path) -> list[Path]:
     """Write ``fig8.md``, ``fig8.csv`` and ``fig8.png`` into ``out`` from the sweep records at ``records``."""
     return draw(tables.read_sweep(records), out, tables.report_command(records, out, 8), Path(records).stem)
@@ -87,10 +102,11 @@ def draw(records: pd.DataFrame, out_dir, command: str, experiment: str = "fig8")
     plotted = plotted.assign(loader=plotted["loader"].map(labels))
     marks, errorbar = tables.spread_marks(table)
     datasets = records["dataset"].nunique()
+    shown_order = [labels[name] for name in order if name in labels]
     grid = sns.catplot(data=plotted, x="loader", y="epoch_s", col="dataset", col_wrap=3 if datasets > 3 else None,
-                       hue="setting" if hue else None, hue_order=hue_order, kind="bar",
-                       order=[labels[name] for name in order if name in labels], errorbar=errorbar, capsize=0.2,
-                       height=4.2, aspect=1.7, sharey=False)
+                       hue="setting" if hue else None, hue_order=hue_order, kind="bar", order=shown_order,
+                       errorbar=errorbar, capsize=0.2, height=4.2, aspect=1.7, sharey=False)
+    mark_not_run(grid, plotted, shown_order)
     grid.set_axis_labels("", "epoch time (s)")
     grid.set_xticklabels(rotation=20)
     grid.figure.suptitle(f"{title}\n{marks}")

@@ -80,6 +80,22 @@ def test_a_speedup_within_the_spread_of_epochs_is_flagged_as_noise(tmp_path):
     assert "reference" in rows["cpu-gather"]
 
 
+def test_a_loader_one_dataset_did_not_run_is_marked_in_its_panel_not_left_as_an_empty_slot():
+    from suite.figures.fig8 import NOT_RUN, mark_not_run
+    from suite.io.plotting import pyplot
+
+    plt, sns = pyplot()
+    plotted = pd.DataFrame({"dataset": ["a", "a", "a", "b", "b"], "loader": ["uva", "gns", "tiered", "uva", "tiered"],
+                            "epoch_s": [1.0, 2.0, 0.5, 3.0, 1.0]})
+    order = ["uva", "gns", "tiered"]
+    grid = sns.catplot(data=plotted, x="loader", y="epoch_s", col="dataset", kind="bar", order=order, sharey=False)
+    mark_not_run(grid, plotted, order)
+    assert [t.get_text() for t in grid.axes_dict["a"].texts] == []
+    (text,) = grid.axes_dict["b"].texts
+    assert text.get_text() == NOT_RUN and text.get_position()[0] == order.index("gns")
+    plt.close(grid.figure)
+
+
 def test_one_recorded_epoch_is_said_to_have_no_spread(tmp_path):
     md, _, _ = figure8(records(cell("uva", [2.0, 2.2]), cell("tiered", [1.0], hot=0.1)), tmp_path, "test")
     assert "A cell with one recorded epoch has no spread" in md.read_text()
