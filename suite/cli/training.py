@@ -146,7 +146,7 @@ def add_parsers(sub) -> None:
 def _train_arguments(train) -> None:
     """``train``'s options, which name the loaders and scorers of the registry."""
     from suite.registry import LOADERS, SCORERS, hot_tier_loaders, reordered_loaders
-    from suite.training.sampling import SAMPLING
+    from suite.training.sampling import SINGLE_PROCESS
 
     train.take(options.dataset(),
                options.minibatches("neighbours per layer from the seeds out, e.g. 12,12,12 (default: the dataset's)",
@@ -161,7 +161,7 @@ def _train_arguments(train) -> None:
     train.add_argument("--hot-fraction", type=options.fraction, help="share of rows kept in GPU memory, for the "
                        f"loaders with a hot tier ({', '.join(hot_tier_loaders())}; default {DEFAULT_HOT_FRACTION})")
     train.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training")
-    train.add_argument("--sampling", default="cpu", choices=[s for s in SAMPLING if s != "distributed"],
+    train.add_argument("--sampling", default="cpu", choices=SINGLE_PROCESS,
                        help="who samples: cpu (numba), gpu (the fused GPU sampler, the graph in GPU memory) or uva "
                        "(the same, the graph in pinned host memory); gpu and uva need --device cuda")
     train.add_argument("--hidden", type=options.positive_int, default=256, help="GraphSAGE hidden width")

@@ -46,15 +46,13 @@ from suite.measure.stage_events import StageEvents
 from suite.measure.timing import stage_seconds
 from suite.policies.planner import ABOVE_BOUND, COSTS_SECTION, D2D, ZERO_COPY, projected_seconds
 from suite.registry import create_loader
-from suite.training.sampling import SAMPLING, check_device, simulated
+from suite.training.sampling import check_single_process
 from suite.training.trainer import Trainer
 
 STEM = "costs"
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 ROWS = {"sample": "sampled_edges", "gather": "input_rows", "train": "input_rows"}
 """The column each stage's seconds are fitted against."""
-SINGLE_PROCESS = tuple(sampling for sampling in SAMPLING if sampling != "distributed")
-"""The samplings one process can time (``distributed`` needs a group of them)."""
 FACTS = ("command", "dataset", "loader", "sampling", "device", "fanouts", "batch_sizes", "repeats", "gather_above",
          "fits", "machine_profile")
 
@@ -104,10 +102,7 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     sizes = sorted(set(batch_sizes))
     if len(sizes) < 2:
         raise BadValue("a fixed cost needs minibatches of at least two sizes: give two or more --batch-sizes")
-    if sampling not in SINGLE_PROCESS:
-        raise BadValue(f"sampling must be one of {', '.join(SINGLE_PROCESS)}, got {sampling!r} (--sampling)")
-    if not simulated():
-        check_device(sampling, device)
+    check_single_process(sampling, device)  # before the dataset is loaded
     if not profile_path.is_file():
         raise BadValue(f"{profile_path} does not exist: run `tierbench doctor` on this machine first, the fixed "
                        "costs go into its profile")

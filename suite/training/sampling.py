@@ -23,6 +23,8 @@ from suite.errors import BadValue
 from tiering.sampling.neighbors import NeighborSampler
 
 SAMPLING = ("cpu", "gpu", "uva", "distributed")
+SINGLE_PROCESS = tuple(sampling for sampling in SAMPLING if sampling != "distributed")
+"""The samplings one process runs by itself (``distributed`` needs a group of them)."""
 GRAPH_MEMORY = {"gpu": "gpu", "uva": "host"}
 """The samplings whose kernels run on a GPU, and where each keeps the graph (``FusedNeighborSampler``'s
 ``graph_memory``)."""
@@ -43,16 +45,22 @@ def check_device(sampling: str, device) -> None:
         raise BadValue(f"{NEEDS_GPU[sampling]}: it needs a CUDA device (--device cuda)")
 
 
+def check_single_process(sampling: str, device) -> None:
+    """Refuse, in one line, a sampling one process cannot run by itself, or a GPU sampling on a device that is not
+    CUDA unless the simulator stands in for one."""
+    if sampling not in SINGLE_PROCESS:
+        raise BadValue(f"sampling must be one of {', '.join(SINGLE_PROCESS)} in one process, got {sampling!r} "
+                       "(--sampling)")
+    if sampling in GRAPH_MEMORY and not simulated():
+        check_device(sampling, device)
+
+
 def build_sampler(sampling: str, graph, fanouts, device):
-    """The single-process sampler of ``sampling`` (``cpu``, ``gpu`` or ``uva``) over ``graph`` for training on
-    ``device``; a GPU sampling on a device that is not CUDA is refused, unless the simulator stands in for one."""
+    """The single-process sampler of ``sampling`` (``SINGLE_PROCESS``) over ``graph`` for training on ``device``
+    (``check_single_process``)."""
+    check_single_process(sampling, device)
     if sampling == "cpu":
         return NeighborSampler(graph, fanouts)
-    if sampling not in GRAPH_MEMORY:
-        raise BadValue(f"sampling must be one of {', '.join(s for s in SAMPLING if s != 'distributed')} in one "
-                       f"process, got {sampling!r}")
-    if not simulated():
-        check_device(sampling, device)
     device = torch.device(device)
     from tiering.sampling.fused import FusedNeighborSampler
 

@@ -76,8 +76,8 @@ def test_costs_refuse_a_sampling_one_process_cannot_time_in_one_line(tiny, tmp_p
     status = main(["costs", "--dataset", "tiny", "--sampling", "distributed", "--batch-sizes", "8", "32",
                    "--machine", str(profile), "--out", str(tmp_path / "c"), "-q"])
     error = capsys.readouterr().err
-    assert status == 2 and error == "tierbench: error: sampling must be one of cpu, gpu, uva, got 'distributed' " \
-                                    "(--sampling)\n"
+    assert status == 2 and error == "tierbench: error: sampling must be one of cpu, gpu, uva in one process, got " \
+                                    "'distributed' (--sampling)\n"
     assert not (tmp_path / "c").exists()
 
 

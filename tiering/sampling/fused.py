@@ -159,13 +159,12 @@ def _relabel(k, stream, frontier, counts, width, sampled, slots, positions, stal
     to clear."""
     rows = len(counts)
     ranks = torch.empty(rows * width, dtype=torch.int64, device=device)
+    row_ends = torch.cumsum(counts, 0)  # on torch's current stream of the device, where numba launches too
     num_edges = num_new = 0
     if rows:
         launch(k.marks, _blocks(rows * width, k.THREADS), k.THREADS, stream, device, counts, width, len(frontier),
                slots, positions, ranks)
-    row_ends = torch.cumsum(counts, 0)  # torch's scans run on its current stream of the tensors' device: numba's
-    ranks.cumsum_(0)
-    if rows:
+        ranks.cumsum_(0)
         num_edges, num_new = torch.stack((row_ends[-1], ranks[-1])).tolist()  # the hop's one read
     nodes = torch.empty(len(frontier) + num_new, dtype=torch.int64, device=device)
     edges = torch.empty((2, num_edges), dtype=torch.int64, device=device)
