@@ -118,9 +118,10 @@ def long_list_sums(indptr: torch.Tensor, indices: torch.Tensor, classes: torch.T
             total += long_lengths[last]
             last += 1
         nodes = long_nodes[first:last]
-        owner = torch.repeat_interleave(torch.arange(last - first, device=device), lengths[nodes], output_size=total)
-        starts_in_piece = torch.cumsum(lengths[nodes], 0) - lengths[nodes]
-        positions = torch.arange(total, device=device) - starts_in_piece[owner] + indptr[nodes][owner]
+        piece_lengths, list_starts = lengths[nodes], indptr[nodes]
+        owner = torch.repeat_interleave(torch.arange(last - first, device=device), piece_lengths, output_size=total)
+        starts_in_piece = torch.cumsum(piece_lengths, 0) - piece_lengths
+        positions = torch.arange(total, device=device) - starts_in_piece[owner] + list_starts[owner]
         keys = owner * num_classes + classes[indices[positions].long()].long()
         counts[first:last] += torch.bincount(keys, minlength=(last - first) * num_classes).view(-1, num_classes)
         first = last
