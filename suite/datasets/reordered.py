@@ -39,7 +39,7 @@ import torch
 from tqdm.auto import tqdm
 
 from suite.datasets import cache
-from suite.datasets.build import prepare_dataset, regenerate_hint
+from suite.datasets.build import entry_path, prepare_dataset, regenerate_hint
 from suite.datasets.dataset import (
     Dataset,
     array_file,
@@ -185,6 +185,16 @@ def reordered_entry_path(name: str, scorer: str, params: dict, base_entry: Path,
     """The entry directory of ``name`` (built in ``base_entry``) reordered by ``scorer`` with ``params`` (it may not
     exist yet)."""
     return cache.cache_root() / f"{name}.{scorer}-{_content_key(cache.read_manifest(base_entry, hint), scorer, params)}"
+
+
+def is_prepared(name: str, scorer: str, params: dict | None = None) -> bool:
+    """Whether the dataset cache holds the generated dataset ``name`` reordered by ``scorer`` with ``params``, complete
+    (both its entries' manifests are there); nothing is built, verified or read beyond the base entry's manifest."""
+    base_entry = entry_path(name)
+    if not cache.is_complete(base_entry):
+        return False
+    params = get_scorer(scorer).params(**(params or {}))
+    return cache.is_complete(reordered_entry_path(name, scorer, params, base_entry, regenerate_hint(name)))
 
 
 def prepare_reordered(

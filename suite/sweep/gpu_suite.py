@@ -39,7 +39,15 @@ where set, else git's; ``suite.io.provenance``), so every record of the visit na
 and each log's second line carry the device, that revision, the source digest and the time.
 
 ``--max-minutes`` plans with the wall time each step took the last time it finished with rc 0, from the state file,
-and with the typed ``TYPED_S`` for a step that has none; the plan's first line, and each step's line, say which.
+and with the typed ``TYPED_S`` for a step that has none; the plan's first line, and each step's line, say which.  A
+step whose estimate would end past the budget is left for a later run, and the suite goes on to the later steps
+that fit (a report, say), skipping those that need it; ``--dry-run`` with ``--max-minutes`` makes the same choices
+from the estimates alone.  A device lent for a few minutes at a time then spends each of them measuring.
+
+The datasets steps write into the machine's dataset cache, not the records, so a fresh machine resuming a suite has
+none of their output.  A datasets step done earlier whose dataset that cache lacks runs again where a step left to
+run reads the dataset (``refills``), so that step's time is its own and not also the dataset's; making a dataset
+again redoes none of the steps done with it, since ``prepare`` makes the same entry whenever it runs.
 
 The state file ``gpu-suite.json`` records each step's status, return code, wall time, log and command; it is
 written through a temporary file and a rename, under a file lock that also keeps two suites out of one folder.
@@ -55,6 +63,7 @@ import contextlib
 import ctypes
 import dataclasses
 import datetime
+import functools
 import json
 import math
 import os
@@ -97,11 +106,13 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     "report-goals": 10,  # not yet run: reads the records, no measuring
 }
 """Typed by hand from the first visit; a plan uses them only for the steps its state file has no time of
-(``estimate``).  The datasets steps are timed generating and reordering into an empty cache.  A sweep step generates
-what no datasets step left in the cache (a fresh machine resuming a suite) and then takes that much longer."""
+(``estimate``).  The datasets steps are timed generating and reordering into an empty cache; where the cache holds
+the dataset, ``prepare`` takes seconds, and so would the next plan's estimate (a machine whose cache lasts)."""
 STEP_TIMEOUT_S = 540  # a hung step (a collective that never completes) costs at most 9 minutes
 TIMEOUT_RC = 124
 DATASETS = ("papers-s", "products-s")
+SCORER = "wrpr"
+"""The scorer every datasets step reorders by, and the sweeps' default (weighted reverse PageRank, Data Tiering §3.2)."""
 PAPER_SCALE = "papers-100m"
 PAPER_SCALE_MINIBATCHES = 50
 """Minibatches each paper-scale epoch times (of its 1,193), each gathering about 1 GB of rows; the paper-scale sweeps
@@ -133,6 +144,7 @@ class Step:
     inputs: tuple[str, ...] = ()  # steps whose results it uses
     any_input: bool = False  # True: one input done is enough (a report of the sweeps that succeeded)
     alongside: str | None = None  # a step that times nothing, which this one may run beside (module docstring)
+    dataset: str | None = None  # the dataset it prepares (reordered by SCORER) in this machine's dataset cache
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,8 +205,7 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
         Step("gpubench", cli + ("gpubench", "--out", str(folder / "microbench"), "-q"), str(folder / "microbench")),
     ]
     for name in DATASETS:  # built on the CPU's cores while the GPU tests run: neither is a measurement
-        steps.append(Step(f"datasets-{name}", cli + ("prepare", "--dataset", name, "--scorer", "wrpr", "-q"),
-                          "the dataset cache ($TIERBENCH_DATA)", alongside="gpu-tests"))
+        steps.append(dataset_step(cli, name, alongside="gpu-tests"))
     steps.append(Step("samplerbench-papers-s", cli + ("samplerbench", "--dataset", "papers-s", "--device", "cuda",
                                                       "--out", str(folder / "sampler-bench"), "-q"),
                       str(folder / "sampler-bench"), inputs=("datasets-papers-s",)))
@@ -235,15 +246,18 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
     return steps
 
 
+def dataset_step(cli: tuple[str, ...], name: str, **options) -> Step:
+    """``datasets-<name>``: ``name`` generated and reordered by ``SCORER`` into the machine's dataset cache."""
+    return Step(f"datasets-{name}", cli + ("prepare", "--dataset", name, "--scorer", SCORER, "-q"),
+                "the dataset cache ($TIERBENCH_DATA)", dataset=name, **options)
+
+
 def paper_scale_steps(cli: tuple[str, ...], runs: str, folder: Path) -> list[Step]:
     """papers-100m built and reordered (after the same route at papers-xs's size), then Figures 8 and 10 on it at the
     paper's own batch and fanouts (Data Tiering §5.1), timing the first ``PAPER_SCALE_MINIBATCHES`` of each epoch, and
     gpubench over a buffer the size of its table (the reach study's whole table: how fast rows come from all of it)."""
     smoke = "datasets-papers-xs-gpu-built"
-    steps = [Step(smoke, cli + ("prepare", "--dataset", "papers-xs-gpu-built", "--scorer", "wrpr", "-q"),
-                  "the dataset cache ($TIERBENCH_DATA)"),
-             Step(f"datasets-{PAPER_SCALE}", cli + ("prepare", "--dataset", PAPER_SCALE, "--scorer", "wrpr", "-q"),
-                  "the dataset cache ($TIERBENCH_DATA)", inputs=(smoke,))]
+    steps = [dataset_step(cli, "papers-xs-gpu-built"), dataset_step(cli, PAPER_SCALE, inputs=(smoke,))]
     # sampled on the GPU (the CSR, 7.4 GB, in GPU memory): sampling ~1.9M edges a minibatch on the CPU would take
     # longer than gathering their rows, and the loaders' differences would not show (the first visit's lesson)
     paper = ("--datasets", PAPER_SCALE, "--batch-size", "1024", "--fanout", "12,12,12", "--minibatches",
@@ -279,9 +293,15 @@ def write_state(folder: Path, state: dict) -> None:
 
 
 def decide(step: Step, state: dict, *, gpu: str | None, rerun: set[str], skip: set[str],
-           planned: frozenset[str] = frozenset()) -> tuple[bool, str]:
-    """``(run?, why)`` for ``step`` given what ``state`` says of it and of its inputs; ``planned``: steps a dry run
-    would run before it, counted as done."""
+           planned: frozenset[str] = frozenset(), later: frozenset[str] = frozenset(),
+           refill: dict[str, str] | None = None, datasets: frozenset[str] = frozenset()) -> tuple[bool, str]:
+    """``(run?, why)`` for ``step`` given what ``state`` says of it and of its inputs.
+
+    ``planned``: steps a dry run would run before it, counted as done; ``later``: steps left for a later run by
+    ``--max-minutes``; ``refill``: datasets steps done earlier to run again, each with the step that reads the dataset
+    this machine's cache lacks (``refills``); ``datasets``: the datasets steps, whose redoing redoes no step that
+    reads their dataset (``prepare`` makes the same entry whenever it runs).
+    """
     steps = state["steps"]
     if step.name in skip:
         return False, "left out (--skip, --only)"
@@ -293,7 +313,8 @@ def decide(step: Step, state: dict, *, gpu: str | None, rerun: set[str], skip: s
         if step.any_input and len(missing) == len(step.inputs):
             return False, f"none of its inputs is done ({', '.join(step.inputs)})"
         if not step.any_input and missing:
-            status = steps.get(missing[0], {}).get("status", "not run")
+            status = ("left for a later run by --max-minutes" if missing[0] in later
+                      else steps.get(missing[0], {}).get("status", "not run"))
             return False, f"its input {missing[0]} is not done ({status})"
     if step.name in rerun:
         return True, "--rerun asked for it"
@@ -304,12 +325,56 @@ def decide(step: Step, state: dict, *, gpu: str | None, rerun: set[str], skip: s
         return True, f"it was running (since {previous['started']}) when an earlier gpu-suite stopped"
     if previous["status"] != "done":
         return True, f"it {previous['status']} at {previous['finished']} with rc {previous['rc']}; running it again"
-    newer = [name for name in step.inputs if name in planned
-             or name in done and steps[name]["finished"] > previous["finished"]]
+    if step.name in (refill or {}):
+        return True, (f"done at {previous['finished']}, but this machine's dataset cache lacks {step.dataset}, "
+                      f"which {refill[step.name]} reads")
+    newer = [name for name in step.inputs if name not in datasets and (name in planned
+             or name in done and steps[name]["finished"] > previous["finished"])]
     if newer:
         when = "runs first" if newer[0] in planned else f"was redone at {steps[newer[0]]['finished']}"
         return True, f"its input {newer[0]} {when}"
     return False, f"done at {previous['finished']}, rc 0; --rerun {step.name} to redo"
+
+
+def refills(steps: list[Step], state: dict, *, gpu: str | None, rerun: set[str], skip: set[str]) -> dict[str, str]:
+    """The datasets steps done earlier whose dataset this machine's dataset cache lacks (a fresh machine resuming a
+    suite) and that a step left to run reads, each with the first such step: running them again first keeps the
+    plan's times true, where the step that reads the dataset would otherwise make it and take that much longer.
+    Steps left out (``skip``) are neither refilled nor counted as readers."""
+    from suite.datasets.reordered import is_prepared  # the dataset code only where a cache is looked at
+
+    done = {name for name, entry in state["steps"].items() if entry["status"] == "done"}
+    readers = {}
+    for step in steps:
+        left_to_run = step.name in rerun or step.name not in done
+        if step.dataset is None and left_to_run and step.name not in skip and (gpu is not None or not step.needs_cuda):
+            for name in step.inputs:
+                readers.setdefault(name, step.name)
+    return {step.name: readers[step.name] for step in steps
+            if step.dataset is not None and step.name in readers and step.name in done and step.name not in skip
+            and step.name not in rerun and not is_prepared(step.dataset, SCORER)}
+
+
+def companions(step: Step, steps: list[Step], estimates: dict, left: float, may_run) -> list[Step]:
+    """The steps to start with ``step``, each run after the other beside it: those after it in plan order that may
+    run alongside it (``Step.alongside``) and ``may_run(other)`` allows, while their estimates together fit in the
+    ``left`` seconds of the budget; the first that does not fit runs on its own, later."""
+    chosen, seconds = [], 0
+    for other in steps[steps.index(step) + 1:]:
+        if other.alongside == step.name and may_run(other):
+            if seconds + estimates[other.name].seconds > left:
+                break
+            chosen.append(other)
+            seconds += estimates[other.name].seconds
+    return chosen
+
+
+def _would_run(step: Step, **choice) -> bool:
+    return decide(step, **choice)[0]
+
+
+def _later(expected: Estimate, max_minutes: float) -> str:
+    return f"its {expected} would pass --max-minutes {max_minutes:g}; left for a later run"
 
 
 _PRCTL = ctypes.CDLL(None).prctl if sys.platform.startswith("linux") else None
@@ -398,22 +463,11 @@ def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), o
     state = read_state(folder)
     echo(f"gpu-suite for {gpu or device_name('cpu') + ' (no CUDA GPU visible)'}: results in {folder}; "
          + describe_estimates([estimate(step, state) for step in steps]))
+    choice = {"gpu": gpu, "rerun": rerun, "skip": skip, "refill": refills(steps, state, gpu=gpu, rerun=rerun, skip=skip),
+              "datasets": frozenset(step.name for step in steps if step.dataset is not None)}
+    budget = math.inf if max_minutes is None else 60 * max_minutes
     if dry_run:
-        planned, seconds, beside = frozenset(), 0, {}  # beside: the seconds of steps run alongside each step
-        for step in steps:
-            run, why = decide(step, state, gpu=gpu, rerun=rerun, skip=skip, planned=planned)
-            planned |= {step.name} if run else set()
-            if run and step.alongside in planned:
-                why += f"; alongside {step.alongside}"
-                beside[step.alongside] = beside.get(step.alongside, 0) + estimate(step, state).seconds
-            elif run:
-                seconds += estimate(step, state).seconds
-            echo(f"{step.name}: {'would run' if run else 'would skip'} ({why}); {estimate(step, state)}\n"
-                 f"    $ {shlex.join(step.command)}")
-        by_name = {step.name: step for step in steps}
-        seconds += sum(max(0, extra - estimate(by_name[name], state).seconds) for name, extra in beside.items())
-        echo(f"would run {len(planned)} of {len(steps)} steps: ~{seconds} s ({seconds / 60:.1f} min) by the "
-             "estimates above, steps run alongside another counted where they outlast it")
+        _describe_plan(steps, state, choice, budget, max_minutes, echo)
         return 0
     folder.mkdir(parents=True, exist_ok=True)
     lock = filelock.FileLock(str(folder / f"{STATE_FILE}.lock"))
@@ -424,25 +478,51 @@ def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), o
                        "wait for it to finish") from None
     try:
         with _sigterm_as_exit():
-            return _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo)
+            return _run_steps(folder, steps, choice, budget, max_minutes, echo)
     finally:
         lock.release()
 
 
-def _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo) -> int:
+def _describe_plan(steps, state, choice, budget, max_minutes, echo) -> None:
+    """What a run would do, step by step in plan order, with each step's estimate standing for its time."""
+    estimates = {step.name: estimate(step, state) for step in steps}
+    planned, later, used, beside = frozenset(), frozenset(), 0, {}  # beside: step -> (why, the step it runs beside)
+    for step in steps:
+        expected = estimates[step.name]
+        if step.name in beside:
+            why, host = beside[step.name]
+            echo(f"{step.name}: would run ({why}; alongside {host}); {expected}\n    $ {shlex.join(step.command)}")
+            continue
+        run, why = decide(step, state, planned=planned, later=later, **choice)
+        if run and expected.seconds > budget - used:
+            run, why, later = False, _later(expected, max_minutes), later | {step.name}
+        elif run:
+            known = {"state": state, "planned": planned | {step.name}, "later": later, **choice}
+            chosen = companions(step, steps, estimates, budget - used, functools.partial(_would_run, **known))
+            beside.update({other.name: (decide(other, **known)[1], step.name) for other in chosen})
+            planned |= {step.name, *beside}
+            used += max(expected.seconds, sum(estimates[other.name].seconds for other in chosen))
+        echo(f"{step.name}: {'would run' if run else 'would skip'} ({why}); {expected}\n"
+             f"    $ {shlex.join(step.command)}")
+    echo(f"would run {len(planned)} of {len(steps)} steps: ~{used} s ({used / 60:.1f} min) by the estimates above, "
+         "steps run alongside another counted where they outlast it"
+         + (f"; {len(later)} left for a later run by --max-minutes {max_minutes:g}" if later else ""))
+
+
+def _run_steps(folder, steps, choice, budget, max_minutes, echo) -> int:
     state = read_state(folder)
-    stamp = {"device": gpu or device_name("cpu"), "git_revision": git_revision(), "source_sha256": source_digest()}
+    stamp = {"device": choice["gpu"] or device_name("cpu"), "git_revision": git_revision(),
+             "source_sha256": source_digest()}
     state.update(stamp)
     estimates = {step.name: estimate(step, state) for step in steps}  # before this run overwrites any step's time
-    budget = math.inf if max_minutes is None else 60 * max_minutes
     began = time.monotonic()
     runner = _StepRunner(folder, state, stamp, echo)
-    summary, beside = [], set()  # beside: the steps that ran alongside an earlier one (their rows in runner.rows)
+    summary, beside, later = [], set(), frozenset()  # beside: the steps that ran alongside an earlier one
     for step in steps:
         if step.name in beside:
             summary.append(runner.rows[step.name])
             continue
-        run, why = decide(step, state, gpu=gpu, rerun=rerun, skip=skip)
+        run, why = decide(step, state, later=later, **choice)
         if not run:
             echo(f"[skip] {step.name}: {why}")
             status = "done earlier" if why.startswith("done at") else "skipped"
@@ -450,29 +530,27 @@ def _run_steps(folder, steps, gpu, rerun, skip, max_minutes, echo) -> int:
             continue
         expected = estimates[step.name]
         left = budget - (time.monotonic() - began)
-        if expected.seconds > left:
-            why = f"its {expected} would pass --max-minutes {max_minutes:g}; run the command again"
-            echo(f"[stop] {step.name}: {why}")
-            summary += [runner.rows[s.name] if s.name in beside else (s.name, "not started", None, why)
-                        for s in steps[steps.index(step):]]
-            break
-        companions, seconds = [], 0
-        for other in steps[steps.index(step) + 1:]:  # in order, while they fit in the time left
-            if other.alongside == step.name and decide(other, state, gpu=gpu, rerun=rerun, skip=skip)[0]:
-                if seconds + estimates[other.name].seconds > left:
-                    break
-                companions.append(other)
-                seconds += estimates[other.name].seconds
-        background = threading.Thread(target=runner.run_all, args=(companions, step.name, estimates),
+        if expected.seconds > left:  # a later step may still fit
+            why = _later(expected, max_minutes)
+            echo(f"[later] {step.name}: {why}")
+            summary.append((step.name, "not started", None, why))
+            later |= {step.name}
+            continue
+        chosen = companions(step, steps, estimates, left,
+                            functools.partial(_would_run, state=state, later=later, **choice))
+        background = threading.Thread(target=runner.run_all, args=(chosen, step.name, estimates),
                                       daemon=True)  # its steps are killed with the suite (_die_with_parent)
-        if companions:
+        if chosen:
             background.start()
         row = runner.run(step, why, expected)
-        if companions:
+        if chosen:
             background.join()
-            beside.update(other.name for other in companions)
+            beside.update(other.name for other in chosen)
         summary.append(row)
     echo(_table(summary))
+    if later:
+        echo(f"{len(later)} steps left for a later run by --max-minutes {max_minutes:g} ({', '.join(sorted(later))}): "
+             "run the command again")
     return 1 if runner.failed else 0
 
 

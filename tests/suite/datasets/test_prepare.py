@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from suite.cli import main
-from suite.datasets.reordered import load_reordered, prepare_reordered
+from suite.datasets.reordered import is_prepared, load_reordered, prepare_reordered
 from suite.measure.peers import adjacency, scipy_permute, scipy_reverse_pagerank
 from suite.registry import scorer_params
 from tiering.graph.reorder import reorder_graph
@@ -42,6 +42,16 @@ def test_prepare_reuses_the_entry_and_keys_it_by_parameters(tiny_by_wrpr):
     other = prepare_reordered("tiny", "wrpr", {"iterations": 3}, progress=False)
     assert other != tiny_by_wrpr.path
     assert prepare_reordered("tiny", "degree", progress=False) not in (other, tiny_by_wrpr.path)
+
+
+def test_is_prepared_says_whether_the_cache_holds_both_entries_and_builds_nothing(tiny_by_wrpr, tmp_path,
+                                                                                  monkeypatch):
+    assert is_prepared("tiny", "wrpr")
+    assert not is_prepared("tiny", "wrpr", {"iterations": 2})  # another entry, never prepared
+    monkeypatch.setenv("TIERBENCH_DATA", str(tmp_path))  # an empty cache: a fresh machine
+    assert not is_prepared("tiny", "wrpr") and list(tmp_path.iterdir()) == []
+    prepare_reordered("tiny", "wrpr", progress=False)
+    assert is_prepared("tiny", "wrpr") and not is_prepared("tiny", "degree")
 
 
 def test_corrupt_reordered_file_names_the_prepare_command(tiny_by_wrpr, tmp_path, monkeypatch):

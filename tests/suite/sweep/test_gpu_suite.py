@@ -59,6 +59,18 @@ class FakeRunner:
         return self.statuses.get(name, 0)
 
 
+@pytest.fixture(autouse=True)
+def cache(monkeypatch):
+    """The datasets in this machine's dataset cache, by name: every one (None) unless a test says which."""
+    from suite.datasets import reordered
+
+    held = {"names": None}
+    monkeypatch.setattr(reordered, "is_prepared",
+                        lambda name, scorer: scorer == gpu_suite.SCORER and (held["names"] is None
+                                                                            or name in held["names"]))
+    return held
+
+
 @pytest.fixture
 def fake_gpu(monkeypatch):
     monkeypatch.setattr(gpu_suite, "visible_gpu", lambda: "cuda: Fake GPU 80GB")
@@ -223,15 +235,102 @@ def test_a_dry_run_after_a_failure_shows_what_would_run_again(tmp_path, fake_gpu
     assert "fig8-papers-s: would skip (done at" in text
 
 
-def test_the_time_budget_stops_before_a_step_that_would_pass_it(tmp_path, fake_gpu, runner):
+def _typed_clock(monkeypatch):
+    """Each step the suite runs takes its typed time on a fake clock, which those run beside another step leave
+    alone (the tests below run none beside a step that would take less long); returns the names of the steps run."""
+    import threading
+
+    clock, names = [0.0], []
+
+    def runner(command, log, timeout_s, **options):
+        names.append(log.stem)
+        if threading.current_thread() is threading.main_thread():
+            clock[0] += gpu_suite.TYPED_S[log.stem]
+        return 0
+
+    monkeypatch.setattr(gpu_suite, "run_command", runner)
+    monkeypatch.setattr(gpu_suite.time, "monotonic", lambda: clock[0])
+    return names
+
+
+def _table_rows(lines) -> dict:
+    """The summary table's rows: step -> its status's first word."""
+    table = next(line for line in reversed(lines) if line.startswith("step "))
+    return {row.split()[0]: row.split()[1] for row in table.splitlines()[1:]}
+
+
+def test_a_step_that_would_pass_the_time_budget_waits_and_later_steps_that_fit_run(tmp_path, fake_gpu, monkeypatch):
+    typed, names = gpu_suite.TYPED_S, _typed_clock(monkeypatch)
+    budget = (typed["doctor"] + typed["gpubench"] + 10) / 60  # neither gpu-tests nor a datasets step fits after doctor
     lines = []
-    budget = (gpu_suite.TYPED_S["doctor"] + gpu_suite.TYPED_S["gpu-tests"] / 2) / 60  # doctor fits, the tests not
-    assert _suite(tmp_path, lines, max_minutes=budget) == 0
-    assert runner.names == ["doctor"]
-    stop = f"[stop] gpu-tests: its ~{gpu_suite.TYPED_S['gpu-tests']} s, typed would pass --max-minutes {budget:g}"
-    assert any(line.startswith(stop) for line in lines)
-    table = lines[-1]
-    assert "report-fig10" in table and "not started" in table
+    assert _suite(tmp_path, lines, max_minutes=budget) == 0  # steps left for later are no failure
+    assert names == ["doctor", "gpubench"]
+    later = f"[later] gpu-tests: its ~{typed['gpu-tests']} s, typed would pass --max-minutes {budget:g}; left for"
+    assert any(line.startswith(later) for line in lines)
+    assert ("[skip] samplerbench-papers-s: its input datasets-papers-s is not done (left for a later run by "
+            "--max-minutes)") in lines
+    rows = _table_rows(lines)
+    assert rows["gpu-tests"] == rows["paper-scale-reach"] == "not" and rows["gpubench"] == "done"
+    assert lines[-1].startswith("5 steps left for a later run by --max-minutes") and "paper-scale-reach" in lines[-1]
+
+    names.clear()
+    assert _suite(tmp_path, [], max_minutes=budget * 100) == 0  # the next run starts with what waited
+    assert ran(names) == [name for name in RUN_ORDER if name not in ("doctor", "gpubench")]
+
+
+def test_the_dry_run_plans_what_a_run_under_the_same_budget_runs(tmp_path, fake_gpu, monkeypatch):
+    typed, names = gpu_suite.TYPED_S, _typed_clock(monkeypatch)
+    budget = (typed["doctor"] + typed["gpu-tests"] + 15) / 60  # the papers-s dataset fits beside gpu-tests, not both
+    assert typed["datasets-papers-s"] <= typed["gpu-tests"] < typed["datasets-papers-s"] + typed["datasets-products-s"]
+    lines = []
+    assert _suite(tmp_path, lines, dry_run=True, max_minutes=budget) == 0
+    planned = [line.split(":")[0] for line in lines if ": would run (" in line]
+    run_lines = []
+    assert _suite(tmp_path, run_lines, max_minutes=budget) == 0
+    assert planned == [name for name in STEPS if name in names]
+    assert ran(names) == ["doctor", "gpu-tests", "datasets-papers-s"]
+    assert run_lines[-1].startswith(f"11 steps left for a later run by --max-minutes {budget:g}")
+    text = "\n".join(lines)
+    assert "datasets-papers-s: would run (not done yet; alongside gpu-tests)" in text
+    assert f"datasets-products-s: would skip (its ~60 s, typed would pass --max-minutes {budget:g}" in text
+    seconds = typed["doctor"] + typed["gpu-tests"]
+    assert lines[-1].startswith(f"would run 3 of {len(STEPS)} steps: ~{seconds} s")
+    assert lines[-1].endswith(f"; 11 left for a later run by --max-minutes {budget:g}")
+
+
+def test_a_fresh_machine_makes_again_the_datasets_a_step_left_to_run_reads_and_redoes_nothing_else(tmp_path, fake_gpu,
+                                                                                                   runner, cache):
+    assert _suite(tmp_path, []) == 0
+    cache["names"] = set()  # the next machine's dataset cache is empty
+    runner.names.clear()
+    lines = []
+    assert _suite(tmp_path, lines) == 0
+    assert runner.names == []  # every step done: no dataset is made for nothing
+    assert "[skip] datasets-papers-s: done at" in "\n".join(lines)
+
+    lines.clear()
+    assert _suite(tmp_path, lines, rerun=["fig8-papers-s", "paper-scale-fig10"]) == 0
+    assert runner.names == ["datasets-papers-s", "fig8-papers-s", "datasets-papers-100m", "paper-scale-fig10",
+                            "report-fig8", "report-fig10", "report-goals"]  # not the papers-s steps left done
+    finished = _state(tmp_path)["steps"]
+    assert any(line.startswith("[run] datasets-papers-s (done at ") and "but this machine's dataset cache lacks "
+               "papers-s, which fig8-papers-s reads" in line for line in lines)
+    assert "datasets-papers-xs-gpu-built" not in runner.names  # papers-100m's input, but it reads none of its data
+    assert finished["samplerbench-papers-s"]["finished"] < finished["datasets-papers-s"]["finished"]
+
+
+def test_a_dataset_step_left_out_is_not_made_again_and_nothing_it_alone_would_read_counts(tmp_path, fake_gpu, runner,
+                                                                                         cache):
+    assert _suite(tmp_path, []) == 0
+    cache["names"] = {"papers-s"}
+    runner.names.clear()
+    lines = []
+    assert _suite(tmp_path, lines, dry_run=True, rerun=["fig8-products-s"], skip=["fig8-products-s"]) == 0
+    assert "datasets-products-s: would skip (done at" in "\n".join(lines)  # its only reader is left out
+    assert _suite(tmp_path, [], only=["fig8-products-s"], rerun=["fig8-products-s"]) == 0
+    assert runner.names == ["fig8-products-s"]  # --only: the sweep makes its dataset itself
+    assert _suite(tmp_path, [], rerun=["fig8-papers-s"]) == 0  # papers-s is in the cache
+    assert runner.names[1:] == ["fig8-papers-s", "report-fig8", "report-goals"]
 
 
 def test_a_second_suite_in_the_same_folder_is_refused(tmp_path, fake_gpu, runner):
@@ -341,8 +440,8 @@ def test_the_time_budget_plans_with_the_measured_time_where_there_is_one(tmp_pat
     lines = []
     budget = (gpu_suite.TYPED_S["doctor"] + 2 * gpu_suite.TYPED_S["gpu-tests"]) / 60
     assert _suite(tmp_path, lines, max_minutes=budget, rerun=["gpu-tests"]) == 0
-    assert runner.names == ["doctor"]
-    assert any(line.startswith("[stop] gpu-tests: its ~600 s, measured would pass") for line in lines)
+    assert runner.names[0] == "doctor" and "gpu-tests" not in runner.names
+    assert any(line.startswith("[later] gpu-tests: its ~600 s, measured would pass") for line in lines)
 
 
 def test_the_dry_run_ends_with_the_time_of_the_steps_it_would_run(tmp_path, fake_gpu, runner):
@@ -441,9 +540,9 @@ def test_a_step_that_ran_beside_gpu_tests_keeps_its_row_when_the_budget_stops_th
     budget = ran_beside + typed["gpubench"] - 1  # the three fit; gpubench after them does not
     lines = []
     assert _suite(tmp_path, lines, max_minutes=budget / 60, only=["gpu-tests", "gpubench", *BESIDE_GPU_TESTS]) == 0
-    rows = {row.split()[0]: row.split()[1] for row in lines[-1].splitlines()[1:]}
+    rows = _table_rows(lines)
     assert rows["gpubench"] == "not" and rows["datasets-papers-s"] == rows["datasets-products-s"] == "done"
-    assert [row.split()[0] for row in lines[-1].splitlines()[1:]] == STEPS  # one row per step, in plan order
+    assert list(rows) == STEPS  # one row per step, in plan order
 
 
 def test_report_goals_waits_on_every_step_a_goal_names():
