@@ -12,7 +12,9 @@ Each sampler samples once untimed (numba compiles, the GPU's tables are allocate
 timing waiting for the device; the best time is kept (``suite.measure.timing.best_wall_seconds``).  Rates are sampled
 edges (the blocks' edges) per second; all three samplers draw the same minibatch (``tiering.sampling.fused``), which
 is checked by the equal edge counts.  Each sampler's graph is copied where it samples once, for both cases.  On a
-CPU device only ``cpu`` runs.
+CPU device only ``cpu`` runs.  With the fused sampler over the CSR in GPU memory, its fixed costs are measured too
+(``suite.experiments.launch_costs``: the host's time to launch a hop's kernels and scans, and a minibatch of one
+seed), into ``launch-costs.csv`` beside the rates.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pandas as pd
 import torch
 
 from suite.errors import BadValue
+from suite.experiments import launch_costs
 from suite.io import records
 from suite.io.provenance import provenance
 from suite.measure.timing import best_wall_seconds
@@ -71,9 +74,11 @@ def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: 
         if count > dataset.num_nodes:
             raise BadValue(f"{option} {count} is more than {dataset.name}'s {dataset.num_nodes:,} nodes")
     order = torch.randperm(dataset.num_nodes, generator=torch.Generator().manual_seed(0))
-    rows = []
+    rows, launch_rows = [], []
     for name in samplers(device):
         placed = build_sampler(name, dataset.graph, CASES["one hop"], device)  # the graph copied where it samples
+        if name == "gpu":  # the fused sampler's fixed costs, over the CSR in GPU memory
+            launch_rows = launch_costs.measure_launch_costs(placed, order[:1], repeat)
         for case, fanouts in CASES.items():
             chosen = order[: seeds if case == "one hop" else batch_size]
             best, edges = time_sampler(placed.with_fanouts(fanouts), chosen, repeat, device)
@@ -86,6 +91,9 @@ def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: 
     record = provenance(device)
     facts = {"command": command, "dataset": dataset.name, "seeds": seeds, "batch_size": batch_size, "repeat": repeat,
              "cpu_threads": numba.get_num_threads()}
+    if launch_rows:
+        launch_costs.write(launch_rows, out_dir, record, {"command": command, "dataset": dataset.name,
+                                                          "repeat": repeat, "repetitions": launch_costs.LAUNCHES})
     table = pd.DataFrame(rows).assign(**record)
     return records.write_records(Path(out_dir) / f"{STEM}.csv", table, record, facts, index=False)
 

@@ -1,6 +1,8 @@
 """``tierbench samplerbench``'s report, drawn from the records of ``suite.experiments.sampler_bench``:
 ``sampler-bench.md`` / ``.csv`` / ``.png``, sampled edges per second and milliseconds per minibatch of the CPU
-sampler, the fused GPU sampler over the CSR in GPU memory and over UVA."""
+sampler, the fused GPU sampler over the CSR in GPU memory and over UVA; where the records hold the fused sampler's
+fixed costs (``suite.experiments.launch_costs``), their table follows in ``sampler-bench.md``, with
+``launch-costs.csv`` and ``.png`` beside."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from suite.experiments import launch_costs
 from suite.experiments.sampler_bench import STEM, read_records
 from suite.io import atomic
 from suite.io.plotting import pyplot, save_figure
@@ -35,9 +38,14 @@ def render(records: Path, out: Path) -> list[Path]:
                 f"{facts['cpu_threads']} threads, `gpu` the fused sampler over the CSR in GPU memory, `uva` the same "
                 "over the CSR in pinned host memory.\n\n" + shown.to_markdown(index=False, floatfmt=".4g") + "\n")
     out.mkdir(parents=True, exist_ok=True)
+    launches = measured.path.parent / f"{launch_costs.STEM}.csv"
+    fixed = launch_costs.read_records(launches) if launches.exists() else None
+    if fixed is not None:
+        markdown += _launch_costs_markdown(fixed)
     md = out / f"{STEM}.md"
     atomic.write_text(md, markdown)
     csv = copy_table(measured, out)
+    extra = [] if fixed is None else [copy_table(fixed, out), _launch_costs_figure(fixed, out)]
     plt, sns = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.5))
     sns.barplot(data=shown, x="case", y="M edges/s", hue="sampler", ax=ax)
@@ -45,4 +53,26 @@ def render(records: Path, out: Path) -> list[Path]:
     fig.tight_layout()
     png = out / f"{STEM}.png"
     save_figure(fig, png, record)
-    return [md, csv, png]
+    return [md, csv, png, *extra]
+
+
+def _launch_costs_markdown(fixed) -> str:
+    table = fixed.table.drop(columns=list(PROVENANCE_COLUMNS), errors="ignore")
+    return (f"\n## Fixed costs of the fused sampler\n\nThe host's microseconds per repetition, the best of "
+            f"{fixed.facts['repeat']} timings of {fixed.facts['repetitions']} repetitions launched back to back "
+            "(`suite.experiments.launch_costs`): a hop's three kernels on empty inputs with torch tensors as "
+            "arguments (as the sampler launches them) and with numba arrays made once, a hop's two torch scans, and "
+            "a (12,12,12) minibatch of one seed; "
+            f"{caption(fixed.provenance)}.\n\n" + table.to_markdown(index=False, floatfmt=".4g") + "\n")
+
+
+def _launch_costs_figure(fixed, out: Path) -> Path:
+    plt, sns = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 3))
+    sns.barplot(data=fixed.table, y="what", x="host_us", ax=ax)
+    ax.set(xscale="log", xlabel="host µs per repetition", ylabel="",
+           title=f"Fixed costs of the fused sampler, {fixed.facts['dataset']}")
+    fig.tight_layout()
+    png = out / f"{launch_costs.STEM}.png"
+    save_figure(fig, png, fixed.provenance)
+    return png

@@ -4,7 +4,7 @@ GPU samplers' path under numba's CUDA simulator (tests/conftest.py) where no GPU
 import pytest
 
 from suite.cli import main
-from suite.experiments import sampler_bench
+from suite.experiments import launch_costs, sampler_bench
 from suite.figures import redraw
 from suite.figures.sampler_bench import render
 
@@ -34,12 +34,24 @@ def test_the_gpu_samplers_sample_what_the_cpu_sampler_does(tiny, tmp_path, monke
     # where no GPU is visible the simulator runs the fused sampler: tiny sizes, every sampler, the same edges
     device = "cuda" if sampler_bench.torch.cuda.is_available() else "cpu"
     monkeypatch.setattr(sampler_bench, "samplers", lambda device: ["cpu", "gpu", "uva"])
+    monkeypatch.setattr(launch_costs, "LAUNCHES", 2)  # the simulator runs each launch's threads in Python
     path = sampler_bench.measure(tiny, tmp_path, device, seeds=12, batch_size=2, repeat=1, command="test")
     table = sampler_bench.read_records(path).table
     assert list(table["sampler"]) == ["cpu", "gpu", "uva"] * 2
     for _, case in table.groupby("case"):
         assert case["sampled_edges"].nunique() == 1
-    assert render(path, tmp_path / "report")[0].read_text().count("| uva ") == 2
+    fixed = launch_costs.read_records(tmp_path)
+    assert list(fixed.table["what"]) == ["hop kernels, torch tensors", "hop kernels, numba arrays", "hop scans",
+                                         "minibatch of one seed"]
+    assert list(fixed.table["launches"]) == [3, 3, 2, 15] and (fixed.table["host_us"] > 0).all()
+    assert (fixed.table["us_per_launch"] * fixed.table["launches"] - fixed.table["host_us"]).abs().max() < 1e-6
+    assert fixed.facts == {"command": "test", "dataset": "tiny", "repeat": 1, "repetitions": 2}
+    written = render(path, tmp_path / "report")
+    assert [p.name for p in written] == ["sampler-bench.md", "sampler-bench.csv", "sampler-bench.png",
+                                         "launch-costs.csv", "launch-costs.png"]
+    markdown = written[0].read_text()
+    assert markdown.count("| uva ") == 2 and "## Fixed costs of the fused sampler" in markdown
+    assert "| minibatch of one seed " in markdown and "best of 1 timings of 2 repetitions" in markdown
 
 
 def test_more_seeds_than_nodes_are_refused_in_one_line(tiny, tmp_path, capsys):

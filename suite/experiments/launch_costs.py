@@ -1,0 +1,121 @@
+"""What the host spends launching the fused GPU sampler's work (``tierbench samplerbench``'s second table).
+
+A hop of the fused sampler (``tiering.sampling.fused``) launches three numba-cuda kernels, ``sample``, ``marks`` and
+``write``, with 8, 4 and 13 torch tensors among their arguments, which numba wraps into device arrays at every
+launch (``cuda.as_cuda_array``), then two torch scans, and reads two numbers back.  On a minibatch of 1,024 seeds
+such fixed costs, more than the GPU's work, may decide whether a (12,12,12) minibatch samples within a millisecond,
+so ``samplerbench`` measures them beside its rates, each as the host's microseconds per repetition, the best of
+``repeat`` timings of ``LAUNCHES`` repetitions launched back to back and then waited for:
+
+* ``hop kernels, torch tensors``: the hop's three kernels on empty inputs (each one block that does nothing), their
+  tensors passed as the sampler passes them;
+* ``hop kernels, numba arrays``: the same launches with every tensor wrapped once beforehand: what keeping the
+  wrappers would leave of the first;
+* ``hop scans``: the hop's two torch ``cumsum`` on empty tensors: torch's own launch cost, for comparison;
+* ``minibatch of one seed``: a whole (12,12,12) minibatch of one seed through the sampler: every fixed cost of its
+  three hops, the reads back included, with almost no work.
+
+The rows are measured on the sampler's device; under numba's CUDA simulator (the tests) the kernels run on the CPU
+and the times mean nothing of a GPU's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from suite.io import records
+from suite.measure.timing import best_wall_seconds
+from tiering.sampling.fused import device_code, kernel_array, launch, numba_stream
+
+STEM = "launch-costs"
+FACTS = ("command", "dataset", "repeat", "repetitions")
+LAUNCHES = 100
+"""Repetitions per timing: launched back to back, so the host's cost per repetition, not the wait, is what is
+timed."""
+MINIBATCH_FANOUTS = (12, 12, 12)
+
+
+def _hop_arguments(device: torch.device) -> dict[str, tuple]:
+    """The three kernels' arguments for a hop of an empty frontier (``tiering.sampling.fused``'s order)."""
+    def empty():
+        return torch.empty(0, dtype=torch.int64, device=device)
+
+    indptr, indices, frontier, keys, positions, counts, sampled, slots, ranks, row_ends, nodes = (
+        empty() for _ in range(11))
+    stale = (empty(), empty(), empty())
+    edges = torch.empty((2, 0), dtype=torch.int64, device=device)
+    fanout, seed = 12, np.uint64(0)
+    return {"sample": (indptr, indices, frontier, fanout, seed, keys, positions, counts, sampled, slots),
+            "marks": (counts, fanout, 0, slots, positions, ranks),
+            "write": (frontier, counts, fanout, sampled, slots, positions, row_ends, ranks, nodes, edges, *stale)}
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _per_repetition_us(run, device: torch.device, repeat: int, launches: int) -> float:
+    """Microseconds per ``run()``: the best of ``repeat`` timings of ``launches`` runs and a wait for the device,
+    after an untimed run (numba compiles at the first launch)."""
+    def batch():
+        for _ in range(launches):
+            run()
+        _sync(device)
+
+    run()
+    _sync(device)
+    return best_wall_seconds(batch, repeat)[1] / launches * 1e6
+
+
+def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches: int | None = None) -> list[dict]:
+    """The rows of the module docstring for the fused ``sampler`` (on its device), ``seed_node`` one node of its
+    graph, each timing ``launches`` repetitions (``LAUNCHES`` by default): ``what``, ``launches`` (the kernels and scans of one repetition; a
+    minibatch also checks its seeds, allocates and reads back once a hop) and ``host_us`` (microseconds per
+    repetition)."""
+    device, launches = sampler.device, launches or LAUNCHES
+    k = device_code()
+    stream = numba_stream(device)
+    arguments = _hop_arguments(device)
+    wrapped = {name: tuple(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args)
+               for name, args in arguments.items()}
+    threads = k.THREADS
+
+    def hop_kernels(by_name):
+        def run():
+            for name, args in by_name.items():
+                launch(getattr(k, name), 1, threads, stream, device, *args)
+        return run
+
+    counts = arguments["marks"][0]
+
+    def scans():
+        torch.cumsum(counts, 0)
+        torch.cumsum(counts, 0)
+
+    minibatch = sampler.with_fanouts(MINIBATCH_FANOUTS)
+    generator = torch.Generator().manual_seed(0)
+    cases = (("hop kernels, torch tensors", 3, hop_kernels(arguments)),
+             ("hop kernels, numba arrays", 3, hop_kernels(wrapped)),
+             ("hop scans", 2, scans),
+             ("minibatch of one seed", 3 * len(MINIBATCH_FANOUTS) + 2 * len(MINIBATCH_FANOUTS),
+              lambda: minibatch.sample(seed_node, generator)))
+    return [{"what": what, "launches": count, "host_us": _per_repetition_us(run, device, repeat, launches)}
+            for what, count, run in cases]
+
+
+def write(rows: list[dict], out_dir, provenance: dict, facts: dict) -> Path:
+    """The rows as records in ``out_dir``; their path."""
+    table = pd.DataFrame(rows).assign(us_per_launch=lambda t: t["host_us"] / t["launches"], **provenance)
+    return records.write_records(Path(out_dir) / f"{STEM}.csv", table, provenance, facts, index=False)
+
+
+def read_records(path) -> records.Records:
+    """The records in ``path`` (their folder or ``launch-costs.csv``)."""
+    path = Path(path)
+    return records.read_records(path / f"{STEM}.csv" if path.is_dir() else path, FACTS,
+                                measured_by="tierbench samplerbench")
