@@ -25,8 +25,9 @@ decision needs the ids in host memory, so with ids on the GPU (a GPU sampler's)
 ``look_ahead`` and the gather each wait for the GPU to copy them out: the two
 synchronisations per minibatch this loader keeps.  Everything after the
 decision is queued without waiting: the hits, misses and admissions are
-positions computed on the host, and the PCIe counters stay on the device
-(``tiering.features.device_counters``) until ``stats()``.
+positions computed on the host, copied to the device in one copy (with the
+ids, where they are in host memory: a CPU sampler's), and the PCIe counters
+stay on the device (``tiering.features.device_counters``) until ``stats()``.
 
 A gather of ids that were not announced (an evaluation pass, or a caller
 that never looks ahead) is served from the cache as it stands, and changes
@@ -246,18 +247,23 @@ class LookaheadLoader(FeatureLoader):
         hits_at, misses_at = np.flatnonzero(slots >= 0), np.flatnonzero(slots < 0)
         self._stats.accesses += len(ids)
         self._stats.hits += len(hits_at)
-        ids = ids.to(self.device, dtype=torch.int64)
+        # the decision, and the ids where they are not on the device yet, in one copy
+        parts = [slots, hits_at, slots[hits_at], misses_at, admitted, admitted_slots]
+        if ids.device.type != self.device.type:
+            parts.append(host_ids)
+        on_device = torch.split(self._to_device(np.concatenate(parts)), [len(part) for part in parts])
+        slots, hits_at, hit_slots, misses_at, admitted, admitted_slots = on_device[:6]
+        ids = on_device[6] if len(on_device) > 6 else ids.to(self.device, dtype=torch.int64)
         payload, requests = zero_copy_traffic_tensors(ids, self.row_bytes, self.host.host_offset, self.host.variant,
-                                                      counted=self._to_device(slots < 0))
+                                                      counted=slots < 0)
         self._counters.add(torch.stack([payload, requests]))
         out = torch.empty((len(ids), self.feature_dim), dtype=self.cache.dtype, device=self.device)
-        out.index_copy_(0, self._to_device(hits_at), torch.index_select(self.cache, 0, self._to_device(slots[hits_at])))
-        missed = self._to_device(misses_at)
+        out.index_copy_(0, hits_at, torch.index_select(self.cache, 0, hit_slots))
         cold = torch.empty((len(misses_at), self.feature_dim), dtype=self.cache.dtype, device=self.device)
-        self.host.launch_kernel(ids[missed], cold)
-        out.index_copy_(0, missed, cold)
+        self.host.launch_kernel(ids[misses_at], cold)
+        out.index_copy_(0, misses_at, cold)
         if len(admitted):
-            self.cache[self._to_device(admitted_slots)] = out[self._to_device(admitted)]
+            self.cache[admitted_slots] = out[admitted]
         return out
 
     def _to_device(self, values: np.ndarray) -> torch.Tensor:
