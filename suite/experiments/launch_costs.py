@@ -8,7 +8,10 @@ so ``samplerbench`` measures them beside its rates, each as the host's microseco
 ``repeat`` timings of ``LAUNCHES`` repetitions launched back to back and then waited for:
 
 * ``hop kernels, torch tensors``: the hop's three kernels on empty inputs (each one block that does nothing), their
-  tensors passed as the sampler passes them;
+  tensors passed as the sampler passes them, each wrapped by ``cuda.as_cuda_array``
+  (``tiering.sampling.fused.launch``);
+* ``hop kernels, tensors to numba``: the same launches with the torch tensors handed to numba-cuda as they are, for it
+  to convert them itself (through DLPack in numba-cuda 0.30);
 * ``hop kernels, numba arrays``: the same launches with every tensor wrapped once beforehand: what keeping the
   wrappers would leave of the first;
 * ``hop scans``: the hop's two torch ``cumsum`` on empty tensors: torch's own launch cost, for comparison;
@@ -29,7 +32,7 @@ import torch
 
 from suite.io import records
 from suite.measure.timing import best_wall_seconds
-from tiering.sampling.fused import device_code, kernel_array, launch, numba_stream
+from tiering.sampling.fused import device_code, kernel_array, launch, made_current, numba_stream
 
 STEM = "launch-costs"
 FACTS = ("command", "dataset", "repeat", "repetitions")
@@ -74,15 +77,18 @@ def _per_repetition_us(run, device: torch.device, repeat: int, launches: int) ->
 
 def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches: int | None = None) -> list[dict]:
     """The rows of the module docstring for the fused ``sampler`` (on its device), ``seed_node`` one node of its
-    graph, each timing ``launches`` repetitions (``LAUNCHES`` by default): ``what``, ``launches`` (the kernels and scans of one repetition; a
-    minibatch also checks its seeds, allocates and reads back once a hop) and ``host_us`` (microseconds per
-    repetition)."""
+    graph, each timing ``launches`` repetitions (``LAUNCHES`` by default): ``what``, ``launches`` (the kernels and
+    scans of one repetition; a minibatch also checks its seeds, allocates and reads back once a hop) and ``host_us``
+    (microseconds per repetition)."""
     device, launches = sampler.device, launches or LAUNCHES
     k = device_code()
     stream = numba_stream(device)
     arguments = _hop_arguments(device)
-    wrapped = {name: tuple(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args)
-               for name, args in arguments.items()}
+
+    def wrap(args: tuple) -> tuple:  # each tensor as the sampler hands it to a kernel
+        return tuple(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args)
+
+    wrapped = {name: wrap(args) for name, args in arguments.items()}
     threads = k.THREADS
 
     def hop_kernels(by_name):
@@ -90,6 +96,12 @@ def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches
             for name, args in by_name.items():
                 launch(getattr(k, name), 1, threads, stream, device, *args)
         return run
+
+    def hop_kernels_given_tensors():
+        with made_current(device):
+            for name, args in arguments.items():
+                # numba-cuda converts the tensors itself; the simulator takes numpy arrays alone, so there, their views
+                getattr(k, name)[1, threads, stream](*(args if device.type == "cuda" else wrap(args)))
 
     counts = arguments["marks"][0]
 
@@ -100,6 +112,7 @@ def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches
     minibatch = sampler.with_fanouts(MINIBATCH_FANOUTS)
     generator = torch.Generator().manual_seed(0)
     cases = (("hop kernels, torch tensors", 3, hop_kernels(arguments)),
+             ("hop kernels, tensors to numba", 3, hop_kernels_given_tensors),
              ("hop kernels, numba arrays", 3, hop_kernels(wrapped)),
              ("hop scans", 2, scans),
              ("minibatch of one seed", 3 * len(MINIBATCH_FANOUTS) + 2 * len(MINIBATCH_FANOUTS),

@@ -463,7 +463,8 @@ def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), o
     state = read_state(folder)
     echo(f"gpu-suite for {gpu or device_name('cpu') + ' (no CUDA GPU visible)'}: results in {folder}; "
          + describe_estimates([estimate(step, state) for step in steps]))
-    choice = {"gpu": gpu, "rerun": rerun, "skip": skip, "refill": refills(steps, state, gpu=gpu, rerun=rerun, skip=skip),
+    choice = {"gpu": gpu, "rerun": rerun, "skip": skip,
+              "refill": refills(steps, state, gpu=gpu, rerun=rerun, skip=skip),
               "datasets": frozenset(step.name for step in steps if step.dataset is not None)}
     budget = math.inf if max_minutes is None else 60 * max_minutes
     if dry_run:

@@ -113,7 +113,7 @@ def kernel_array(tensor: torch.Tensor):
     return tensor.numpy()
 
 
-def _on_device(device: torch.device):
+def made_current(device: torch.device):
     """``device`` made the current CUDA device for what is done inside (nothing on a CPU): numba wraps streams and
     arrays, and launches kernels, in the current CUDA context, not in that of the tensors' device."""
     return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
@@ -125,13 +125,13 @@ def numba_stream(device: torch.device):
         return 0
     from numba import cuda
 
-    with _on_device(device):
+    with made_current(device):
         return cuda.external_stream(torch.cuda.current_stream(device).cuda_stream)
 
 
 def launch(kernel, blocks: int, threads: int, stream, device: torch.device, *args) -> None:
     """``kernel`` on ``blocks`` x ``threads`` in ``stream`` of ``device``, its tensor arguments as numba arrays."""
-    with _on_device(device):
+    with made_current(device):
         kernel[blocks, threads, stream](*(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args))
 
 

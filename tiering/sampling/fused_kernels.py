@@ -7,7 +7,11 @@ thread is a Python thread.
 
 import numpy as np
 from numba import cuda
-from numba.cuda.core import config
+
+try:
+    from numba.cuda.core import config  # the CUDA target's settings, in numba-cuda from 0.20 on
+except ImportError:  # an older numba-cuda (a GPU machine's own install) reads numba's
+    from numba.core import config
 
 from tiering.rng import _GOLDEN, _MIX1, _MIX2, _S11, _S27, _S30, _S31, _TWO_POW_MINUS_53
 
