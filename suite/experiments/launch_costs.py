@@ -1,19 +1,19 @@
 """What the host spends launching the fused GPU sampler's work (``tierbench samplerbench``'s second table).
 
 A hop of the fused sampler (``tiering.sampling.fused``) launches three numba-cuda kernels, ``sample``, ``marks`` and
-``write``, with 8, 4 and 13 torch tensors among their arguments, which numba wraps into device arrays at every
-launch (``cuda.as_cuda_array``), then two torch scans, and reads two numbers back.  On a minibatch of 1,024 seeds
+``write``, with 8, 4 and 12 arrays among their arguments, torch tensors wrapped as numba device arrays
+(``cuda.as_cuda_array``): the graph's and the hash tables' once, the hop's own 16 at every launch; then two torch
+scans, and it reads two numbers back.  On a minibatch of 1,024 seeds
 such fixed costs, more than the GPU's work, may decide whether a (12,12,12) minibatch samples within a millisecond,
 so ``samplerbench`` measures them beside its rates, each as the host's microseconds per repetition, the best of
 ``repeat`` timings of ``LAUNCHES`` repetitions launched back to back and then waited for:
 
-* ``hop kernels, torch tensors``: the hop's three kernels on empty inputs (each one block that does nothing), their
-  tensors passed as the sampler passes them, each wrapped by ``cuda.as_cuda_array``
-  (``tiering.sampling.fused.launch``);
+* ``hop kernels, torch tensors``: the hop's three kernels on empty inputs (each one block that does nothing), every
+  tensor wrapped by ``cuda.as_cuda_array`` at each launch (``tiering.sampling.fused.launch``);
 * ``hop kernels, tensors to numba``: the same launches with the torch tensors handed to numba-cuda as they are, for it
   to convert them itself (through DLPack in numba-cuda 0.30);
-* ``hop kernels, numba arrays``: the same launches with every tensor wrapped once beforehand: what keeping the
-  wrappers would leave of the first;
+* ``hop kernels, numba arrays``: the same launches with every tensor wrapped once beforehand: what keeping all the
+  wrappers would leave of the first (the sampler keeps those of the graph and the hash tables);
 * ``hop scans``: the hop's two torch ``cumsum`` on empty tensors: torch's own launch cost, for comparison;
 * ``minibatch of one seed``: a whole (12,12,12) minibatch of one seed through the sampler: every fixed cost of its
   three hops, the reads back included, with almost no work.

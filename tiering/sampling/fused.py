@@ -55,8 +55,11 @@ marks the tables as used on it for the caching allocator.
 The graph lives in GPU memory (``graph_memory="gpu"``, copied once) or stays
 in pinned host memory read over PCIe (``"host"``, UVA sampling:
 ``tiering.features.zero_copy.mapped_graph``).  Kernels are launched on
-torch's current stream and take torch tensors (``cuda.as_cuda_array``), so
-the minibatch's tensors are torch CUDA tensors.  numba wraps streams and
+torch's current stream and take torch tensors wrapped as numba arrays
+(``cuda.as_cuda_array``), so the minibatch's tensors are torch CUDA tensors.
+Wrapping is a host cost of every launch, so the graph's and the hash tables'
+wrappers (8 of a hop's 24 array arguments) are made once and kept; the rest
+are a hop's own tensors, wrapped as it launches.  numba wraps streams and
 launches kernels in the current CUDA context, so the sampler makes its own
 device current around them (a sampler on ``cuda:1`` in a thread where
 ``cuda:0`` is current).
@@ -130,7 +133,8 @@ def numba_stream(device: torch.device):
 
 
 def launch(kernel, blocks: int, threads: int, stream, device: torch.device, *args) -> None:
-    """``kernel`` on ``blocks`` x ``threads`` in ``stream`` of ``device``, its tensor arguments as numba arrays."""
+    """``kernel`` on ``blocks`` x ``threads`` in ``stream`` of ``device``, its tensor arguments wrapped as numba arrays
+    (``kernel_array``), its others (numba arrays wrapped earlier among them) as they are."""
     with made_current(device):
         kernel[blocks, threads, stream](*(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args))
 
@@ -231,10 +235,18 @@ class FusedNeighborSampler:
 
                 self.graph = mapped_graph(graph, self.device)
         self._kernels = device_code()
+        self._graph_arrays = self._kernel_arrays(self.graph.indptr, self.graph.indices)
         self._fresh_tables()
+
+    def _kernel_arrays(self, *tensors: torch.Tensor) -> tuple:
+        """``tensors`` as the kernels take them, wrapped once for every launch that passes them (``kernel_array``):
+        numba-cuda would otherwise wrap each tensor again at each launch, a host cost of every launch."""
+        with made_current(self.device):
+            return tuple(kernel_array(tensor) for tensor in tensors)
 
     def _fresh_tables(self) -> None:
         self._tables: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._table_arrays: list[tuple] = []  # the tables as the kernels take them (_kernel_arrays)
         self._current = 0  # the table the next hop inserts into
         self._stale = torch.empty(0, dtype=torch.int64, device=self.device)  # slots the other table still holds
         self._stream = None  # the CUDA stream the last minibatch launched on
@@ -267,6 +279,7 @@ class FusedNeighborSampler:
         capacity = _capacity(max(largest, 1), self.max_load)
         if not self._tables or len(self._tables[0][0]) < capacity:
             self._tables = [_table(capacity, self.device), _table(capacity, self.device)]
+            self._table_arrays = [self._kernel_arrays(*table) for table in self._tables]
             self._current = 0
             self._stale = self._stale[:0]
 
@@ -290,13 +303,13 @@ class FusedNeighborSampler:
 
     def _hop(self, k, stream, frontier: torch.Tensor, fanout: int, seed: np.uint64) -> tuple[torch.Tensor, Block]:
         size, device = len(frontier), self.device
-        keys, positions = self._tables[self._current]
+        keys, positions = self._table_arrays[self._current]
         counts = torch.empty(size, dtype=torch.int64, device=device)
         sampled = torch.empty(size * fanout, dtype=torch.int64, device=device)
         slots = torch.empty(size * (1 + fanout), dtype=torch.int64, device=device)
-        launch(k.sample, _blocks(size, k.THREADS), k.THREADS, stream, device, self.graph.indptr, self.graph.indices,
+        launch(k.sample, _blocks(size, k.THREADS), k.THREADS, stream, device, *self._graph_arrays,
                frontier, fanout, seed, keys, positions, counts, sampled, slots)
-        other = self._tables[1 - self._current]
+        other = self._table_arrays[1 - self._current]
         nodes, edges = _relabel(k, stream, frontier, counts, fanout, sampled, slots, positions,
                                 (other[0], other[1], self._stale), device)
         self._current, self._stale = 1 - self._current, slots

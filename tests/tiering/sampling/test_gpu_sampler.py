@@ -131,6 +131,23 @@ def test_a_sampler_with_other_fanouts_shares_the_placed_graph_and_samples_as_a_n
         first.with_fanouts(())
 
 
+def test_the_sampler_wraps_the_graph_and_its_tables_once_and_a_hop_only_its_own_tensors(monkeypatch):
+    # wrapping a tensor for numba is a host cost of every launch: the graph's two arrays and the two tables' four are
+    # wrapped when they are made, a hop's own 16 array arguments (of its three launches' 24) as it launches
+    wrapped = []
+    real = fused.kernel_array
+    monkeypatch.setattr(fused, "kernel_array", lambda tensor: wrapped.append(tuple(tensor.shape)) or real(tensor))
+    g, fanouts = graph(), (3, 2, 2)
+    sampler = FusedNeighborSampler(g, fanouts)
+    assert wrapped == [(g.num_nodes + 1,), (g.num_edges,)]
+    seeds, expected = torch.tensor(list(range(20, 40))), NeighborSampler(g, fanouts)
+    for seed in (1, 2):  # the first minibatch makes the tables: their four arrays are wrapped then, once
+        wrapped.clear()
+        assert_same(expected.sample(seeds, torch.Generator().manual_seed(seed)),
+                    sampler.sample(seeds, torch.Generator().manual_seed(seed)))
+        assert len(wrapped) == 16 * len(fanouts) + (4 if seed == 1 else 0)
+
+
 def test_a_table_filled_near_its_limit_still_relabels_exactly():
     # max_load 1: 32 seeds and fanout 1 may bring 64 distinct ids, so the table has 64 slots
     expected, got = both(graph(), (1,), list(range(40, 136, 3)), seed=6, max_load=1.0)
