@@ -74,11 +74,9 @@ def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: 
         if count > dataset.num_nodes:
             raise BadValue(f"{option} {count} is more than {dataset.name}'s {dataset.num_nodes:,} nodes")
     order = torch.randperm(dataset.num_nodes, generator=torch.Generator().manual_seed(0))
-    rows, launch_rows = [], []
+    rows, fused = [], None
     for name in samplers(device):
         placed = build_sampler(name, dataset.graph, CASES["one hop"], device)  # the graph copied where it samples
-        if name == "gpu":  # the fused sampler's fixed costs, over the CSR in GPU memory
-            launch_rows = launch_costs.measure_launch_costs(placed, order[:1], repeat)
         for case, fanouts in CASES.items():
             chosen = order[: seeds if case == "one hop" else batch_size]
             best, edges = time_sampler(placed.with_fanouts(fanouts), chosen, repeat, device)
@@ -86,16 +84,20 @@ def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: 
                          "seeds": len(chosen), "sampler": name, "sampled_edges": edges, "best_s": best,
                          "sampled_edges_per_second": edges / best if best > 0 else float("nan"),
                          "ms_per_batch": best * 1e3})
+        if name == "gpu":  # the fused sampler over the CSR in GPU memory, kept for its fixed costs
+            fused = placed
         del placed
     rows.sort(key=lambda row: list(CASES).index(row["case"]))  # case by case, the samplers in order in each
     record = provenance(device)
     facts = {"command": command, "dataset": dataset.name, "seeds": seeds, "batch_size": batch_size, "repeat": repeat,
              "cpu_threads": numba.get_num_threads()}
-    if launch_rows:
-        launch_costs.write(launch_rows, out_dir, record, {"command": command, "dataset": dataset.name,
-                                                          "repeat": repeat, "repetitions": launch_costs.LAUNCHES})
     table = pd.DataFrame(rows).assign(**record)
-    return records.write_records(Path(out_dir) / f"{STEM}.csv", table, record, facts, index=False)
+    path = records.write_records(Path(out_dir) / f"{STEM}.csv", table, record, facts, index=False)
+    if fused is not None:  # measured once the rates are written, which a failure here then leaves whole
+        launch_costs.write(launch_costs.measure_launch_costs(fused, order[:1], repeat), out_dir, record,
+                           {"command": command, "dataset": dataset.name, "repeat": repeat,
+                            "repetitions": launch_costs.LAUNCHES})
+    return path
 
 
 def read_records(path) -> records.Records:
