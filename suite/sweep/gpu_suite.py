@@ -108,8 +108,13 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
 """Typed by hand from the first visit; a plan uses them only for the steps its state file has no time of
 (``estimate``).  The datasets steps are timed generating and reordering into an empty cache; where the cache holds
 the dataset, ``prepare`` takes seconds, and so would the next plan's estimate (a machine whose cache lasts)."""
-STEP_TIMEOUT_S = 540  # a hung step (a collective that never completes) costs at most 9 minutes
+STEP_TIMEOUT_S = 540
+"""The longest any step may run before it is killed (``step_timeout``)."""
+STEP_TIMEOUT_FLOOR_S, STEP_TIMEOUT_FACTOR = 120, 3
 TIMEOUT_RC = 124
+GPU_TEST_TIMEOUT_S = 120
+"""With pytest-timeout installed (the GPU machines' image has it), the longest one GPU test may run: pytest then
+stops (``--timeout-method thread``) with every thread's stack in the step's log, the hung test's among them."""
 DATASETS = ("papers-s", "products-s")
 SCORER = "wrpr"
 """The scorer every datasets step reorders by, and the sweeps' default (weighted reverse PageRank, Data Tiering §3.2)."""
@@ -167,6 +172,23 @@ def estimate(step: Step, state: dict) -> Estimate:
     return Estimate(TYPED_S[step.name], "typed")
 
 
+def step_timeout(expected: Estimate) -> int:
+    """The seconds a step may run before it is killed: ``STEP_TIMEOUT_FACTOR`` times its estimate, at least
+    ``STEP_TIMEOUT_FLOOR_S`` and at most ``STEP_TIMEOUT_S``.  A step that hangs (a kernel that never ends, a
+    collective that never completes) then costs a visit a few times what the step would have taken, not 9 minutes
+    of a 15-minute lease."""
+    return min(STEP_TIMEOUT_S, max(STEP_TIMEOUT_FLOOR_S, STEP_TIMEOUT_FACTOR * expected.seconds))
+
+
+def gpu_test_timeout() -> tuple[str, ...]:
+    """pytest's options that stop a GPU test after ``GPU_TEST_TIMEOUT_S``, where pytest-timeout is installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("pytest_timeout") is None:
+        return ()
+    return ("--timeout", str(GPU_TEST_TIMEOUT_S), "--timeout-method", "thread")
+
+
 def describe_estimates(estimates: list[Estimate]) -> str:
     """One line: how many step times come from the state file and how many were typed."""
     measured = sum(e.source == "measured" for e in estimates)
@@ -199,8 +221,9 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
     steps = [
         Step("doctor", cli + ("doctor", "--out", str(machines)) + (() if measure_ceilings else ("--no-measure",)),
              str(machines), needs_cuda=False),
-        Step("gpu-tests", (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=-ra", "-m", "gpu",
-                           f"--junitxml={folder / 'gpu-tests.xml'}", *gpu_test_paths()),
+        Step("gpu-tests", (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=-ra",
+                           "-m", "gpu", f"--junitxml={folder / 'gpu-tests.xml'}", *gpu_test_timeout(),
+                           *gpu_test_paths()),
              str(folder / "gpu-tests.xml")),
         Step("gpubench", cli + ("gpubench", "--out", str(folder / "microbench"), "-q"), str(folder / "microbench")),
     ]
@@ -572,7 +595,8 @@ class _StepRunner:
 
     def run(self, step: Step, why: str, expected: Estimate) -> tuple:
         log = self.folder / "logs" / f"{step.name}.log"
-        self.echo(f"[run] {step.name} ({why}; {expected})\n    $ {shlex.join(step.command)}")
+        self.echo(f"[run] {step.name} ({why}; {expected}, killed after {step_timeout(expected)} s)\n"
+                  f"    $ {shlex.join(step.command)}")
         entry = {"status": "running", "command": list(step.command), "log": str(log), "started": _now(),
                  "finished": None, "rc": None, "seconds": None, **self.stamp}
         with self.lock:
@@ -580,7 +604,7 @@ class _StepRunner:
             write_state(self.folder, self.state)
         start = time.monotonic()
         header = " | ".join(f"{key} {value}" for key, value in {**self.stamp, "time": entry["started"]}.items())
-        rc = run_command(step.command, log, STEP_TIMEOUT_S, header=f"# {header}",
+        rc = run_command(step.command, log, step_timeout(expected), header=f"# {header}",
                          environment={REVISION_ENV: self.stamp["git_revision"]})
         status = "done" if rc == 0 else "timed out" if rc == TIMEOUT_RC else "failed"
         with self.lock:

@@ -49,11 +49,13 @@ class FakeRunner:
         self.statuses = statuses or {}
         self.names = []
         self.environments = {}
+        self.timeouts = {}
 
     def __call__(self, command, log, timeout_s, *, header="", environment=None):
         name = log.stem
         self.names.append(name)
         self.environments[name] = environment
+        self.timeouts[name] = timeout_s
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text(f"$ {' '.join(command)}\n{header}\nfake output of {name}\n")
         return self.statuses.get(name, 0)
@@ -331,6 +333,37 @@ def test_a_dataset_step_left_out_is_not_made_again_and_nothing_it_alone_would_re
     assert runner.names == ["fig8-products-s"]  # --only: the sweep makes its dataset itself
     assert _suite(tmp_path, [], rerun=["fig8-papers-s"]) == 0  # papers-s is in the cache
     assert runner.names[1:] == ["fig8-papers-s", "report-fig8", "report-goals"]
+
+
+def test_a_step_is_killed_after_three_times_its_estimate_within_two_and_nine_minutes(tmp_path, fake_gpu, runner):
+    _fake_state(tmp_path, {"doctor": 3.0, "gpubench": 100.0, "datasets-papers-100m": 400.0})
+    assert _suite(tmp_path, [], rerun=["doctor", "gpubench", "datasets-papers-100m"]) == 0
+    assert runner.timeouts["doctor"] == gpu_suite.STEP_TIMEOUT_FLOOR_S == 120  # 9 s: the floor
+    assert runner.timeouts["gpubench"] == 300  # three times its measured 100 s
+    assert runner.timeouts["datasets-papers-100m"] == gpu_suite.STEP_TIMEOUT_S == 540  # 1,200 s: the ceiling
+    assert runner.timeouts["samplerbench-papers-s"] == 3 * gpu_suite.TYPED_S["samplerbench-papers-s"]
+
+
+def test_the_gpu_tests_stop_at_a_hung_test_where_pytest_timeout_is_installed(tmp_path, monkeypatch):
+    import importlib.util
+
+    def gpu_tests():
+        (step,) = [s for s in gpu_suite.plan(tmp_path, tmp_path) if s.name == "gpu-tests"]
+        return step.command
+
+    def plugin(found):
+        real = importlib.util.find_spec
+        monkeypatch.setattr(importlib.util, "find_spec",
+                            lambda name, *args: (object() if found else None) if name == "pytest_timeout"
+                            else real(name, *args))
+
+    plugin(found=False)
+    assert "--timeout" not in gpu_tests()  # an option pytest would refuse without the plugin
+    plugin(found=True)
+    command = gpu_tests()
+    at = command.index("--timeout")
+    assert command[at:at + 4] == ("--timeout", "120", "--timeout-method", "thread")
+    assert command.index("-m") < at < command.index(str(Path(__file__).parents[2] / "baselines" / "test_loaders.py"))
 
 
 def test_a_second_suite_in_the_same_folder_is_refused(tmp_path, fake_gpu, runner):
