@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from suite.cli import main
-from suite.experiments import gpu
+from suite.experiments import gpu, launch_costs
 from suite.figures import gpu_goals
 from suite.io import records
 from suite.sweep import gpu_suite
@@ -59,6 +59,10 @@ def write_sampler_bench(folder: Path) -> None:
              "batch_size": 1024, "repeat": 5, "cpu_threads": 16}
     records.write_records(folder / "sampler-bench" / "sampler-bench.csv", pd.DataFrame(rows).assign(**RECORD),
                           RECORD, facts, index=False)
+    fixed = [{"what": "hop kernels, torch tensors", "launches": 3, "host_us": 90.0},
+             {"what": "minibatch of one seed", "launches": 15, "host_us": 450.0}]
+    launch_costs.write(fixed, folder / "sampler-bench", RECORD, {"command": facts["command"], "dataset": "papers-s",
+                                                                 "repeat": 5, "repetitions": 100})
 
 
 def write_costs(folder: Path) -> None:
@@ -151,6 +155,8 @@ def test_every_goal_is_computed_from_the_visit_s_records_and_judged(tmp_path):
                         (10, ""): "not computed here"}
     assert _row(table, 1, "gpu sampler")["value"] == pytest.approx(12.0)
     assert _row(table, 2, "uva sampler")["value"] == pytest.approx(1.5)
+    assert _row(table, 2, "gpu sampler")["measured"] == "0.8 ms (one seed: 0.45 ms of fixed costs, launch-costs.csv)"
+    assert _row(table, 2, "uva sampler")["measured"] == "1.5 ms"  # the fixed costs are the gpu sampler's
     assert _row(table, 3)["value"] == pytest.approx(0.3)  # sample's a + gather's a, in ms; train's left out
     assert _row(table, 3)["setting"] == "papers-s, cuda, gpu sampling"
     assert _row(table, 4, "cpu sampling, tiered")["value"] == pytest.approx(1.1)
