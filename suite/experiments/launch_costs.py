@@ -10,8 +10,6 @@ so ``samplerbench`` measures them beside its rates, each as the host's microseco
 
 * ``hop kernels, torch tensors``: the hop's three kernels on empty inputs (each one block that does nothing), every
   tensor wrapped by ``cuda.as_cuda_array`` at each launch (``tiering.sampling.fused.launch``);
-* ``hop kernels, tensors to numba``: the same launches with the torch tensors handed to numba-cuda as they are, for it
-  to convert them itself (through DLPack in numba-cuda 0.30);
 * ``hop kernels, numba arrays``: the same launches with every tensor wrapped once beforehand: what keeping all the
   wrappers would leave of the first (the sampler keeps those of the graph and the hash tables);
 * ``hop scans``: the hop's two torch ``cumsum`` on empty tensors: torch's own launch cost, for comparison;
@@ -42,13 +40,14 @@ timed."""
 MINIBATCH_FANOUTS = (12, 12, 12)
 
 
-def _hop_arguments(device: torch.device) -> dict[str, tuple]:
-    """The three kernels' arguments for a hop of an empty frontier (``tiering.sampling.fused``'s order)."""
+def _hop_arguments(graph, device: torch.device) -> dict[str, tuple]:
+    """The three kernels' arguments for a hop of an empty frontier over ``graph`` (``tiering.sampling.fused``'s
+    order): empty arrays of the types the sampler's own launches pass, so that no kernel compiles again."""
     def empty():
         return torch.empty(0, dtype=torch.int64, device=device)
 
-    indptr, indices, frontier, keys, positions, counts, sampled, slots, ranks, row_ends, nodes = (
-        empty() for _ in range(11))
+    indptr, indices = graph.indptr[:0], graph.indices[:0]
+    frontier, keys, positions, counts, sampled, slots, ranks, row_ends, nodes = (empty() for _ in range(9))
     stale = (empty(), empty(), empty())
     edges = torch.empty((2, 0), dtype=torch.int64, device=device)
     fanout, seed = 12, np.uint64(0)
@@ -83,12 +82,10 @@ def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches
     device, launches = sampler.device, launches or LAUNCHES
     k = device_code()
     stream = numba_stream(device)
-    arguments = _hop_arguments(device)
-
-    def wrap(args: tuple) -> tuple:  # each tensor as the sampler hands it to a kernel
-        return tuple(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args)
-
-    wrapped = {name: wrap(args) for name, args in arguments.items()}
+    arguments = _hop_arguments(sampler.graph, device)
+    with made_current(device):  # each tensor as the sampler hands it to a kernel, once
+        wrapped = {name: tuple(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args)
+                   for name, args in arguments.items()}
     threads = k.THREADS
 
     def hop_kernels(by_name):
@@ -96,12 +93,6 @@ def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches
             for name, args in by_name.items():
                 launch(getattr(k, name), 1, threads, stream, device, *args)
         return run
-
-    def hop_kernels_given_tensors():
-        with made_current(device):
-            for name, args in arguments.items():
-                # numba-cuda converts the tensors itself; the simulator takes numpy arrays alone, so there, their views
-                getattr(k, name)[1, threads, stream](*(args if device.type == "cuda" else wrap(args)))
 
     counts = arguments["marks"][0]
 
@@ -112,7 +103,6 @@ def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches
     minibatch = sampler.with_fanouts(MINIBATCH_FANOUTS)
     generator = torch.Generator().manual_seed(0)
     cases = (("hop kernels, torch tensors", 3, hop_kernels(arguments)),
-             ("hop kernels, tensors to numba", 3, hop_kernels_given_tensors),
              ("hop kernels, numba arrays", 3, hop_kernels(wrapped)),
              ("hop scans", 2, scans),
              ("minibatch of one seed", 3 * len(MINIBATCH_FANOUTS) + 2 * len(MINIBATCH_FANOUTS),

@@ -61,9 +61,9 @@ def _launch_costs_markdown(fixed) -> str:
     return (f"\n## Fixed costs of the fused sampler\n\nThe host's microseconds per repetition, the best of "
             f"{fixed.facts['repeat']} timings of {fixed.facts['repetitions']} repetitions launched back to back "
             "(`suite.experiments.launch_costs`): a hop's three kernels on empty inputs with every torch tensor "
-            "wrapped at each launch, handed to numba-cuda to convert, and wrapped once beforehand (numba arrays; "
-            "the sampler keeps the graph's and hash tables' wrappers, and wraps the rest at each launch); a hop's "
-            "two torch scans; and a (12,12,12) minibatch of one seed; "
+            "wrapped at each launch and wrapped once beforehand (numba arrays; the sampler keeps the graph's and "
+            "hash tables' wrappers, and wraps the rest at each launch); a hop's two torch scans; and a (12,12,12) "
+            "minibatch of one seed; "
             f"{caption(fixed.provenance)}.\n\n" + table.to_markdown(index=False, floatfmt=".4g") + "\n")
 
 

@@ -94,7 +94,7 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     "fig8-papers-s": 30, "fig8-products-s": 40, "fig8-pipeline-papers-s": 30, "fig8-pipeline-products-s": 30,
     "fig10-papers-s": 100, "fig10-products-s": 110, "report-fig8": 10, "report-fig10": 20,
     "lookahead-papers-s": 40, "report-lookahead": 10,  # not yet run: a third of fig10-papers-s's six cells
-    "samplerbench-papers-s": 60,  # not yet run: papers-s loaded, six cases of six runs each
+    "samplerbench-papers-s": 60,  # not yet run: papers-s loaded, six cases of six runs each, then the fixed costs
     "fig8-gpu-sampling-papers-s": 30,  # not yet run: fig8-papers-s's cells, sampled on the GPU
     "costs-papers-s": 60,  # not yet run: 60 minibatches of 8-4096 seeds after loading papers-s
     # not yet run: the paper-scale route at papers-xs's size, then papers-100m built and reordered (its goal: 5 min)
@@ -164,12 +164,22 @@ class Estimate:
         return f"~{self.seconds} s, {self.source}"
 
 
-def estimate(step: Step, state: dict) -> Estimate:
-    """The wall time the state file recorded for ``step``'s last successful run, rounded up; ``TYPED_S`` without one."""
+def estimate(step: Step, state: dict, refill: bool = False) -> Estimate:
+    """The wall time the state file recorded for ``step``'s last successful run, rounded up; ``TYPED_S`` without one.
+    A datasets step run again to ``refill`` an empty cache takes at least its typed time, made into an empty cache,
+    whatever its last run took (a cache that held the dataset: seconds)."""
     previous = state["steps"].get(step.name, {})
     if previous.get("status") == "done" and previous.get("seconds") is not None:
-        return Estimate(math.ceil(previous["seconds"]), "measured")
+        measured = math.ceil(previous["seconds"])
+        if refill and measured < TYPED_S[step.name]:
+            return Estimate(TYPED_S[step.name], "typed: made again into an empty cache")
+        return Estimate(measured, "measured")
     return Estimate(TYPED_S[step.name], "typed")
+
+
+def estimates_of(steps: list[Step], state: dict, refill: dict) -> dict[str, Estimate]:
+    """Every step's ``estimate`` by name, the datasets steps of ``refill`` made again into an empty cache."""
+    return {step.name: estimate(step, state, step.name in refill) for step in steps}
 
 
 def step_timeout(expected: Estimate) -> int:
@@ -322,9 +332,20 @@ def decide(step: Step, state: dict, *, gpu: str | None, rerun: set[str], skip: s
 
     ``planned``: steps a dry run would run before it, counted as done; ``later``: steps left for a later run by
     ``--max-minutes``; ``refill``: datasets steps done earlier to run again, each with the step that reads the dataset
-    this machine's cache lacks (``refills``); ``datasets``: the datasets steps, whose redoing redoes no step that
-    reads their dataset (``prepare`` makes the same entry whenever it runs).
+    this machine's cache lacks (``refills``): a step that would run waits for them until they have run again (are
+    planned); ``datasets``: the datasets steps, whose redoing redoes no step that reads their dataset (``prepare``
+    makes the same entry whenever it runs).
     """
+    run, why = _decide(step, state, gpu=gpu, rerun=rerun, skip=skip, planned=planned, later=later, refill=refill or {},
+                       datasets=datasets)
+    waiting = [name for name in step.inputs if name in (refill or {}) and name not in planned]
+    if run and waiting and not step.any_input:
+        status = "left for a later run by --max-minutes" if waiting[0] in later else "this machine's cache lacks it"
+        return False, f"its input {waiting[0]} is not done ({status})"
+    return run, why
+
+
+def _decide(step: Step, state: dict, *, gpu, rerun, skip, planned, later, refill, datasets) -> tuple[bool, str]:
     steps = state["steps"]
     if step.name in skip:
         return False, "left out (--skip, --only)"
@@ -348,7 +369,7 @@ def decide(step: Step, state: dict, *, gpu: str | None, rerun: set[str], skip: s
         return True, f"it was running (since {previous['started']}) when an earlier gpu-suite stopped"
     if previous["status"] != "done":
         return True, f"it {previous['status']} at {previous['finished']} with rc {previous['rc']}; running it again"
-    if step.name in (refill or {}):
+    if step.name in refill:
         return True, (f"done at {previous['finished']}, but this machine's dataset cache lacks {step.dataset}, "
                       f"which {refill[step.name]} reads")
     newer = [name for name in step.inputs if name not in datasets and (name in planned
@@ -363,19 +384,37 @@ def refills(steps: list[Step], state: dict, *, gpu: str | None, rerun: set[str],
     """The datasets steps done earlier whose dataset this machine's dataset cache lacks (a fresh machine resuming a
     suite) and that a step left to run reads, each with the first such step: running them again first keeps the
     plan's times true, where the step that reads the dataset would otherwise make it and take that much longer.
-    Steps left out (``skip``) are neither refilled nor counted as readers."""
+    A step is left to run where ``decide`` would run it after the steps before it (those redone because an input is
+    redone included); steps left out (``skip``) are neither made again nor counted as readers, and neither are the
+    reports, which read the records of their inputs, not the datasets."""
     from suite.datasets.reordered import is_prepared  # the dataset code only where a cache is looked at
 
+    datasets = frozenset(step.name for step in steps if step.dataset is not None)
     done = {name for name, entry in state["steps"].items() if entry["status"] == "done"}
-    readers = {}
+    will_run, readers = set(), {}
     for step in steps:
-        left_to_run = step.name in rerun or step.name not in done
-        if step.dataset is None and left_to_run and step.name not in skip and (gpu is not None or not step.needs_cuda):
-            for name in step.inputs:
-                readers.setdefault(name, step.name)
+        if decide(step, state, gpu=gpu, rerun=rerun, skip=skip, planned=frozenset(will_run), datasets=datasets)[0]:
+            will_run.add(step.name)
+            if step.dataset is None and not step.any_input:  # a report (any input) reads records, not datasets
+                for name in step.inputs:
+                    readers.setdefault(name, step.name)
     return {step.name: readers[step.name] for step in steps
-            if step.dataset is not None and step.name in readers and step.name in done and step.name not in skip
-            and step.name not in rerun and not is_prepared(step.dataset, SCORER)}
+            if step.name in datasets and step.name in readers and step.name in done and step.name not in will_run
+            and step.name not in skip and not is_prepared(step.dataset, SCORER)}
+
+
+def waits_for_later(step: Step, state: dict, *, later: frozenset[str], planned: frozenset[str] = frozenset(),
+                    **choice) -> bool:
+    """Whether ``step``, which ``decide`` did not run, would run were the steps left for a later run done: it is left
+    for that run too (a step that needs the paper-scale dataset, when the step that makes it did not fit)."""
+    return bool(later & set(step.inputs)) and decide(step, state, planned=planned | later, later=later, **choice)[0]
+
+
+def needed_seconds(step: Step, estimates: dict, refill: dict) -> int:
+    """The seconds that must be left for ``step`` to start: its estimate, and a datasets step run again to refill the
+    cache that of the step that reads the dataset first, which it is run again for (``refills``)."""
+    reader = refill.get(step.name)
+    return estimates[step.name].seconds + (estimates[reader].seconds if reader else 0)
 
 
 def companions(step: Step, steps: list[Step], estimates: dict, left: float, may_run) -> list[Step]:
@@ -396,8 +435,10 @@ def _would_run(step: Step, **choice) -> bool:
     return decide(step, **choice)[0]
 
 
-def _later(expected: Estimate, max_minutes: float) -> str:
-    return f"its {expected} would pass --max-minutes {max_minutes:g}; left for a later run"
+def _later(step: Step, estimates: dict, refill: dict, max_minutes: float) -> str:
+    reader = refill.get(step.name)
+    also = f" with {reader}'s {estimates[reader]}, which it is made again for," if reader else ""
+    return f"its {estimates[step.name]}{also} would pass --max-minutes {max_minutes:g}; left for a later run"
 
 
 _PRCTL = ctypes.CDLL(None).prctl if sys.platform.startswith("linux") else None
@@ -484,11 +525,11 @@ def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), o
     if only:
         skip |= {step.name for step in steps if step.name not in only}
     state = read_state(folder)
-    echo(f"gpu-suite for {gpu or device_name('cpu') + ' (no CUDA GPU visible)'}: results in {folder}; "
-         + describe_estimates([estimate(step, state) for step in steps]))
     choice = {"gpu": gpu, "rerun": rerun, "skip": skip,
               "refill": refills(steps, state, gpu=gpu, rerun=rerun, skip=skip),
               "datasets": frozenset(step.name for step in steps if step.dataset is not None)}
+    echo(f"gpu-suite for {gpu or device_name('cpu') + ' (no CUDA GPU visible)'}: results in {folder}; "
+         + describe_estimates(list(estimates_of(steps, state, choice["refill"]).values())))
     budget = math.inf if max_minutes is None else 60 * max_minutes
     if dry_run:
         _describe_plan(steps, state, choice, budget, max_minutes, echo)
@@ -509,7 +550,8 @@ def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), o
 
 def _describe_plan(steps, state, choice, budget, max_minutes, echo) -> None:
     """What a run would do, step by step in plan order, with each step's estimate standing for its time."""
-    estimates = {step.name: estimate(step, state) for step in steps}
+    refill = choice["refill"]
+    estimates = estimates_of(steps, state, refill)
     planned, later, used, beside = frozenset(), frozenset(), 0, {}  # beside: step -> (why, the step it runs beside)
     for step in steps:
         expected = estimates[step.name]
@@ -518,8 +560,10 @@ def _describe_plan(steps, state, choice, budget, max_minutes, echo) -> None:
             echo(f"{step.name}: would run ({why}; alongside {host}); {expected}\n    $ {shlex.join(step.command)}")
             continue
         run, why = decide(step, state, planned=planned, later=later, **choice)
-        if run and expected.seconds > budget - used:
-            run, why, later = False, _later(expected, max_minutes), later | {step.name}
+        if not run and waits_for_later(step, state, later=later, planned=planned, **choice):
+            later |= {step.name}
+        elif run and needed_seconds(step, estimates, refill) > budget - used:
+            run, why, later = False, _later(step, estimates, refill, max_minutes), later | {step.name}
         elif run:
             known = {"state": state, "planned": planned | {step.name}, "later": later, **choice}
             chosen = companions(step, steps, estimates, budget - used, functools.partial(_would_run, **known))
@@ -533,12 +577,19 @@ def _describe_plan(steps, state, choice, budget, max_minutes, echo) -> None:
          + (f"; {len(later)} left for a later run by --max-minutes {max_minutes:g}" if later else ""))
 
 
+def _left_for_later(later: frozenset[str], not_started: list[str], max_minutes: float) -> str:
+    """The last line of a run that left steps for later: those not started, and how many wait on them."""
+    waiting = len(later) - len(not_started)
+    return (f"{len(later)} steps left for a later run by --max-minutes {max_minutes:g}: {', '.join(not_started)} "
+            "did not fit" + (f", and {waiting} more wait on them" if waiting else "") + "; run the command again")
+
+
 def _run_steps(folder, steps, choice, budget, max_minutes, echo) -> int:
     state = read_state(folder)
     stamp = {"device": choice["gpu"] or device_name("cpu"), "git_revision": git_revision(),
              "source_sha256": source_digest()}
     state.update(stamp)
-    estimates = {step.name: estimate(step, state) for step in steps}  # before this run overwrites any step's time
+    estimates = estimates_of(steps, state, choice["refill"])  # before this run overwrites any step's time
     began = time.monotonic()
     runner = _StepRunner(folder, state, stamp, echo)
     summary, beside, later = [], set(), frozenset()  # beside: the steps that ran alongside an earlier one
@@ -551,11 +602,12 @@ def _run_steps(folder, steps, choice, budget, max_minutes, echo) -> int:
             echo(f"[skip] {step.name}: {why}")
             status = "done earlier" if why.startswith("done at") else "skipped"
             summary.append((step.name, status, state["steps"].get(step.name, {}).get("seconds"), why))
+            later |= {step.name} if waits_for_later(step, state, later=later, **choice) else set()
             continue
         expected = estimates[step.name]
         left = budget - (time.monotonic() - began)
-        if expected.seconds > left:  # a later step may still fit
-            why = _later(expected, max_minutes)
+        if needed_seconds(step, estimates, choice["refill"]) > left:  # a later step may still fit
+            why = _later(step, estimates, choice["refill"], max_minutes)
             echo(f"[later] {step.name}: {why}")
             summary.append((step.name, "not started", None, why))
             later |= {step.name}
@@ -571,10 +623,13 @@ def _run_steps(folder, steps, choice, budget, max_minutes, echo) -> int:
             background.join()
             beside.update(other.name for other in chosen)
         summary.append(row)
+        ran = {step.name, *(other.name for other in chosen)}
+        if ran & set(choice["refill"]):  # made again: done for the steps that read it, as the state file says
+            choice = {**choice, "refill": {name: reader for name, reader in choice["refill"].items()
+                                           if name not in ran}}
     echo(_table(summary))
     if later:
-        echo(f"{len(later)} steps left for a later run by --max-minutes {max_minutes:g} ({', '.join(sorted(later))}): "
-             "run the command again")
+        echo(_left_for_later(later, [row[0] for row in summary if row[1] == "not started"], max_minutes))
     return 1 if runner.failed else 0
 
 

@@ -273,7 +273,9 @@ def test_a_step_that_would_pass_the_time_budget_waits_and_later_steps_that_fit_r
             "--max-minutes)") in lines
     rows = _table_rows(lines)
     assert rows["gpu-tests"] == rows["paper-scale-reach"] == "not" and rows["gpubench"] == "done"
-    assert lines[-1].startswith("5 steps left for a later run by --max-minutes") and "paper-scale-reach" in lines[-1]
+    assert lines[-1] == (f"22 steps left for a later run by --max-minutes {budget:g}: gpu-tests, datasets-papers-s, "
+                         "datasets-products-s, datasets-papers-xs-gpu-built, paper-scale-reach did not fit, and 17 "
+                         "more wait on them; run the command again")  # all but doctor and gpubench
 
     names.clear()
     assert _suite(tmp_path, [], max_minutes=budget * 100) == 0  # the next run starts with what waited
@@ -291,13 +293,13 @@ def test_the_dry_run_plans_what_a_run_under_the_same_budget_runs(tmp_path, fake_
     assert _suite(tmp_path, run_lines, max_minutes=budget) == 0
     assert planned == [name for name in STEPS if name in names]
     assert ran(names) == ["doctor", "gpu-tests", "datasets-papers-s"]
-    assert run_lines[-1].startswith(f"11 steps left for a later run by --max-minutes {budget:g}")
+    assert run_lines[-1].startswith(f"21 steps left for a later run by --max-minutes {budget:g}: gpubench, ")
     text = "\n".join(lines)
     assert "datasets-papers-s: would run (not done yet; alongside gpu-tests)" in text
     assert f"datasets-products-s: would skip (its ~60 s, typed would pass --max-minutes {budget:g}" in text
     seconds = typed["doctor"] + typed["gpu-tests"]
     assert lines[-1].startswith(f"would run 3 of {len(STEPS)} steps: ~{seconds} s")
-    assert lines[-1].endswith(f"; 11 left for a later run by --max-minutes {budget:g}")
+    assert lines[-1].endswith(f"; 21 left for a later run by --max-minutes {budget:g}")
 
 
 def test_a_fresh_machine_makes_again_the_datasets_a_step_left_to_run_reads_and_redoes_nothing_else(tmp_path, fake_gpu,
@@ -333,6 +335,40 @@ def test_a_dataset_step_left_out_is_not_made_again_and_nothing_it_alone_would_re
     assert runner.names == ["fig8-products-s"]  # --only: the sweep makes its dataset itself
     assert _suite(tmp_path, [], rerun=["fig8-papers-s"]) == 0  # papers-s is in the cache
     assert runner.names[1:] == ["fig8-papers-s", "report-fig8", "report-goals"]
+
+
+def _all_done(tmp_path, **seconds):
+    """A state file of an earlier machine's suite with every step done, each in its typed time unless given."""
+    _fake_state(tmp_path, {name: seconds.get(name.replace("-", "_"), gpu_suite.TYPED_S[name]) for name in STEPS})
+
+
+def test_a_dataset_made_again_is_planned_cold_and_with_the_step_that_reads_it_or_not_at_all(tmp_path, fake_gpu,
+                                                                                          monkeypatch, cache):
+    _all_done(tmp_path, datasets_papers_s=5.0)  # that machine's cache held papers-s: its last run took 5 s
+    cache["names"] = set()
+    lines = []
+    assert _suite(tmp_path, lines, dry_run=True, rerun=["doctor"]) == 0  # costs-papers-s reruns after the doctor
+    text = "\n".join(lines)
+    typed = gpu_suite.TYPED_S["datasets-papers-s"]
+    assert (f"datasets-papers-s: would run (done at 2026-11-22T11:01:00+00:00, but this machine's dataset cache lacks "
+            f"papers-s, which costs-papers-s reads); ~{typed} s, typed: made again into an empty cache") in text
+
+    budget = (typed + gpu_suite.TYPED_S["fig8-papers-s"] - 1) / 60  # the dataset and its reader do not fit together
+    lines.clear()
+    assert _suite(tmp_path, lines, dry_run=True, rerun=["fig8-papers-s"], max_minutes=budget) == 0
+    text = "\n".join(lines)
+    assert (f"datasets-papers-s: would skip (its ~{typed} s, typed: made again into an empty cache with "
+            f"fig8-papers-s's ~{gpu_suite.TYPED_S['fig8-papers-s']} s, measured, which it is made again for, would "
+            f"pass --max-minutes {budget:g}; left for a later run)") in text
+    assert ("fig8-papers-s: would skip (its input datasets-papers-s is not done (left for a later run by "
+            "--max-minutes))") in text
+    assert "samplerbench-papers-s: would skip (done at" in text  # a step done reads nothing this time
+    assert lines[-1].endswith(f"; 4 left for a later run by --max-minutes {budget:g}")  # and the two reports
+    names = _typed_clock(monkeypatch)
+    assert _suite(tmp_path, [], rerun=["fig8-papers-s"], max_minutes=budget) == 0
+    assert names == []  # neither runs: fig8-papers-s would otherwise make papers-s inside its own time
+    assert _suite(tmp_path, [], rerun=["fig8-papers-s"], max_minutes=2 * budget) == 0
+    assert names == ["datasets-papers-s", "fig8-papers-s", "report-fig8", "report-goals"]
 
 
 def test_a_step_is_killed_after_three_times_its_estimate_within_two_and_nine_minutes(tmp_path, fake_gpu, runner):
