@@ -123,6 +123,8 @@ PAPER_SCALE_MINIBATCHES = 50
 """Minibatches each paper-scale epoch times (of its 1,193), each gathering about 1 GB of rows; the paper-scale sweeps
 run no validation pass (``--no-validation``), which the epoch times never include: a cell's warm-up and two recorded
 epochs then take about 15 s, and the paper-scale steps about 15 minutes in all (``TYPED_S``)."""
+RERUN_CELLS = ("--rerun",)
+"""What makes ``tierbench run`` measure again the cells its records hold (a sweep step named by ``--rerun``)."""
 PAPER_SCALE_FIG8_LOADERS = ("cpu-gather", "uva", "degree-cache", "tiered")
 GOAL_STEPS = ("samplerbench-papers-s", "costs-papers-s", "fig8-papers-s", "fig8-gpu-sampling-papers-s",
               "datasets-papers-100m", "paper-scale-fig8", "paper-scale-fig10", "paper-scale-reach", "lookahead-papers-s")
@@ -150,6 +152,13 @@ class Step:
     any_input: bool = False  # True: one input done is enough (a report of the sweeps that succeeded)
     alongside: str | None = None  # a step that times nothing, which this one may run beside (module docstring)
     dataset: str | None = None  # the dataset it prepares (reordered by SCORER) in this machine's dataset cache
+    redo: tuple[str, ...] = ()  # added to the command where --rerun names the step: measure again what is recorded
+
+
+def command_of(step: Step, rerun: set[str]) -> tuple[str, ...]:
+    """``step``'s command, with its ``redo`` options where ``rerun`` names it: a sweep run again without them
+    resumes, and skips every cell its records hold."""
+    return step.command + (step.redo if step.name in rerun else ())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,18 +258,18 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
             experiment = sweep.split("-")[0]
             steps.append(Step(f"{sweep}-{name}", cli + ("run", "--experiment", experiment, "--datasets", name,
                                                          "--device", "cuda", "--runs", runs, "-q", *extra),
-                              f"{runs}/{experiment}.csv", inputs=(f"datasets-{name}",)))
+                              f"{runs}/{experiment}.csv", inputs=(f"datasets-{name}",), redo=RERUN_CELLS))
     # Figure 8 on papers-s with the fused GPU sampler, its rows beside fig8-papers-s's CPU-sampled ones; gns samples
     # with its own CPU sampler, so it is left out
     gpu_sampled = ",".join(name for name in EXPERIMENTS["fig8"]["loaders"] if name != "gns")
     steps.append(Step("fig8-gpu-sampling-papers-s", cli + ("run", "--experiment", "fig8", "--datasets", "papers-s",
                                                            "--loaders", gpu_sampled, "--sampling", "gpu", "--device", "cuda", "--runs", runs,
                                                            "-q", "--regime", "unscaled"),
-                      f"{runs}/fig8.csv", inputs=("datasets-papers-s",)))
+                      f"{runs}/fig8.csv", inputs=("datasets-papers-s",), redo=RERUN_CELLS))
     # the lookahead cache against the tiered loader in the same GPU memory, in the paper's regime
     steps.append(Step("lookahead-papers-s", cli + ("run", "--experiment", "lookahead", "--datasets", "papers-s",
                                                    "--device", "cuda", "--runs", runs, "-q"),
-                      f"{runs}/lookahead.csv", inputs=("datasets-papers-s",)))
+                      f"{runs}/lookahead.csv", inputs=("datasets-papers-s",), redo=RERUN_CELLS))
     # the fixed cost of one minibatch per stage across batch sizes, sampled on the GPU, into the machine profile
     # `tierbench plan` reads
     steps.append(Step("costs-papers-s", cli + ("costs", "--dataset", "papers-s", "--device", "cuda", "--sampling",
@@ -298,9 +307,9 @@ def paper_scale_steps(cli: tuple[str, ...], runs: str, folder: Path) -> list[Ste
              "-q")
     steps.append(Step("paper-scale-fig8", cli + ("run", "--experiment", "fig8", "--loaders",
                                                   ",".join(PAPER_SCALE_FIG8_LOADERS), "--hot-fractions", "0.1", *paper),
-                      f"{runs}/fig8.csv", inputs=(f"datasets-{PAPER_SCALE}",)))
+                      f"{runs}/fig8.csv", inputs=(f"datasets-{PAPER_SCALE}",), redo=RERUN_CELLS))
     steps.append(Step("paper-scale-fig10", cli + ("run", "--experiment", "fig10", "--loaders", "tiered", *paper),
-                      f"{runs}/fig10.csv", inputs=(f"datasets-{PAPER_SCALE}",)))
+                      f"{runs}/fig10.csv", inputs=(f"datasets-{PAPER_SCALE}",), redo=RERUN_CELLS))
     reach = str(folder / "microbench-paper-scale")
     steps.append(Step("paper-scale-reach", cli + ("gpubench", "--table-gib", str(PAPER_SCALE_TABLE_GIB), "--out", reach,
                                                    "-q"), reach))
@@ -557,7 +566,8 @@ def _describe_plan(steps, state, choice, budget, max_minutes, echo) -> None:
         expected = estimates[step.name]
         if step.name in beside:
             why, host = beside[step.name]
-            echo(f"{step.name}: would run ({why}; alongside {host}); {expected}\n    $ {shlex.join(step.command)}")
+            echo(f"{step.name}: would run ({why}; alongside {host}); {expected}\n"
+                 f"    $ {shlex.join(command_of(step, choice['rerun']))}")
             continue
         run, why = decide(step, state, planned=planned, later=later, **choice)
         if not run and waits_for_later(step, state, later=later, planned=planned, **choice):
@@ -571,7 +581,7 @@ def _describe_plan(steps, state, choice, budget, max_minutes, echo) -> None:
             planned |= {step.name, *beside}
             used += max(expected.seconds, sum(estimates[other.name].seconds for other in chosen))
         echo(f"{step.name}: {'would run' if run else 'would skip'} ({why}); {expected}\n"
-             f"    $ {shlex.join(step.command)}")
+             f"    $ {shlex.join(command_of(step, choice['rerun']))}")
     echo(f"would run {len(planned)} of {len(steps)} steps: ~{used} s ({used / 60:.1f} min) by the estimates above, "
          "steps run alongside another counted where they outlast it"
          + (f"; {len(later)} left for a later run by --max-minutes {max_minutes:g}" if later else ""))
@@ -591,7 +601,7 @@ def _run_steps(folder, steps, choice, budget, max_minutes, echo) -> int:
     state.update(stamp)
     estimates = estimates_of(steps, state, choice["refill"])  # before this run overwrites any step's time
     began = time.monotonic()
-    runner = _StepRunner(folder, state, stamp, echo)
+    runner = _StepRunner(folder, state, stamp, echo, choice["rerun"])
     summary, beside, later = [], set(), frozenset()  # beside: the steps that ran alongside an earlier one
     for step in steps:
         if step.name in beside:
@@ -637,8 +647,8 @@ class _StepRunner:
     """Runs steps and records them in the state file; steps run alongside another do so from a thread of their
     own, so the state and its file are updated under a lock."""
 
-    def __init__(self, folder: Path, state: dict, stamp: dict, echo):
-        self.folder, self.state, self.stamp, self.echo = folder, state, stamp, echo
+    def __init__(self, folder: Path, state: dict, stamp: dict, echo, rerun: set[str]):
+        self.folder, self.state, self.stamp, self.echo, self.rerun = folder, state, stamp, echo, rerun
         self.lock = threading.Lock()
         self.rows = {}  # step name -> its summary row
         self.failed = False
@@ -650,16 +660,17 @@ class _StepRunner:
 
     def run(self, step: Step, why: str, expected: Estimate) -> tuple:
         log = self.folder / "logs" / f"{step.name}.log"
+        command = command_of(step, self.rerun)
         self.echo(f"[run] {step.name} ({why}; {expected}, killed after {step_timeout(expected)} s)\n"
-                  f"    $ {shlex.join(step.command)}")
-        entry = {"status": "running", "command": list(step.command), "log": str(log), "started": _now(),
+                  f"    $ {shlex.join(command)}")
+        entry = {"status": "running", "command": list(command), "log": str(log), "started": _now(),
                  "finished": None, "rc": None, "seconds": None, **self.stamp}
         with self.lock:
             self.state["steps"][step.name] = entry
             write_state(self.folder, self.state)
         start = time.monotonic()
         header = " | ".join(f"{key} {value}" for key, value in {**self.stamp, "time": entry["started"]}.items())
-        rc = run_command(step.command, log, step_timeout(expected), header=f"# {header}",
+        rc = run_command(command, log, step_timeout(expected), header=f"# {header}",
                          environment={REVISION_ENV: self.stamp["git_revision"]})
         status = "done" if rc == 0 else "timed out" if rc == TIMEOUT_RC else "failed"
         with self.lock:

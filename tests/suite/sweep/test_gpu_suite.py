@@ -50,10 +50,12 @@ class FakeRunner:
         self.names = []
         self.environments = {}
         self.timeouts = {}
+        self.commands = {}
 
     def __call__(self, command, log, timeout_s, *, header="", environment=None):
         name = log.stem
         self.names.append(name)
+        self.commands[name] = command
         self.environments[name] = environment
         self.timeouts[name] = timeout_s
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -157,6 +159,16 @@ def test_rerun_redoes_one_step_and_the_report_built_on_it(tmp_path, fake_gpu, ru
     assert _suite(tmp_path, lines, rerun=["fig8-papers-s"]) == 0
     assert runner.names == ["fig8-papers-s", "report-fig8", "report-goals"]
     assert any(line.startswith("[run] fig8-papers-s (--rerun asked for it") for line in lines)
+    assert runner.commands["fig8-papers-s"][-2:] == ("unscaled", "--rerun")  # a sweep measures its cells again
+    assert "--rerun" not in runner.commands["report-fig8"]
+    assert _state(tmp_path)["steps"]["fig8-papers-s"]["command"][-1] == "--rerun"
+    runner.names.clear()
+    assert _suite(tmp_path, []) == 0 and runner.names == []
+    dry = []
+    assert _suite(tmp_path, dry, dry_run=True, rerun=["fig8-papers-s", "gpubench"]) == 0
+    commands = [line for line in "\n".join(dry).splitlines() if line.startswith("    $ ")]
+    assert commands[STEPS.index("fig8-papers-s")].endswith("--regime unscaled --rerun")
+    assert commands[STEPS.index("gpubench")].endswith("microbench -q")  # it measures afresh whenever it runs
     assert any(line.startswith("[run] report-fig8 (its input fig8-papers-s was redone at") for line in lines)
     assert any(line.startswith("[run] report-goals (its input fig8-papers-s was redone at") for line in lines)
 
