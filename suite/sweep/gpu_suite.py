@@ -51,7 +51,8 @@ again redoes none of the steps done with it, since ``prepare`` makes the same en
 
 The state file ``gpu-suite.json`` records each step's status, return code, wall time, log and command; it is
 written through a temporary file and a rename, under a file lock that also keeps two suites out of one folder.
-A rerun skips the steps done (and says when they were), runs the failed, timed-out and interrupted ones again,
+A rerun skips the steps done (and says when they were; ``--rerun`` runs a sweep step with ``tierbench run
+--rerun``, ``Step.redo``), runs the failed, timed-out and interrupted ones again,
 and redoes a report whose sweeps were redone since.  A failed step does not stop the suite: only the steps that
 need it are skipped, with that reason.  Steps that need a GPU are skipped with "no CUDA GPU visible" where there
 is none; the exit status is 1 when a step failed or timed out in this run, else 0 (skips are not failures).
