@@ -118,7 +118,8 @@ GPU_TEST_TIMEOUT_S = 120
 stops (``--timeout-method thread``) with every thread's stack in the step's log, the hung test's among them."""
 DATASETS = ("papers-s", "products-s")
 SCORER = "wrpr"
-"""The scorer every datasets step reorders by, and the sweeps' default (weighted reverse PageRank, Data Tiering §3.2)."""
+"""The scorer every datasets step reorders by, the sweeps' default (weighted reverse PageRank, Data Tiering
+§3.2)."""
 PAPER_SCALE = "papers-100m"
 PAPER_SCALE_MINIBATCHES = 50
 """Minibatches each paper-scale epoch times (of its 1,193), each gathering about 1 GB of rows; the paper-scale sweeps
