@@ -188,9 +188,9 @@ def estimate(step: Step, state: dict, refill: bool = False) -> Estimate:
     return Estimate(TYPED_S[step.name], "typed")
 
 
-def estimates_of(steps: list[Step], state: dict, refill: dict) -> dict[str, Estimate]:
-    """Every step's ``estimate`` by name, the datasets steps of ``refill`` made again into an empty cache."""
-    return {step.name: estimate(step, state, step.name in refill) for step in steps}
+def estimates_of(steps: list[Step], state: dict, cold) -> dict[str, Estimate]:
+    """Every step's ``estimate`` by name, the datasets steps named in ``cold`` made into an empty cache."""
+    return {step.name: estimate(step, state, step.name in cold) for step in steps}
 
 
 def step_timeout(expected: Estimate) -> int:
@@ -345,7 +345,7 @@ def decide(step: Step, state: dict, *, gpu: str | None, rerun: set[str], skip: s
     ``--max-minutes``; ``refill``: datasets steps done earlier to run again, each with the step that reads the dataset
     this machine's cache lacks (``refills``): a step that would run waits for them until they have run again (are
     planned); ``datasets``: the datasets steps, whose redoing redoes no step that reads their dataset (``prepare``
-    makes the same entry whenever it runs).
+    makes the same entry whenever it runs), only a report of their records.
     """
     run, why = _decide(step, state, gpu=gpu, rerun=rerun, skip=skip, planned=planned, later=later, refill=refill or {},
                        datasets=datasets)
@@ -383,7 +383,7 @@ def _decide(step: Step, state: dict, *, gpu, rerun, skip, planned, later, refill
     if step.name in refill:
         return True, (f"done at {previous['finished']}, but this machine's dataset cache lacks {step.dataset}, "
                       f"which {refill[step.name]} reads")
-    newer = [name for name in step.inputs if name not in datasets and (name in planned
+    newer = [name for name in step.inputs if (step.any_input or name not in datasets) and (name in planned
              or name in done and steps[name]["finished"] > previous["finished"])]
     if newer:
         when = "runs first" if newer[0] in planned else f"was redone at {steps[newer[0]]['finished']}"
@@ -398,8 +398,6 @@ def refills(steps: list[Step], state: dict, *, gpu: str | None, rerun: set[str],
     A step is left to run where ``decide`` would run it after the steps before it (those redone because an input is
     redone included); steps left out (``skip``) are neither made again nor counted as readers, and neither are the
     reports, which read the records of their inputs, not the datasets."""
-    from suite.datasets.reordered import is_prepared  # the dataset code only where a cache is looked at
-
     datasets = frozenset(step.name for step in steps if step.dataset is not None)
     done = {name for name, entry in state["steps"].items() if entry["status"] == "done"}
     will_run, readers = set(), {}
@@ -411,7 +409,14 @@ def refills(steps: list[Step], state: dict, *, gpu: str | None, rerun: set[str],
                     readers.setdefault(name, step.name)
     return {step.name: readers[step.name] for step in steps
             if step.name in datasets and step.name in readers and step.name in done and step.name not in will_run
-            and step.name not in skip and not is_prepared(step.dataset, SCORER)}
+            and step.name not in skip and not _is_prepared(step.dataset)}
+
+
+def _is_prepared(dataset: str) -> bool:
+    """Whether this machine's dataset cache holds ``dataset`` reordered by ``SCORER``."""
+    from suite.datasets.reordered import is_prepared  # the dataset code only where a cache is looked at
+
+    return is_prepared(dataset, SCORER)
 
 
 def waits_for_later(step: Step, state: dict, *, later: frozenset[str], planned: frozenset[str] = frozenset(),
@@ -428,18 +433,34 @@ def needed_seconds(step: Step, estimates: dict, refill: dict) -> int:
     return estimates[step.name].seconds + (estimates[reader].seconds if reader else 0)
 
 
-def companions(step: Step, steps: list[Step], estimates: dict, left: float, may_run) -> list[Step]:
+def companions(step: Step, steps: list[Step], estimates: dict, refill: dict, left: float, may_run) -> list[Step]:
     """The steps to start with ``step``, each run after the other beside it: those after it in plan order that may
-    run alongside it (``Step.alongside``) and ``may_run(other)`` allows, while their estimates together fit in the
-    ``left`` seconds of the budget; the first that does not fit runs on its own, later."""
+    run alongside it (``Step.alongside``) and ``may_run(other)`` allows, while the seconds they need
+    (``needed_seconds``: a dataset made again with the step it is made for) together fit in the ``left`` seconds of
+    the budget; the first that does not fit runs on its own, later."""
     chosen, seconds = [], 0
     for other in steps[steps.index(step) + 1:]:
         if other.alongside == step.name and may_run(other):
-            if seconds + estimates[other.name].seconds > left:
+            if seconds + needed_seconds(other, estimates, refill) > left:
                 break
             chosen.append(other)
-            seconds += estimates[other.name].seconds
+            seconds += needed_seconds(other, estimates, refill)
     return chosen
+
+
+def reserve_readers(names, refill: dict, estimates: dict, reserved: dict) -> None:
+    """Keep in ``reserved`` (reader -> seconds) the time of the step each dataset of ``names`` was made again for,
+    so that the steps between them cannot use it up (``held``)."""
+    for name in names:
+        if name in refill:
+            reserved[refill[name]] = estimates[refill[name]].seconds
+
+
+def held(step: Step, reserved: dict) -> int:
+    """The seconds kept for steps other than ``step`` that a dataset was made again for, released as ``step`` is
+    decided if it is one of them."""
+    reserved.pop(step.name, None)
+    return sum(reserved.values())
 
 
 def _would_run(step: Step, **choice) -> bool:
@@ -536,14 +557,16 @@ def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), o
     if only:
         skip |= {step.name for step in steps if step.name not in only}
     state = read_state(folder)
-    choice = {"gpu": gpu, "rerun": rerun, "skip": skip,
-              "refill": refills(steps, state, gpu=gpu, rerun=rerun, skip=skip),
+    refill = refills(steps, state, gpu=gpu, rerun=rerun, skip=skip)
+    choice = {"gpu": gpu, "rerun": rerun, "skip": skip, "refill": refill,
               "datasets": frozenset(step.name for step in steps if step.dataset is not None)}
+    cold = set(refill) | {step.name for step in steps if step.dataset is not None and step.name in rerun - skip
+                          and gpu is not None and not _is_prepared(step.dataset)}
     echo(f"gpu-suite for {gpu or device_name('cpu') + ' (no CUDA GPU visible)'}: results in {folder}; "
-         + describe_estimates(list(estimates_of(steps, state, choice["refill"]).values())))
+         + describe_estimates(list(estimates_of(steps, state, cold).values())))
     budget = math.inf if max_minutes is None else 60 * max_minutes
     if dry_run:
-        _describe_plan(steps, state, choice, budget, max_minutes, echo)
+        _describe_plan(steps, state, choice, cold, budget, max_minutes, echo)
         return 0
     folder.mkdir(parents=True, exist_ok=True)
     lock = filelock.FileLock(str(folder / f"{STATE_FILE}.lock"))
@@ -554,16 +577,17 @@ def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), o
                        "wait for it to finish") from None
     try:
         with _sigterm_as_exit():
-            return _run_steps(folder, steps, choice, budget, max_minutes, echo)
+            return _run_steps(folder, steps, choice, cold, budget, max_minutes, echo)
     finally:
         lock.release()
 
 
-def _describe_plan(steps, state, choice, budget, max_minutes, echo) -> None:
+def _describe_plan(steps, state, choice, cold, budget, max_minutes, echo) -> None:
     """What a run would do, step by step in plan order, with each step's estimate standing for its time."""
     refill = choice["refill"]
-    estimates = estimates_of(steps, state, refill)
+    estimates = estimates_of(steps, state, cold)
     planned, later, used, beside = frozenset(), frozenset(), 0, {}  # beside: step -> (why, the step it runs beside)
+    reserved = {}  # a step a dataset was made again for -> its seconds
     for step in steps:
         expected = estimates[step.name]
         if step.name in beside:
@@ -571,17 +595,19 @@ def _describe_plan(steps, state, choice, budget, max_minutes, echo) -> None:
             echo(f"{step.name}: would run ({why}; alongside {host}); {expected}\n"
                  f"    $ {shlex.join(command_of(step, choice['rerun']))}")
             continue
+        left = budget - used - held(step, reserved)
         run, why = decide(step, state, planned=planned, later=later, **choice)
         if not run and waits_for_later(step, state, later=later, planned=planned, **choice):
             later |= {step.name}
-        elif run and needed_seconds(step, estimates, refill) > budget - used:
+        elif run and needed_seconds(step, estimates, refill) > left:
             run, why, later = False, _later(step, estimates, refill, max_minutes), later | {step.name}
         elif run:
             known = {"state": state, "planned": planned | {step.name}, "later": later, **choice}
-            chosen = companions(step, steps, estimates, budget - used, functools.partial(_would_run, **known))
+            chosen = companions(step, steps, estimates, refill, left, functools.partial(_would_run, **known))
             beside.update({other.name: (decide(other, **known)[1], step.name) for other in chosen})
             planned |= {step.name, *beside}
             used += max(expected.seconds, sum(estimates[other.name].seconds for other in chosen))
+            reserve_readers([step.name, *(other.name for other in chosen)], refill, estimates, reserved)
         echo(f"{step.name}: {'would run' if run else 'would skip'} ({why}); {expected}\n"
              f"    $ {shlex.join(command_of(step, choice['rerun']))}")
     echo(f"would run {len(planned)} of {len(steps)} steps: ~{used} s ({used / 60:.1f} min) by the estimates above, "
@@ -596,12 +622,13 @@ def _left_for_later(later: frozenset[str], not_started: list[str], max_minutes: 
             "did not fit" + (f", and {waiting} more wait on them" if waiting else "") + "; run the command again")
 
 
-def _run_steps(folder, steps, choice, budget, max_minutes, echo) -> int:
+def _run_steps(folder, steps, choice, cold, budget, max_minutes, echo) -> int:
     state = read_state(folder)
     stamp = {"device": choice["gpu"] or device_name("cpu"), "git_revision": git_revision(),
              "source_sha256": source_digest()}
     state.update(stamp)
-    estimates = estimates_of(steps, state, choice["refill"])  # before this run overwrites any step's time
+    estimates = estimates_of(steps, state, cold)  # before this run overwrites any step's time
+    reserved = {}  # a step a dataset was made again for -> its seconds
     began = time.monotonic()
     runner = _StepRunner(folder, state, stamp, echo, choice["rerun"])
     summary, beside, later = [], set(), frozenset()  # beside: the steps that ran alongside an earlier one
@@ -609,6 +636,7 @@ def _run_steps(folder, steps, choice, budget, max_minutes, echo) -> int:
         if step.name in beside:
             summary.append(runner.rows[step.name])
             continue
+        kept = held(step, reserved)
         run, why = decide(step, state, later=later, **choice)
         if not run:
             echo(f"[skip] {step.name}: {why}")
@@ -617,14 +645,14 @@ def _run_steps(folder, steps, choice, budget, max_minutes, echo) -> int:
             later |= {step.name} if waits_for_later(step, state, later=later, **choice) else set()
             continue
         expected = estimates[step.name]
-        left = budget - (time.monotonic() - began)
+        left = budget - (time.monotonic() - began) - kept
         if needed_seconds(step, estimates, choice["refill"]) > left:  # a later step may still fit
             why = _later(step, estimates, choice["refill"], max_minutes)
             echo(f"[later] {step.name}: {why}")
             summary.append((step.name, "not started", None, why))
             later |= {step.name}
             continue
-        chosen = companions(step, steps, estimates, left,
+        chosen = companions(step, steps, estimates, choice["refill"], left,
                             functools.partial(_would_run, state=state, later=later, **choice))
         background = threading.Thread(target=runner.run_all, args=(chosen, step.name, estimates),
                                       daemon=True)  # its steps are killed with the suite (_die_with_parent)
@@ -636,6 +664,7 @@ def _run_steps(folder, steps, choice, budget, max_minutes, echo) -> int:
             beside.update(other.name for other in chosen)
         summary.append(row)
         ran = {step.name, *(other.name for other in chosen)}
+        reserve_readers(ran, choice["refill"], estimates, reserved)
         if ran & set(choice["refill"]):  # made again: done for the steps that read it, as the state file says
             choice = {**choice, "refill": {name: reader for name, reader in choice["refill"].items()
                                            if name not in ran}}

@@ -383,6 +383,34 @@ def test_a_dataset_made_again_is_planned_cold_and_with_the_step_that_reads_it_or
     assert names == ["datasets-papers-s", "fig8-papers-s", "report-fig8", "report-goals"]
 
 
+def test_the_time_of_the_step_a_dataset_is_made_again_for_is_kept_from_the_steps_between(tmp_path, fake_gpu,
+                                                                                      monkeypatch, cache):
+    typed = gpu_suite.TYPED_S
+    _fake_state(tmp_path, {name: typed[name] for name in STEPS if name != "samplerbench-papers-s"})
+    cache["names"] = set()
+    # papers-s made again for samplerbench leaves too little for products-s and its sweep before samplerbench
+    budget = (typed["datasets-papers-s"] + typed["samplerbench-papers-s"] + typed["datasets-products-s"] - 1) / 60
+    lines = []
+    assert _suite(tmp_path, lines, dry_run=True, rerun=["fig8-products-s"], max_minutes=budget) == 0
+    planned = [line.split(":")[0] for line in lines if ": would run (" in line]
+    names = _typed_clock(monkeypatch)
+    assert _suite(tmp_path, [], rerun=["fig8-products-s"], max_minutes=budget) == 0
+    assert names == planned == ["datasets-papers-s", "samplerbench-papers-s", "report-goals"]
+
+
+def test_a_dataset_rerun_into_an_empty_cache_is_planned_at_its_typed_time(tmp_path, fake_gpu, runner, cache):
+    _all_done(tmp_path, datasets_papers_s=5.0)
+    lines = []
+    assert _suite(tmp_path, lines, dry_run=True, rerun=["datasets-papers-s"]) == 0
+    typed = gpu_suite.TYPED_S["datasets-papers-s"]
+    assert f"datasets-papers-s: would run (--rerun asked for it); ~5 s, measured" in "\n".join(lines)  # cached
+    cache["names"] = set()
+    lines.clear()
+    assert _suite(tmp_path, lines, dry_run=True, rerun=["datasets-papers-s"]) == 0
+    assert (f"datasets-papers-s: would run (--rerun asked for it); ~{typed} s, typed: made again into an empty "
+            "cache") in "\n".join(lines)
+
+
 def test_a_step_is_killed_after_three_times_its_estimate_within_two_and_nine_minutes(tmp_path, fake_gpu, runner):
     _fake_state(tmp_path, {"doctor": 3.0, "gpubench": 100.0, "datasets-papers-100m": 400.0})
     assert _suite(tmp_path, [], rerun=["doctor", "gpubench", "datasets-papers-100m"]) == 0
