@@ -403,7 +403,7 @@ def test_a_dataset_rerun_into_an_empty_cache_is_planned_at_its_typed_time(tmp_pa
     lines = []
     assert _suite(tmp_path, lines, dry_run=True, rerun=["datasets-papers-s"]) == 0
     typed = gpu_suite.TYPED_S["datasets-papers-s"]
-    assert f"datasets-papers-s: would run (--rerun asked for it); ~5 s, measured" in "\n".join(lines)  # cached
+    assert "datasets-papers-s: would run (--rerun asked for it); ~5 s, measured" in "\n".join(lines)  # cached
     cache["names"] = set()
     lines.clear()
     assert _suite(tmp_path, lines, dry_run=True, rerun=["datasets-papers-s"]) == 0
