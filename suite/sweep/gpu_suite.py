@@ -175,14 +175,14 @@ class Estimate:
         return f"~{self.seconds} s, {self.source}"
 
 
-def estimate(step: Step, state: dict, refill: bool = False) -> Estimate:
+def estimate(step: Step, state: dict, cold: bool = False) -> Estimate:
     """The wall time the state file recorded for ``step``'s last successful run, rounded up; ``TYPED_S`` without one.
-    A datasets step run again to ``refill`` an empty cache takes at least its typed time, made into an empty cache,
-    whatever its last run took (a cache that held the dataset: seconds)."""
+    A datasets step run into an empty cache (``cold``) takes at least its typed time, whatever its last run took (in
+    a cache that held the dataset: seconds)."""
     previous = state["steps"].get(step.name, {})
     if previous.get("status") == "done" and previous.get("seconds") is not None:
         measured = math.ceil(previous["seconds"])
-        if refill and measured < TYPED_S[step.name]:
+        if cold and measured < TYPED_S[step.name]:
             return Estimate(TYPED_S[step.name], "typed: made again into an empty cache")
         return Estimate(measured, "measured")
     return Estimate(TYPED_S[step.name], "typed")
