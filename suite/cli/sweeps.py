@@ -21,10 +21,14 @@ def _interrupted(sweep, rerun: bool) -> str:
 
 
 def _cmd_run(args) -> int:
-    from suite.sweep.run import plan_sweep, prepare_datasets, run_sweep
+    from suite.sweep.run import datasets_kept_open, plan_sweep, prepare_datasets, run_sweep
     from suite.training import distributed
     from tiering.features.multi_gpu import check_shm_dir
 
+    if args.and_then is not None and args.gpus is not None:
+        raise BadValue("--and-then runs the second sweep in this one process: give it without --gpus")
+    if args.and_then == args.experiment:
+        raise BadValue(f"--and-then names the experiment --experiment runs ({args.experiment}): name another")
     if args.gpus is not None:
         try:
             check_shm_dir(args.shm_dir)  # before any process is launched or dataset prepared
@@ -47,26 +51,31 @@ def _cmd_run(args) -> int:
         except KeyboardInterrupt:
             print(_interrupted(sweep, args.rerun), file=sys.stderr)
             return 130
+    sweeps = [(args.experiment, settings)]
+    if args.and_then is not None:  # a predefined experiment's own loaders and fractions, every other setting this one's
+        sweeps.append((args.and_then, {**settings, "loaders": None, "hot_fractions": None, "host_fractions": None}))
     device = args.device
     if args.gpus is not None:
         device = distributed.init_process_group(args.device)
     reporter = distributed.rank() == 0
     try:
-        sweep = plan_sweep(args.experiment, args.runs, **settings, device=device)  # every check, before any cell
-        try:
-            path, summary = run_sweep(args.experiment, args.runs, **settings, device=device, seed=args.seed,
-                                      rerun=args.rerun, progress=not args.quiet, shm_dir=args.shm_dir,
-                                      validate=args.validate)
-        except KeyboardInterrupt:
-            if reporter and args.gpus is None:  # under --gpus, the process that launched the group says it
-                print(_interrupted(sweep, args.rerun), file=sys.stderr)
-            return 130
+        planned = [plan_sweep(name, args.runs, **chosen, device=device) for name, chosen in sweeps]  # every check first
+        with datasets_kept_open() as opened:  # a dataset one sweep opened stays open, its table pinned, for the next
+            for (name, chosen), sweep in zip(sweeps, planned):
+                try:
+                    path, summary = run_sweep(name, args.runs, **chosen, device=device, seed=args.seed,
+                                              rerun=args.rerun, progress=not args.quiet, shm_dir=args.shm_dir,
+                                              validate=args.validate, opened=opened)
+                except KeyboardInterrupt:
+                    if reporter and args.gpus is None:  # under --gpus, the process that launched the group says it
+                        print(_interrupted(sweep, args.rerun), file=sys.stderr)
+                    return 130
+                if reporter:
+                    print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+                    print(f"records: {path}")
     finally:
         if args.gpus is not None:
             distributed.destroy_process_group()
-    if reporter:
-        print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        print(f"records: {path}")
     return 0
 
 
@@ -150,6 +159,10 @@ def _run_arguments(run) -> None:
     run.add_argument("--scorer", default=DEFAULT_SCORER, choices=list(SCORERS), help="ordering used by the tiered loader")
     run.add_argument("--seed", type=options.seed, default=0)
     run.add_argument("--rerun", action="store_true", help="measure cells again even when recorded")
+    run.add_argument("--and-then", metavar="EXPERIMENT", help="then, in this process, a second predefined sweep with "
+                     "its own loaders and fractions and every other setting of this command, into its own records "
+                     "(<runs>/<EXPERIMENT>.csv): a dataset the first sweep left open, its table pinned, is not opened "
+                     "again, e.g. Figure 8 and then Figure 10 on papers-100m (not with --gpus)")
     run.add_argument("--pipeline", action="store_true", help="overlap sampling, gathering and training (recorded per row)")
     run.add_argument("--runs", default=RUNS_DIR, help="directory of the records CSVs (the committed ones are in "
                      "results/runs)")

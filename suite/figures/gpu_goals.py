@@ -68,9 +68,9 @@ GOALS = {
         "fig8-papers-s, fig8-gpu-sampling-papers-s"),
     5: (f"{gpu_suite.PAPER_SCALE} build + score + reorder", f"<= {BUILD_S:g} s", f"datasets-{gpu_suite.PAPER_SCALE}"),
     6: ("Figure 8 at paper scale", f"UVA ÷ CPU gather >= {UVA_OVER_CPU_GATHER:g}x; tiered ÷ UVA at 10% hot >= "
-        f"{TIERED_OVER_UVA:g}x", "paper-scale-fig8"),
+        f"{TIERED_OVER_UVA:g}x", gpu_suite.PAPER_SCALE_SWEEPS),
     7: ("Figure 10 at paper scale: epoch time at 25% hot vs 0% hot", f"<= -{FIG10_REDUCTION:.0%} (paper -42%)",
-        "paper-scale-fig10"),
+        gpu_suite.PAPER_SCALE_SWEEPS),
     8: (f"cold gather ÷ pinned memcpy, {REACH_ROW_BYTES} B rows, the whole table", "report only (first visit: 0.36 "
         "over 4 GiB)", "paper-scale-reach"),
     9: ("lookahead loader vs tiered at equal GPU memory", "PCIe bytes lower; epoch time no worse",

@@ -24,10 +24,11 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
    ``costs/papers-s/`` and the machine profile's ``minibatch_costs``, which ``tierbench plan`` adds to its bound;
 7. ``datasets-papers-xs-gpu-built``, ``datasets-papers-100m``: the paper-scale route (``suite.datasets.generated``),
    first at papers-xs's size, then ogbn-papers100M's: drawn and sorted into lists on the GPU, scored and reordered;
-   ``paper-scale-fig8`` (cpu-gather, uva, degree-cache and tiered at 10% hot) and ``paper-scale-fig10`` (tiered at
-   0-25% hot) on papers-100m at the paper's batch of 1,024 and fanouts (12,12,12), sampled on the GPU, each cell
-   timing the first ``PAPER_SCALE_MINIBATCHES`` minibatches of its epochs (the records and reports say so), with no
-   validation pass; ``paper-scale-reach``:
+   ``paper-scale-sweeps``: Figure 8 (cpu-gather, uva, degree-cache and tiered at 10% hot) and then, in the same
+   process (``tierbench run --and-then``, which keeps the reordered papers-100m open and its table pinned), Figure
+   10 (tiered at 0-25% hot) on papers-100m at the paper's batch of 1,024 and fanouts (12,12,12), sampled on the GPU,
+   each cell timing the first ``PAPER_SCALE_MINIBATCHES`` minibatches of its epochs (the records and reports say so),
+   with no validation pass; ``paper-scale-reach``:
    gpubench over a host buffer of the table's size, so its reach study reads rows from all 53 GiB
    (``microbench-paper-scale/``);
 8. ``report-fig8``, ``report-fig10``, ``report-lookahead``: their tables and figures (``fig8/``, ``fig10/``, ``lookahead/``);
@@ -100,9 +101,10 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     "costs-papers-s": 60,  # not yet run: 60 minibatches of 8-4096 seeds after loading papers-s
     # not yet run: the paper-scale route at papers-xs's size, then papers-100m built and reordered (its goal: 5 min)
     "datasets-papers-xs-gpu-built": 40, "datasets-papers-100m": 300,
-    # not yet run: open papers-100m (its table made in memory and pinned, ~1.5 min projected; fig8 opens both orders),
-    # then cells of 3 x 50 minibatches sampled on the GPU without validation, ~0.1 s each projected (~1 GB of rows)
-    "paper-scale-fig8": 260, "paper-scale-fig10": 200,
+    # not yet run: open papers-100m in each order (its table made in memory and pinned, ~1.5 min projected each),
+    # then 4 + 6 cells of 3 x 50 minibatches sampled on the GPU without validation, ~0.1 s each projected (~1 GB of
+    # rows): Figures 8 and 10 apart took ~260 s and ~200 s by the same projection, opening the reordered order twice
+    "paper-scale-sweeps": 380,
     "paper-scale-reach": 150,  # not yet run: gpubench (31 s) over a buffer of papers-100m's table, filled and pinned
     "report-goals": 10,  # not yet run: reads the records, no measuring
 }
@@ -124,12 +126,15 @@ PAPER_SCALE = "papers-100m"
 PAPER_SCALE_MINIBATCHES = 50
 """Minibatches each paper-scale epoch times (of its 1,193), each gathering about 1 GB of rows; the paper-scale sweeps
 run no validation pass (``--no-validation``), which the epoch times never include: a cell's warm-up and two recorded
-epochs then take about 15 s, and the paper-scale steps about 15 minutes in all (``TYPED_S``)."""
+epochs then take about 15 s, and the paper-scale steps about 14 minutes in all (``TYPED_S``)."""
 RERUN_CELLS = ("--rerun",)
 """What makes ``tierbench run`` measure again the cells its records hold (a sweep step named by ``--rerun``)."""
+PAPER_SCALE_SWEEPS = "paper-scale-sweeps"
+PAPER_SCALE_EXPERIMENTS = ("fig8", "fig10")
+"""The step that runs Figure 8 and then Figure 10 on papers-100m, in one process."""
 PAPER_SCALE_FIG8_LOADERS = ("cpu-gather", "uva", "degree-cache", "tiered")
 GOAL_STEPS = ("samplerbench-papers-s", "costs-papers-s", "fig8-papers-s", "fig8-gpu-sampling-papers-s",
-              "datasets-papers-100m", "paper-scale-fig8", "paper-scale-fig10", "paper-scale-reach", "lookahead-papers-s")
+              "datasets-papers-100m", PAPER_SCALE_SWEEPS, "paper-scale-reach", "lookahead-papers-s")
 """The steps whose records ``report-goals`` judges the second visit's goals by (``suite.figures.gpu_goals``)."""
 PAPER_SCALE_TABLE_GIB = 53
 """papers-100m's float32 feature table, 111,059,956 x 512 B, in GiB (rounded down): the reach study's whole table."""
@@ -280,7 +285,8 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
                       str(folder / "costs" / "papers-s"), inputs=("doctor", "datasets-papers-s")))
     steps += paper_scale_steps(cli, runs, folder)
     for experiment in ("fig8", "fig10", "lookahead"):
-        inputs = tuple(s.name for s in steps if s.name.startswith((f"{experiment}-", f"paper-scale-{experiment}")))
+        inputs = tuple(s.name for s in steps if s.name.startswith(f"{experiment}-")
+                       or s.name == PAPER_SCALE_SWEEPS and experiment in PAPER_SCALE_EXPERIMENTS)
         steps.append(Step(f"report-{experiment}", cli + ("report", "--experiment", experiment, "--runs", runs,
                                                          "--out", str(folder / experiment)),
                           str(folder / experiment), inputs=inputs, any_input=True))
@@ -307,11 +313,11 @@ def paper_scale_steps(cli: tuple[str, ...], runs: str, folder: Path) -> list[Ste
     paper = ("--datasets", PAPER_SCALE, "--batch-size", "1024", "--fanout", "12,12,12", "--minibatches",
              str(PAPER_SCALE_MINIBATCHES), "--no-validation", "--sampling", "gpu", "--device", "cuda", "--runs", runs,
              "-q")
-    steps.append(Step("paper-scale-fig8", cli + ("run", "--experiment", "fig8", "--loaders",
-                                                  ",".join(PAPER_SCALE_FIG8_LOADERS), "--hot-fractions", "0.1", *paper),
-                      f"{runs}/fig8.csv", inputs=(f"datasets-{PAPER_SCALE}",), redo=RERUN_CELLS))
-    steps.append(Step("paper-scale-fig10", cli + ("run", "--experiment", "fig10", "--loaders", "tiered", *paper),
-                      f"{runs}/fig10.csv", inputs=(f"datasets-{PAPER_SCALE}",), redo=RERUN_CELLS))
+    first, then = PAPER_SCALE_EXPERIMENTS
+    steps.append(Step(PAPER_SCALE_SWEEPS, cli + ("run", "--experiment", first, "--loaders",
+                                                 ",".join(PAPER_SCALE_FIG8_LOADERS), "--hot-fractions", "0.1",
+                                                 "--and-then", then, *paper),
+                      f"{runs}/{first}.csv, {runs}/{then}.csv", inputs=(f"datasets-{PAPER_SCALE}",), redo=RERUN_CELLS))
     reach = str(folder / "microbench-paper-scale")
     steps.append(Step("paper-scale-reach", cli + ("gpubench", "--table-gib", str(PAPER_SCALE_TABLE_GIB), "--out", reach,
                                                    "-q"), reach))

@@ -268,7 +268,7 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
               batch_size: int | None = None, regime: str | None = None, device="cpu", scorer: str | None = "wrpr",
               seed: int = 0, pipeline: bool = False, rerun: bool = False, ogb_root=None, progress: bool = True,
               shm_dir: str = "/dev/shm", batch_limit: int | None = None,
-              validate: bool = True) -> tuple[Path, pd.DataFrame]:
+              validate: bool = True, opened: dict | None = None) -> tuple[Path, pd.DataFrame]:
     """Run (or resume) a sweep; returns the CSV path and a summary table of the cells run or found.
 
     The whole sweep is checked first (``plan_sweep``).  Inside a process
@@ -276,7 +276,9 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
     rank 0 alone reads and writes the records; ``shm_dir`` is where the
     multi-GPU host tier's shared-memory segment goes.  ``validate=False`` runs no
     validation pass (records' ``valid_accuracy`` empty); it is not a setting of a cell,
-    since the epoch's times never include the pass.
+    since the epoch's times never include the pass.  ``opened``: the datasets open in this process
+    (``datasets_kept_open``), which the sweep uses and adds to and leaves open for the next; by default
+    its own, let go at its end.
     """
     sweep = plan_sweep(experiment, out_dir, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions,
                        host_fractions=host_fractions,
@@ -284,12 +286,10 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
                        regime=regime, device=device, scorer=scorer, pipeline=pipeline, ogb_root=ogb_root,
                        batch_limit=batch_limit)
     writer = not dist.is_initialized() or dist.get_rank() == 0
-    # (dataset, scorer) -> the Dataset, opened and checksummed once per sweep, and the ExitStack that unpins its
-    # table (pinned_for_the_sweep)
-    opened = {}
     with contextlib.ExitStack() as sweep_end, tqdm(sweep.cells, desc=experiment, unit="cell",
                                                    disable=not (progress and writer)) as bar:
-        sweep_end.callback(lambda: _let_go(opened, list(opened)))
+        if opened is None:
+            opened = sweep_end.enter_context(datasets_kept_open())
         for cell in bar:
             bar.set_postfix_str(cell.describe())
             if not rerun and _on_rank_zero(functools.partial(sweep.is_recorded, cell)):
@@ -314,6 +314,19 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
     return sweep.path, summarize_runs(read_records(sweep.path))
 
 
+@contextlib.contextmanager
+def datasets_kept_open():
+    """The datasets open in this process for the sweeps run inside: (dataset, scorer) -> the Dataset, opened and
+    checksummed once, and the ExitStack that unpins its table (``pinned_for_the_sweep``).  A sweep opens what it
+    needs that is not there (letting go first of a table made in memory, which two would not fit beside), and
+    leaves the rest open for the next sweep (``tierbench run --and-then``); all are let go at the end."""
+    opened = {}
+    try:
+        yield opened
+    finally:
+        _let_go(opened, list(opened))
+
+
 def _let_go(opened: dict, keys: list) -> None:
     """Unpin the tables of the datasets ``keys`` of ``opened`` (key -> dataset and the stack that unpins its table)
     and drop them, so that their memory is freed before the next dataset is opened."""
@@ -326,9 +339,9 @@ def _let_go(opened: dict, keys: list) -> None:
 @contextlib.contextmanager
 def pinned_for_the_sweep(dataset, device):
     """A feature table made in memory (``suite.datasets.generated``: papers-100m's 57 GB), page-locked in place once
-    for every cell of a one-process sweep on CUDA and unlocked after them (or when the sweep lets the dataset go to
-    open another): each zero-copy loader then finds it pinned and leaves it so, instead of pinning it again per cell
-    (Data Tiering §4.1).  Nothing happens elsewhere."""
+    for every cell of the one-process sweeps that use it on CUDA (``datasets_kept_open``) and unlocked after them (or
+    when a sweep lets the dataset go to open another): each zero-copy loader then finds it pinned and leaves it so,
+    instead of pinning it again per cell (Data Tiering §4.1).  Nothing happens elsewhere."""
     if torch.device(device).type != "cuda" or not dataset.features_in_memory or dist.is_initialized():
         yield
         return

@@ -17,7 +17,7 @@ from suite.sweep import gpu_suite
 STEPS = ["doctor", "gpu-tests", "gpubench", "datasets-papers-s", "datasets-products-s", "samplerbench-papers-s",
          "fig8-papers-s", "fig8-products-s", "fig8-pipeline-papers-s", "fig8-pipeline-products-s", "fig10-papers-s",
          "fig10-products-s", "fig8-gpu-sampling-papers-s", "lookahead-papers-s", "costs-papers-s",
-         "datasets-papers-xs-gpu-built", "datasets-papers-100m", "paper-scale-fig8", "paper-scale-fig10", "paper-scale-reach",
+         "datasets-papers-xs-gpu-built", "datasets-papers-100m", "paper-scale-sweeps", "paper-scale-reach",
          "report-fig8",
          "report-fig10", "report-lookahead", "report-goals"]
 
@@ -285,8 +285,8 @@ def test_a_step_that_would_pass_the_time_budget_waits_and_later_steps_that_fit_r
             "--max-minutes)") in lines
     rows = _table_rows(lines)
     assert rows["gpu-tests"] == rows["paper-scale-reach"] == "not" and rows["gpubench"] == "done"
-    assert lines[-1] == (f"22 steps left for a later run by --max-minutes {budget:g}: gpu-tests, datasets-papers-s, "
-                         "datasets-products-s, datasets-papers-xs-gpu-built, paper-scale-reach did not fit, and 17 "
+    assert lines[-1] == (f"21 steps left for a later run by --max-minutes {budget:g}: gpu-tests, datasets-papers-s, "
+                         "datasets-products-s, datasets-papers-xs-gpu-built, paper-scale-reach did not fit, and 16 "
                          "more wait on them; run the command again")  # all but doctor and gpubench
 
     names.clear()
@@ -305,13 +305,13 @@ def test_the_dry_run_plans_what_a_run_under_the_same_budget_runs(tmp_path, fake_
     assert _suite(tmp_path, run_lines, max_minutes=budget) == 0
     assert planned == [name for name in STEPS if name in names]
     assert ran(names) == ["doctor", "gpu-tests", "datasets-papers-s"]
-    assert run_lines[-1].startswith(f"21 steps left for a later run by --max-minutes {budget:g}: gpubench, ")
+    assert run_lines[-1].startswith(f"20 steps left for a later run by --max-minutes {budget:g}: gpubench, ")
     text = "\n".join(lines)
     assert "datasets-papers-s: would run (not done yet; alongside gpu-tests)" in text
     assert f"datasets-products-s: would skip (its ~60 s, typed would pass --max-minutes {budget:g}" in text
     seconds = typed["doctor"] + typed["gpu-tests"]
     assert lines[-1].startswith(f"would run 3 of {len(STEPS)} steps: ~{seconds} s")
-    assert lines[-1].endswith(f"; 21 left for a later run by --max-minutes {budget:g}")
+    assert lines[-1].endswith(f"; 20 left for a later run by --max-minutes {budget:g}")
 
 
 def test_a_fresh_machine_makes_again_the_datasets_a_step_left_to_run_reads_and_redoes_nothing_else(tmp_path, fake_gpu,
@@ -325,8 +325,8 @@ def test_a_fresh_machine_makes_again_the_datasets_a_step_left_to_run_reads_and_r
     assert "[skip] datasets-papers-s: done at" in "\n".join(lines)
 
     lines.clear()
-    assert _suite(tmp_path, lines, rerun=["fig8-papers-s", "paper-scale-fig10"]) == 0
-    assert runner.names == ["datasets-papers-s", "fig8-papers-s", "datasets-papers-100m", "paper-scale-fig10",
+    assert _suite(tmp_path, lines, rerun=["fig8-papers-s", "paper-scale-sweeps"]) == 0
+    assert runner.names == ["datasets-papers-s", "fig8-papers-s", "datasets-papers-100m", "paper-scale-sweeps",
                             "report-fig8", "report-fig10", "report-goals"]  # not the papers-s steps left done
     finished = _state(tmp_path)["steps"]
     assert any(line.startswith("[run] datasets-papers-s (done at ") and "but this machine's dataset cache lacks "
@@ -489,19 +489,19 @@ def test_every_tierbench_step_s_command_line_parses(tmp_path):
         if step.command[1:3] == ("-m", "suite.cli"):
             parsed[step.name] = build_parser().parse_args(list(step.command[3:]))
     assert set(parsed) == set(STEPS) - {"gpu-tests"}
-    paper = parsed["paper-scale-fig8"]
+    paper = parsed["paper-scale-sweeps"]
     assert (paper.minibatches, paper.validate, paper.batch_size) == (gpu_suite.PAPER_SCALE_MINIBATCHES, False, 1024)
-    assert parsed["paper-scale-fig10"].sampling == paper.sampling == ["gpu"]
+    assert (paper.experiment, paper.and_then, paper.sampling) == ("fig8", "fig10", ["gpu"])
     assert parsed["fig8-papers-s"].validate and parsed["fig8-papers-s"].minibatches is None
 
 
 def test_only_runs_the_steps_it_names_and_refuses_an_unknown_one(tmp_path, fake_gpu, runner):
     lines = []
-    named = ["datasets-papers-xs-gpu-built", "datasets-papers-100m", "paper-scale-fig8"]
+    named = ["datasets-papers-xs-gpu-built", "datasets-papers-100m", "paper-scale-sweeps"]
     assert _suite(tmp_path, lines, only=named) == 0
     assert runner.names == named
     assert "[skip] gpubench: left out (--skip, --only)" in lines
-    assert "[skip] paper-scale-fig10: left out (--skip, --only)" in lines
+    assert "[skip] paper-scale-reach: left out (--skip, --only)" in lines
     with pytest.raises(BadValue, match="--only: no step named paper-scale"):
         _suite(tmp_path, lines, only=["paper-scale"])
 

@@ -219,6 +219,10 @@ RUN = ["--datasets", "tiny", "--loaders", "in-memory,tiered", "--fanout", "4,4",
      "disk-tiered's GPU and host tiers are shares of one table: hot fraction 0.9 + host fraction 0.9 is more than 1"),
     (["--sampling", "distributed"], "distributed sampling is for multi-process runs: add --gpus G"),
     (["--experiment", "../../x"], "experiment name '../../x' is not a plain name"),
+    (["--and-then", "e"], "--and-then names the experiment --experiment runs (e): name another"),
+    (["--and-then", "fig10", "--gpus", "2"], "--and-then runs the second sweep in this one process"),
+    (["--and-then", "nope"], "give datasets and loaders"),  # its own loaders: a new name has none
+    (["--and-then", "fig10", "--hot-fractions", "0.1", "--epochs", "0"], "epochs (--epochs) must be an integer"),
 ])
 def test_run_refuses_a_bad_setting_in_one_line_before_any_cell_runs(tmp_path, capsys, monkeypatch, change, message):
     def never(*args, **kwargs):
@@ -235,6 +239,24 @@ def test_run_refuses_a_bad_setting_in_one_line_before_any_cell_runs(tmp_path, ca
     assert err.startswith("tierbench: error: ") and err.count("\n") == 1
     assert message in err, err
     assert not list(tmp_path.rglob("*.csv"))  # nothing recorded, no file left behind
+
+
+def test_and_then_runs_a_second_sweep_with_its_own_loaders_and_fractions_on_the_datasets_left_open(tiny, tmp_path,
+                                                                                                 capsys, monkeypatch):
+    real_open = harness.open_dataset
+    opened = []
+    monkeypatch.setattr(harness, "open_dataset", lambda cell, *args, **kwargs: opened.append(cell.scorer) or real_open(
+        cell, *args, **kwargs))
+    runs = tmp_path / "runs"
+    assert main(["run", "--experiment", "first", "--datasets", "tiny", "--loaders", "cpu-gather,tiered",
+                 "--hot-fractions", "0.1", "--fanout", "4,4", "--epochs", "1", "--warmup", "0", "--and-then", "fig10",
+                 "--runs", str(runs), "-q"]) == 0
+    assert opened == ["none", "wrpr"]  # Figure 10's six tiered cells find the reordered tiny still open
+    first, fig10 = read_records(runs / "first.csv"), read_records(runs / "fig10.csv")
+    assert list(first["loader"]) == ["cpu-gather", "tiered"] and set(first["hot_fraction"]) == {0.0, 0.1}
+    assert set(fig10["loader"]) == {"tiered"} and sorted(fig10["hot_fraction"]) == [0.0, 0.05, 0.1, 0.15, 0.2, 0.25]
+    assert set(fig10["dataset"]) == {"tiny"} and set(fig10["fanouts"]) == {"4,4"} and len(fig10) == 6  # one epoch
+    assert capsys.readouterr().out.count("records: ") == 2
 
 
 def test_the_tiered_loader_without_a_scorer_is_refused(tmp_path):
