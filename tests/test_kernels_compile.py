@@ -74,7 +74,7 @@ def launches(monkeypatch):
     real = fused.launch
 
     def recorded(kernel, blocks, threads, stream, device, *args):
-        signature = tuple(tuple(_describe(fused.kernel_array(a) if isinstance(a, torch.Tensor) else a)) for a in args)
+        signature = tuple(tuple(_describe(a)) for a in fused.kernel_arguments(args))
         seen.setdefault((kernel.py_func.__module__, kernel.py_func.__name__), set()).add(signature)
         return real(kernel, blocks, threads, stream, device, *args)
 

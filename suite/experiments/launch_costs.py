@@ -29,8 +29,8 @@ import pandas as pd
 import torch
 
 from suite.io import records
-from suite.measure.timing import best_wall_seconds
-from tiering.sampling.fused import device_code, kernel_array, launch, made_current, numba_stream
+from suite.measure.timing import best_wall_seconds, wait_for
+from tiering.sampling.fused import device_code, kernel_arguments, launch, made_current, numba_stream
 
 STEM = "launch-costs"
 FACTS = ("command", "dataset", "repeat", "repetitions")
@@ -56,21 +56,16 @@ def _hop_arguments(graph, device: torch.device) -> dict[str, tuple]:
             "write": (frontier, counts, fanout, sampled, slots, positions, row_ends, ranks, nodes, edges, *stale)}
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def _per_repetition_us(run, device: torch.device, repeat: int, launches: int) -> float:
     """Microseconds per ``run()``: the best of ``repeat`` timings of ``launches`` runs and a wait for the device,
     after an untimed run (numba compiles at the first launch)."""
     def batch():
         for _ in range(launches):
             run()
-        _sync(device)
+        wait_for(device)
 
     run()
-    _sync(device)
+    wait_for(device)
     return best_wall_seconds(batch, repeat)[1] / launches * 1e6
 
 
@@ -84,8 +79,7 @@ def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches
     stream = numba_stream(device)
     arguments = _hop_arguments(sampler.graph, device)
     with made_current(device):  # each tensor as the sampler hands it to a kernel, once
-        wrapped = {name: tuple(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args)
-                   for name, args in arguments.items()}
+        wrapped = {name: kernel_arguments(args) for name, args in arguments.items()}
     threads = k.THREADS
 
     def hop_kernels(by_name):

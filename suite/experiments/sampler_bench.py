@@ -30,7 +30,7 @@ from suite.errors import BadValue
 from suite.experiments import launch_costs
 from suite.io import records
 from suite.io.provenance import provenance
-from suite.measure.timing import best_wall_seconds
+from suite.measure.timing import best_wall_seconds, wait_for
 from suite.training.sampling import GRAPH_MEMORY, build_sampler
 
 STEM = "sampler-bench"
@@ -45,11 +45,6 @@ def samplers(device) -> list[str]:
     return ["cpu", *GRAPH_MEMORY] if torch.device(device).type == "cuda" else ["cpu"]
 
 
-def _sync(device) -> None:
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def time_sampler(sampler, seeds: torch.Tensor, repeat: int, device) -> tuple[float, int]:
     """``(best seconds, sampled edges)`` of ``sampler`` on ``seeds``: the best of ``repeat`` host-clock timings
     (``suite.measure.timing``), each waiting for the device, after an untimed first run; run ``r`` draws with seed
@@ -58,7 +53,7 @@ def time_sampler(sampler, seeds: torch.Tensor, repeat: int, device) -> tuple[flo
 
     def sample():
         batch = sampler.sample(seeds, torch.Generator().manual_seed(next(runs)))
-        _sync(device)
+        wait_for(device)
         return batch
 
     sample()

@@ -13,6 +13,13 @@ import time
 import torch
 
 
+def wait_for(device) -> None:
+    """Wait until ``device`` has done the work enqueued on it (nothing to wait for on a CPU): a host-clock timing of
+    work on a GPU ends here."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def best_wall_seconds(fn, repeat: int = 3):
     """``(result, seconds)``: the last result of ``fn()`` and the fastest of ``repeat`` host-clock timings of it."""
     best, result = float("inf"), None

@@ -116,6 +116,12 @@ def kernel_array(tensor: torch.Tensor):
     return tensor.numpy()
 
 
+def kernel_arguments(args) -> tuple:
+    """``args`` as a kernel takes them: each tensor wrapped (``kernel_array``), the rest (numbers, numba arrays
+    wrapped earlier) as they are."""
+    return tuple(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args)
+
+
 def made_current(device: torch.device):
     """``device`` made the current CUDA device for what is done inside (nothing on a CPU): numba wraps streams and
     arrays, and launches kernels, in the current CUDA context, not in that of the tensors' device."""
@@ -133,10 +139,10 @@ def numba_stream(device: torch.device):
 
 
 def launch(kernel, blocks: int, threads: int, stream, device: torch.device, *args) -> None:
-    """``kernel`` on ``blocks`` x ``threads`` in ``stream`` of ``device``, its tensor arguments wrapped as numba arrays
-    (``kernel_array``), its others (numba arrays wrapped earlier among them) as they are."""
+    """``kernel`` on ``blocks`` x ``threads`` in ``stream`` of ``device``, its arguments as it takes them
+    (``kernel_arguments``)."""
     with made_current(device):
-        kernel[blocks, threads, stream](*(kernel_array(a) if isinstance(a, torch.Tensor) else a for a in args))
+        kernel[blocks, threads, stream](*kernel_arguments(args))
 
 
 def _capacity(distinct: int, max_load: float) -> int:
@@ -242,7 +248,7 @@ class FusedNeighborSampler:
         """``tensors`` as the kernels take them, wrapped once for every launch that passes them (``kernel_array``):
         numba-cuda would otherwise wrap each tensor again at each launch, a host cost of every launch."""
         with made_current(self.device):
-            return tuple(kernel_array(tensor) for tensor in tensors)
+            return kernel_arguments(tensors)
 
     def _fresh_tables(self) -> None:
         self._tables: list[tuple[torch.Tensor, torch.Tensor]] = []
