@@ -38,6 +38,8 @@ LAUNCHES = 100
 """Repetitions per timing: launched back to back, so the host's cost per repetition, not the wait, is what is
 timed."""
 MINIBATCH_FANOUTS = (12, 12, 12)
+ONE_SEED = "minibatch of one seed"
+"""The row of a ``MINIBATCH_FANOUTS`` minibatch of one seed: the fixed costs under a minibatch of any size."""
 
 
 def _hop_arguments(graph, device: torch.device) -> dict[str, tuple]:
@@ -99,7 +101,7 @@ def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches
     cases = (("hop kernels, torch tensors", 3, hop_kernels(arguments)),
              ("hop kernels, numba arrays", 3, hop_kernels(wrapped)),
              ("hop scans", 2, scans),
-             ("minibatch of one seed", 3 * len(MINIBATCH_FANOUTS) + 2 * len(MINIBATCH_FANOUTS),
+             (ONE_SEED, 3 * len(MINIBATCH_FANOUTS) + 2 * len(MINIBATCH_FANOUTS),
               lambda: minibatch.sample(seed_node, generator)))
     return [{"what": what, "launches": count, "host_us": _per_repetition_us(run, device, repeat, launches)}
             for what, count, run in cases]
@@ -109,6 +111,13 @@ def write(rows: list[dict], out_dir, provenance: dict, facts: dict) -> Path:
     """The rows as records in ``out_dir``; their path."""
     table = pd.DataFrame(rows).assign(us_per_launch=lambda t: t["host_us"] / t["launches"], **provenance)
     return records.write_records(Path(out_dir) / f"{STEM}.csv", table, provenance, facts, index=False)
+
+
+def records_beside(folder) -> records.Records | None:
+    """The launch costs samplerbench wrote into ``folder`` beside its rates, or ``None`` where it measured none (no
+    fused sampler in GPU memory: a CPU device)."""
+    path = Path(folder) / f"{STEM}.csv"
+    return read_records(path) if path.exists() else None
 
 
 def read_records(path) -> records.Records:

@@ -148,10 +148,10 @@ def _relative(path: Path, folder: Path) -> str:
 def _one_seed_ms(path: Path) -> float | None:
     """The fused sampler's (12,12,12) minibatch of one seed, in host milliseconds (``launch_costs``, beside the
     rates): its fixed costs, the floor under a minibatch of any size; ``None`` where it was not measured."""
-    if not (path / f"{launch_costs.STEM}.csv").exists():
+    fixed = launch_costs.records_beside(path)
+    if fixed is None:
         return None
-    table = launch_costs.read_records(path).table.set_index("what")["host_us"]
-    return table.get("minibatch of one seed", math.nan) / 1e3
+    return fixed.table.set_index("what")["host_us"].get(launch_costs.ONE_SEED, math.nan) / 1e3
 
 
 def sampler_rows(folder: Path, sources: Sources) -> list[Row]:

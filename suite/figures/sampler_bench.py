@@ -38,8 +38,7 @@ def render(records: Path, out: Path) -> list[Path]:
                 f"{facts['cpu_threads']} threads, `gpu` the fused sampler over the CSR in GPU memory, `uva` the same "
                 "over the CSR in pinned host memory.\n\n" + shown.to_markdown(index=False, floatfmt=".4g") + "\n")
     out.mkdir(parents=True, exist_ok=True)
-    launches = measured.path.parent / f"{launch_costs.STEM}.csv"
-    fixed = launch_costs.read_records(launches) if launches.exists() else None
+    fixed = launch_costs.records_beside(measured.path.parent)
     if fixed is not None:
         markdown += _launch_costs_markdown(fixed)
     md = out / f"{STEM}.md"
@@ -62,8 +61,8 @@ def _launch_costs_markdown(fixed) -> str:
             f"{fixed.facts['repeat']} timings of {fixed.facts['repetitions']} repetitions launched back to back "
             "(`suite.experiments.launch_costs`): a hop's three kernels on empty inputs with every torch tensor "
             "wrapped at each launch and wrapped once beforehand (numba arrays; the sampler keeps the graph's and "
-            "hash tables' wrappers, and wraps the rest at each launch); a hop's two torch scans; and a (12,12,12) "
-            "minibatch of one seed; "
+            "hash tables' wrappers, and wraps the rest at each launch); a hop's two torch scans; and a "
+            f"({','.join(map(str, launch_costs.MINIBATCH_FANOUTS))}) minibatch of one seed; "
             f"{caption(fixed.provenance)}.\n\n" + table.to_markdown(index=False, floatfmt=".4g") + "\n")
 
 
