@@ -69,16 +69,24 @@ def _describe(value) -> list:
 
 @pytest.fixture
 def launches(monkeypatch):
-    """(module, kernel) -> the argument types of every launch made through ``tiering.sampling.fused.launch``."""
+    """(module, kernel) -> the argument types of every numba kernel's launch: the fused sampler's
+    (``tiering.sampling.fused.NumbaLaunches.launch``) and the feature table's (``tiering.sampling.fused.launch``)."""
     seen = {}
-    real = fused.launch
+    real, real_sampler_launch = fused.launch, fused.NumbaLaunches.launch
 
-    def recorded(kernel, blocks, threads, stream, device, *args):
+    def record(kernel, args):
         signature = tuple(tuple(_describe(a)) for a in fused.kernel_arguments(args))
         seen.setdefault((kernel.py_func.__module__, kernel.py_func.__name__), set()).add(signature)
+
+    def recorded(kernel, blocks, threads, stream, device, *args):
+        record(kernel, args)
         return real(kernel, blocks, threads, stream, device, *args)
 
-    monkeypatch.setattr(fused, "launch", recorded)
+    def recorded_by_sampler(self, name, blocks, stream, *args):
+        record(getattr(self.code, name), args)
+        return real_sampler_launch(self, name, blocks, stream, *args)
+
+    monkeypatch.setattr(fused.NumbaLaunches, "launch", recorded_by_sampler)
     monkeypatch.setattr(node_data_cuda, "launch", recorded)
     return seen
 

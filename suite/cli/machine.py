@@ -132,11 +132,12 @@ def add_parsers(sub) -> None:
     gpubench.set_defaults(func=_cmd_gpubench)
 
     bench = sub.add_parser("samplerbench", help="sampled edges per second of the CPU sampler and the fused GPU sampler "
-                           "(graph in GPU memory, and over UVA): one hop and a (12,12,12) minibatch",
+                           "(graph in GPU memory, and over UVA; numba-cuda and CUDA C++ kernels): one hop and a "
+                           "(12,12,12) minibatch",
                            parents=[options.quiet()])
     bench.take(options.dataset(), options.ogb_root())
     bench.add_argument("--out", help="output directory (default out/gpu/<device>/sampler-bench)")
-    bench.add_argument("--device", default="cuda", help="cuda or cuda:N: all three samplers; cpu: the CPU sampler "
+    bench.add_argument("--device", default="cuda", help="cuda or cuda:N: every sampler; cpu: the CPU sampler "
                        "alone")
     bench.add_argument("--seeds", type=options.positive_int, default=100_000, help="seeds of the one-hop case "
                        "(fanout 12)")

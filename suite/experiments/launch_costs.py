@@ -1,23 +1,25 @@
 """What the host spends launching the fused GPU sampler's work (``tierbench samplerbench``'s second table).
 
-A hop of the fused sampler (``tiering.sampling.fused``) launches three numba-cuda kernels, ``sample``, ``marks`` and
-``write``, with 8, 4 and 12 arrays among their arguments, torch tensors wrapped as numba device arrays
-(``cuda.as_cuda_array``): the graph's and the hash tables' once, the hop's own 16 at every launch; then two torch
-scans, and it reads two numbers back.  On a minibatch of 1,024 seeds
+A hop of the fused sampler (``tiering.sampling.fused``) launches three kernels, ``sample``, ``marks`` and ``write``,
+with 8, 4 and 12 arrays among their arguments: numba-cuda kernels taking torch tensors wrapped as numba device arrays
+(``cuda.as_cuda_array``; the graph's and the hash tables' once, the hop's own 16 at every launch), or the same
+kernels in CUDA C++ launched by CuPy, each tensor its address and size; then two torch scans, and it reads two
+numbers back.  On a minibatch of 1,024 seeds
 such fixed costs, more than the GPU's work, may decide whether a (12,12,12) minibatch samples within a millisecond,
-so ``samplerbench`` measures them beside its rates, each as the host's microseconds per repetition, the best of
-``repeat`` timings of ``LAUNCHES`` repetitions launched back to back and then waited for:
+so ``samplerbench`` measures them beside its rates for each fused sampler over the CSR in GPU memory, each as the
+host's microseconds per repetition, the best of ``repeat`` timings of ``LAUNCHES`` repetitions launched back to back
+and then waited for:
 
-* ``hop kernels, torch tensors``: the hop's three kernels on empty inputs (each one block that does nothing), every
-  tensor wrapped by ``cuda.as_cuda_array`` at each launch (``tiering.sampling.fused.launch``);
-* ``hop kernels, numba arrays``: the same launches with every tensor wrapped once beforehand: what keeping all the
-  wrappers would leave of the first (the sampler keeps those of the graph and the hash tables);
+* ``hop kernels, tensors at each launch``: the hop's three kernels on empty inputs (each one block that does
+  nothing), every torch tensor made into what the kernel takes at each launch;
+* ``hop kernels, arguments made once``: the same launches with every tensor made into it once beforehand: what
+  keeping all of them would leave of the first (the sampler keeps those of the graph and the hash tables);
 * ``hop scans``: the hop's two torch ``cumsum`` on empty tensors: torch's own launch cost, for comparison;
 * ``minibatch of one seed``: a whole (12,12,12) minibatch of one seed through the sampler: every fixed cost of its
   three hops, the reads back included, with almost no work.
 
-The rows are measured on the sampler's device; under numba's CUDA simulator (the tests) the kernels run on the CPU
-and the times mean nothing of a GPU's.
+The rows are measured on the sampler's device; where the kernels run on the CPU (the tests) the times mean nothing
+of a GPU's.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import torch
 
 from suite.io import records
 from suite.measure.timing import best_wall_seconds, wait_for
-from tiering.sampling.fused import device_code, kernel_arguments, launch, made_current, numba_stream
+from tiering.sampling.fused import made_current
 
 STEM = "launch-costs"
 FACTS = ("command", "dataset", "repeat", "repetitions")
@@ -72,22 +74,21 @@ def _per_repetition_us(run, device: torch.device, repeat: int, launches: int) ->
 
 
 def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches: int | None = None) -> list[dict]:
-    """The rows of the module docstring for the fused ``sampler`` (on its device), ``seed_node`` one node of its
-    graph, each timing ``launches`` repetitions (``LAUNCHES`` by default): ``what``, ``launches`` (the kernels and
-    scans of one repetition; a minibatch also checks its seeds, allocates and reads back once a hop) and ``host_us``
-    (microseconds per repetition)."""
+    """The rows of the module docstring for the fused ``sampler`` (on its device, with its kernels), ``seed_node``
+    one node of its graph, each timing ``launches`` repetitions (``LAUNCHES`` by default): ``kernels``, ``what``,
+    ``launches`` (the kernels and scans of one repetition; a minibatch also checks its seeds, allocates and reads back
+    once a hop) and ``host_us`` (microseconds per repetition)."""
     device, launches = sampler.device, launches or LAUNCHES
-    k = device_code()
-    stream = numba_stream(device)
+    kernels = sampler.launches
     arguments = _hop_arguments(sampler.graph, device)
-    with made_current(device):  # each tensor as the sampler hands it to a kernel, once
-        wrapped = {name: kernel_arguments(args) for name, args in arguments.items()}
-    threads = k.THREADS
+    with made_current(device):
+        stream = kernels.stream(device)
+        made = {name: kernels.arrays(args) for name, args in arguments.items()}
 
     def hop_kernels(by_name):
         def run():
             for name, args in by_name.items():
-                launch(getattr(k, name), 1, threads, stream, device, *args)
+                kernels.launch(name, 1, stream, *args)
         return run
 
     counts = arguments["marks"][0]
@@ -98,13 +99,14 @@ def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches
 
     minibatch = sampler.with_fanouts(MINIBATCH_FANOUTS)
     generator = torch.Generator().manual_seed(0)
-    cases = (("hop kernels, torch tensors", 3, hop_kernels(arguments)),
-             ("hop kernels, numba arrays", 3, hop_kernels(wrapped)),
+    cases = (("hop kernels, tensors at each launch", 3, hop_kernels(arguments)),
+             ("hop kernels, arguments made once", 3, hop_kernels(made)),
              ("hop scans", 2, scans),
              (ONE_SEED, 3 * len(MINIBATCH_FANOUTS) + 2 * len(MINIBATCH_FANOUTS),
               lambda: minibatch.sample(seed_node, generator)))
-    return [{"what": what, "launches": count, "host_us": _per_repetition_us(run, device, repeat, launches)}
-            for what, count, run in cases]
+    with made_current(device):  # once, as the sampler makes its device current once a minibatch
+        return [{"kernels": sampler.kernels, "what": what, "launches": count,
+                 "host_us": _per_repetition_us(run, device, repeat, launches)} for what, count, run in cases]
 
 
 def write(rows: list[dict], out_dir, provenance: dict, facts: dict) -> Path:

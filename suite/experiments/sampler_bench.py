@@ -1,6 +1,7 @@
 """Neighbour sampling throughput (``tierbench samplerbench``): the fused GPU sampler over the CSR in GPU memory
 (``gpu``) and read over PCIe from pinned host memory (``uva``, UVA sampling, PyTorch-Direct §3.2 applied to the
-graph), against the CPU sampler on every core (``cpu``, numba) (``suite.training.sampling``).
+graph), and the fused sampler's CUDA C++ kernels over the CSR in GPU memory (``gpu-cupy``), against the CPU sampler on
+every core (``cpu``, numba) (``suite.training.sampling``, ``tiering.sampling.fused``).
 
 Two cases on one dataset, the same seeds for every sampler:
 
@@ -8,13 +9,13 @@ Two cases on one dataset, the same seeds for every sampler:
 * ``minibatch``: a training minibatch, fanouts (12, 12, 12) from ``batch_size`` seeds (1,024 by default), where
   the later hops' frontiers and the relabelling dominate.
 
-Each sampler samples once untimed (numba compiles, the GPU's tables are allocated), then ``repeat`` times, each
+Each sampler samples once untimed (kernels compile, the GPU's tables are allocated), then ``repeat`` times, each
 timing waiting for the device; the best time is kept (``suite.measure.timing.best_wall_seconds``).  Rates are sampled
-edges (the blocks' edges) per second; all three samplers draw the same minibatch (``tiering.sampling.fused``), which
+edges (the blocks' edges) per second; all the samplers draw the same minibatch (``tiering.sampling.fused``), which
 is checked by the equal edge counts.  Each sampler's graph is copied where it samples once, for both cases.  On a
-CPU device only ``cpu`` runs.  With the fused sampler over the CSR in GPU memory, its fixed costs are measured too
-(``suite.experiments.launch_costs``: the host's time to launch a hop's kernels and scans, and a minibatch of one
-seed), into ``launch-costs.csv`` beside the rates.
+CPU device only ``cpu`` runs.  For each fused sampler over the CSR in GPU memory (``gpu``, ``gpu-cupy``), its fixed
+costs are measured too (``suite.experiments.launch_costs``: the host's time to launch a hop's kernels and scans, and
+a minibatch of one seed), into ``launch-costs.csv`` beside the rates.
 """
 
 from __future__ import annotations
@@ -40,9 +41,15 @@ CASES = {"one hop": (12,), "minibatch": (12, 12, 12)}
 SEEDS, BATCH_SIZE, REPEAT = 100_000, 1024, 5
 
 
-def samplers(device) -> list[str]:
-    """The samplers measured on ``device``: the CPU's alone, or with a CUDA device the two GPU ones too."""
-    return ["cpu", *GRAPH_MEMORY] if torch.device(device).type == "cuda" else ["cpu"]
+FUSED_SAMPLERS = {"gpu": ("gpu", "numba"), "uva": ("uva", "numba"), "gpu-cupy": ("gpu", "cupy")}
+"""The fused GPU samplers measured on a CUDA device, by name: (sampling, kernels), the sampling's graph placement
+(``suite.training.sampling.GRAPH_MEMORY``) and the set of kernels (``tiering.sampling.fused.KERNELS``)."""
+
+
+def samplers(device) -> dict[str, tuple[str, object]]:
+    """The samplers measured on ``device``, by name, each (sampling, kernels): the CPU's alone, or with a CUDA device
+    the fused ones too (``FUSED_SAMPLERS``)."""
+    return {"cpu": ("cpu", None), **(FUSED_SAMPLERS if torch.device(device).type == "cuda" else {})}
 
 
 def time_sampler(sampler, seeds: torch.Tensor, repeat: int, device) -> tuple[float, int]:
@@ -69,9 +76,9 @@ def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: 
         if count > dataset.num_nodes:
             raise BadValue(f"{option} {count} is more than {dataset.name}'s {dataset.num_nodes:,} nodes")
     order = torch.randperm(dataset.num_nodes, generator=torch.Generator().manual_seed(0))
-    rows, fused = [], None
-    for name in samplers(device):
-        placed = build_sampler(name, dataset.graph, CASES["one hop"], device)  # the graph copied where it samples
+    rows, fused = [], {}
+    for name, (sampling, kernels) in samplers(device).items():
+        placed = build_sampler(sampling, dataset.graph, CASES["one hop"], device, kernels=kernels)  # graph placed
         for case, fanouts in CASES.items():
             chosen = order[: seeds if case == "one hop" else batch_size]
             best, edges = time_sampler(placed.with_fanouts(fanouts), chosen, repeat, device)
@@ -79,8 +86,8 @@ def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: 
                          "seeds": len(chosen), "sampler": name, "sampled_edges": edges, "best_s": best,
                          "sampled_edges_per_second": edges / best if best > 0 else float("nan"),
                          "ms_per_batch": best * 1e3})
-        if name == "gpu":  # the fused sampler over the CSR in GPU memory, kept for its fixed costs
-            fused = placed
+        if GRAPH_MEMORY.get(sampling) == "gpu":  # a fused sampler over the CSR in GPU memory, kept for its fixed costs
+            fused[name] = placed
         del placed
     rows.sort(key=lambda row: list(CASES).index(row["case"]))  # case by case, the samplers in order in each
     record = provenance(device)
@@ -88,10 +95,11 @@ def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: 
              "cpu_threads": numba.get_num_threads()}
     table = pd.DataFrame(rows).assign(**record)
     path = records.write_records(Path(out_dir) / f"{STEM}.csv", table, record, facts, index=False)
-    if fused is not None:  # measured once the rates are written, which a failure here then leaves whole
-        launch_costs.write(launch_costs.measure_launch_costs(fused, order[:1], repeat), out_dir, record,
-                           {"command": command, "dataset": dataset.name, "repeat": repeat,
-                            "repetitions": launch_costs.LAUNCHES})
+    if fused:  # measured once the rates are written, which a failure here then leaves whole
+        fixed = [{"sampler": name, **row} for name, sampler in fused.items()
+                 for row in launch_costs.measure_launch_costs(sampler, order[:1], repeat)]
+        launch_costs.write(fixed, out_dir, record, {"command": command, "dataset": dataset.name, "repeat": repeat,
+                                                    "repetitions": launch_costs.LAUNCHES})
     return path
 
 

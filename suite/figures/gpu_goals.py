@@ -145,18 +145,19 @@ def _relative(path: Path, folder: Path) -> str:
         return str(path)
 
 
-def _one_seed_ms(path: Path) -> float | None:
-    """The fused sampler's (12,12,12) minibatch of one seed, in host milliseconds (``launch_costs``, beside the
+def _one_seed_ms(path: Path, sampler: str) -> float | None:
+    """Fused ``sampler``'s (12,12,12) minibatch of one seed, in host milliseconds (``launch_costs``, beside the
     rates): its fixed costs, the floor under a minibatch of any size; ``None`` where it was not measured."""
     fixed = launch_costs.records_beside(path)
     if fixed is None:
         return None
-    return fixed.table.set_index("what")["host_us"].get(launch_costs.ONE_SEED, math.nan) / 1e3
+    table = fixed.table[(fixed.table["what"] == launch_costs.ONE_SEED) & (fixed.table["sampler"] == sampler)]
+    return None if table.empty else float(table["host_us"].iloc[0]) / 1e3
 
 
 def sampler_rows(folder: Path, sources: Sources) -> list[Row]:
     """Goals 1 and 2, one row per GPU sampler: its one-hop rate over the CPU sampler's (``rates``) and its
-    minibatch's milliseconds, the ``gpu`` sampler's with its minibatch of one seed beside (``_one_seed_ms``)."""
+    minibatch's milliseconds, with its minibatch of one seed beside where it was measured (``_one_seed_ms``)."""
     path = folder / "sampler-bench"
     if not (path / f"{sampler_bench.STEM}.csv").exists():
         return [_not_yet(1, f"no {_relative(path, folder)}/"), _not_yet(2, f"no {_relative(path, folder)}/")]
@@ -181,7 +182,7 @@ def sampler_rows(folder: Path, sources: Sources) -> list[Row]:
                 rows.append(Row(goal, setting, f"{speedup:.3g}x ({row['M edges/s']:.4g} M edges/s)",
                                 _verdict(speedup >= SAMPLER_SPEEDUP), source, speedup, speedup / SAMPLER_SPEEDUP))
             else:
-                ms, floor = row["ms_per_batch"], _one_seed_ms(path) if row["sampler"] == "gpu" else None
+                ms, floor = row["ms_per_batch"], _one_seed_ms(path, row["sampler"])
                 beside = "" if floor is None else f" (one seed: {floor:.3g} ms of fixed costs, {launch_costs.STEM}.csv)"
                 rows.append(Row(goal, setting, f"{ms:.3g} ms{beside}", _verdict(ms <= MINIBATCH_MS), source, ms,
                                 MINIBATCH_MS / ms if ms > 0 else math.inf))

@@ -13,8 +13,9 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
    CPU's cores while the GPU tests run (``Step.alongside``: started with ``gpu-tests`` from a thread of the suite's,
    one after the other, where their estimates fit the time left; the suite waits for them before the next step;
    neither times anything, so sharing the machine changes no measurement);
-5. ``samplerbench-papers-s``: the fused GPU sampler over the CSR in GPU memory and over UVA against the CPU sampler
-   on every core, one hop of fanout 12 over 100,000 seeds and a (12,12,12) minibatch of 1,024 (``sampler-bench/``);
+5. ``samplerbench-papers-s``: the fused GPU sampler over the CSR in GPU memory and over UVA, and with its CUDA C++
+   kernels, against the CPU sampler on every core, one hop of fanout 12 over 100,000 seeds and a (12,12,12)
+   minibatch of 1,024, and the fused samplers' launch costs (``sampler-bench/``);
 6. ``fig8-<name>``, ``fig8-pipeline-<name>``, ``fig10-<name>``: the sweeps of Data Tiering Figures 8 and 10 on the GPU,
    one dataset per step (records in ``runs/``), and ``fig8-gpu-sampling-papers-s``: Figure 8 on papers-s sampled by
    the fused GPU sampler, beside the CPU-sampled cells of ``fig8-papers-s`` in the same records;
@@ -96,7 +97,7 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     "fig8-papers-s": 30, "fig8-products-s": 40, "fig8-pipeline-papers-s": 30, "fig8-pipeline-products-s": 30,
     "fig10-papers-s": 100, "fig10-products-s": 110, "report-fig8": 10, "report-fig10": 20,
     "lookahead-papers-s": 40, "report-lookahead": 10,  # not yet run: a third of fig10-papers-s's six cells
-    "samplerbench-papers-s": 60,  # not yet run: papers-s loaded, six cases of six runs each, then the fixed costs
+    "samplerbench-papers-s": 70,  # not yet run: papers-s loaded, eight cases of six runs each, then the fixed costs
     "fig8-gpu-sampling-papers-s": 30,  # not yet run: fig8-papers-s's cells, sampled on the GPU
     "costs-papers-s": 60,  # not yet run: 60 minibatches of 8-4096 seeds after loading papers-s
     # not yet run: the paper-scale route at papers-xs's size, then papers-100m built and reordered (its goal: 5 min)

@@ -55,9 +55,10 @@ def check_single_process(sampling: str, device) -> None:
         check_device(sampling, device)
 
 
-def build_sampler(sampling: str, graph, fanouts, device):
+def build_sampler(sampling: str, graph, fanouts, device, kernels="numba"):
     """The single-process sampler of ``sampling`` (``SINGLE_PROCESS``) over ``graph`` for training on ``device``
-    (``check_single_process``)."""
+    (``check_single_process``); a GPU sampling's with the fused sampler's ``kernels``
+    (``tiering.sampling.fused.KERNELS``)."""
     check_single_process(sampling, device)
     if sampling == "cpu":
         return NeighborSampler(graph, fanouts)
@@ -65,4 +66,4 @@ def build_sampler(sampling: str, graph, fanouts, device):
     from tiering.sampling.fused import FusedNeighborSampler
 
     return FusedNeighborSampler(graph, fanouts, graph_memory=GRAPH_MEMORY[sampling],
-                                device=device if device.type == "cuda" else None)
+                                device=device if device.type == "cuda" else None, kernels=kernels)

@@ -5,7 +5,8 @@
   neighbours for the same seed;
 * ``fused``: the same minibatches sampled on the GPU, each hop three kernels
   and two scans with relabelling by a hash table (numba-cuda kernels in
-  ``fused_kernels``, imported at first use);
+  ``fused_kernels``, or the same in CUDA C++, ``fused.cu``, launched by
+  ``fused_cupy``; each imported at first use);
 * ``distributed``: the same sampling over a CSR split across processes,
   frontier nodes shuffled to the process owning their lists and back
   (DSP §4; data tiering §5.5).

@@ -55,14 +55,23 @@ marks the tables as used on it for the caching allocator.
 The graph lives in GPU memory (``graph_memory="gpu"``, copied once) or stays
 in pinned host memory read over PCIe (``"host"``, UVA sampling:
 ``tiering.features.zero_copy.mapped_graph``).  Kernels are launched on
-torch's current stream and take torch tensors wrapped as numba arrays
-(``cuda.as_cuda_array``), so the minibatch's tensors are torch CUDA tensors.
-Wrapping is a host cost of every launch, so the graph's and the hash tables'
-wrappers (8 of a hop's 24 array arguments) are made once and kept; the rest
-are a hop's own tensors, wrapped as it launches.  numba wraps streams and
-launches kernels in the current CUDA context, so the sampler makes its own
-device current around them (a sampler on ``cuda:1`` in a thread where
-``cuda:0`` is current).
+torch's current stream, so the minibatch's tensors are torch CUDA tensors.
+numba and CuPy wrap streams and launch kernels in the current CUDA context, so
+the sampler makes its own device current around a minibatch (a sampler on
+``cuda:1`` in a thread where ``cuda:0`` is current).
+
+The same kernels exist twice (``kernels``), because on a minibatch of 1,024
+seeds the host's cost of launching them may weigh more than the GPU's work,
+and ``tierbench samplerbench`` measures both side by side:
+
+* ``"numba"`` (the default): numba-cuda kernels (``fused_kernels``) taking
+  torch tensors wrapped as numba arrays (``cuda.as_cuda_array``).  Wrapping
+  is a host cost of every launch, so the graph's and the hash tables'
+  wrappers (8 of a hop's 24 array arguments) are made once and kept; the rest
+  are a hop's own tensors, wrapped as it launches.
+* ``"cupy"``: the same kernels in CUDA C++ (``fused.cu``, launched by
+  ``fused_cupy`` through CuPy's ``RawKernel``), each tensor passed as its
+  address and size.
 
 Why numba-cuda (``numba.cuda``): the kernels are Python, like the CPU
 sampler's numba kernels, and numba's CUDA simulator
@@ -75,7 +84,9 @@ practical; the simulator evaluates the device code on numpy uint64 scalars,
 which warn ("overflow encountered") where the hash wraps, as it means to.
 ``numba.cuda`` is imported (``tiering.sampling.fused_kernels``) when the
 first sampler is built, and each kernel compiles at its first launch, so
-importing this module costs nothing and fixes no simulator choice.
+importing this module costs nothing and fixes no simulator choice.  The
+CUDA C++ kernels run without a GPU too: the tests compile ``fused.cu`` for
+the host and launch it one thread at a time, through this module's code.
 """
 
 from __future__ import annotations
@@ -97,6 +108,10 @@ from tiering.sampling.neighbors import (
 )
 
 GRAPH_MEMORY = ("gpu", "host")
+KERNELS = ("numba", "cupy")
+"""The sets of kernels a sampler may launch (module docstring), the default first."""
+EMPTY = -1  # a free slot's key; node ids are non-negative
+NO_POSITION = np.int64(2**63 - 1)  # a free slot's position: above every position, for atomic minimum
 
 
 def device_code():
@@ -145,6 +160,47 @@ def launch(kernel, blocks: int, threads: int, stream, device: torch.device, *arg
         kernel[blocks, threads, stream](*kernel_arguments(args))
 
 
+class NumbaLaunches:
+    """The sampler's numba-cuda kernels (``fused_kernels``), launched in the current CUDA context, which the sampler
+    makes its device's.
+
+    ``on_host``: whether the kernels run on the CPU over CPU tensors (numba's CUDA simulator); ``threads``: threads
+    per block; ``stream(device)``: the launch stream of torch's current one; ``arrays(args)``: the arguments with
+    each tensor as the kernels take it, to keep for later launches; ``launch(name, blocks, stream, *args)``: kernel
+    ``name``, its arguments tensors, kept arrays and numbers, in the order of ``fused_kernels``.
+    """
+
+    name = "numba"
+
+    def __init__(self):
+        self.code = device_code()
+        self.on_host = self.code.SIMULATED
+        self.threads = self.code.THREADS
+
+    def stream(self, device: torch.device):
+        return numba_stream(device)
+
+    def arrays(self, args) -> tuple:
+        return kernel_arguments(args)
+
+    def launch(self, name: str, blocks: int, stream, *args) -> None:
+        getattr(self.code, name)[blocks, self.threads, stream](*kernel_arguments(args))
+
+
+def kernel_launches(kernels):
+    """What launches the kernels named by ``kernels`` (``KERNELS``), or ``kernels`` itself where it is such an
+    object already (the tests' kernels compiled for the host)."""
+    if not isinstance(kernels, str):
+        return kernels
+    if kernels not in KERNELS:
+        raise ValueError(f"kernels must be one of {KERNELS}, got {kernels!r}")
+    if kernels == "numba":
+        return NumbaLaunches()
+    from tiering.sampling.fused_cupy import CupyLaunches
+
+    return CupyLaunches()
+
+
 def _capacity(distinct: int, max_load: float) -> int:
     """The power of two of slots that holds ``distinct`` ids at a load of at most ``max_load``."""
     if not 0 < max_load <= 1:
@@ -154,44 +210,43 @@ def _capacity(distinct: int, max_load: float) -> int:
 
 def _table(capacity: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """An empty table: keys, and each slot's first position."""
-    k = device_code()
-    return (torch.full((capacity,), k.EMPTY, dtype=torch.int64, device=device),
-            torch.full((capacity,), int(k.NO_POSITION), dtype=torch.int64, device=device))
+    return (torch.full((capacity,), EMPTY, dtype=torch.int64, device=device),
+            torch.full((capacity,), int(NO_POSITION), dtype=torch.int64, device=device))
 
 
 def _blocks(items: int, threads: int) -> int:
     return max(1, (items + threads - 1) // threads)
 
 
-def _relabel(k, stream, frontier, counts, width, sampled, slots, positions, stale, device):
+def _relabel(launches, stream, frontier, counts, width, sampled, slots, positions, stale, device):
     """Kernels 2 and 3 of a hop and the scans between them, after kernel 1 filled ``counts``, ``sampled``, ``slots``
     and the table: ``(next frontier, edge_index)``.  ``stale``: (keys, positions, slots) of the other table's entries
     to clear."""
     rows = len(counts)
     ranks = torch.empty(rows * width, dtype=torch.int64, device=device)
-    row_ends = torch.cumsum(counts, 0)  # on torch's current stream of the device, where numba launches too
+    row_ends = torch.cumsum(counts, 0)  # on torch's current stream of the device, where the kernels launch too
     num_edges = num_new = 0
     if rows:
-        launch(k.marks, _blocks(rows * width, k.THREADS), k.THREADS, stream, device, counts, width, len(frontier),
-               slots, positions, ranks)
+        launches.launch("marks", _blocks(rows * width, launches.threads), stream, counts, width, len(frontier),
+                        slots, positions, ranks)
         ranks.cumsum_(0)
         num_edges, num_new = torch.stack((row_ends[-1], ranks[-1])).tolist()  # the hop's one read
     nodes = torch.empty(len(frontier) + num_new, dtype=torch.int64, device=device)
     edges = torch.empty((2, num_edges), dtype=torch.int64, device=device)
     stale_keys, stale_positions, stale_slots = stale
-    grid = _blocks(max(rows * width, len(frontier), len(stale_slots)), k.THREADS)
-    launch(k.write, grid, k.THREADS, stream, device, frontier, counts, width, sampled, slots, positions, row_ends,
-           ranks, nodes, edges, stale_keys, stale_positions, stale_slots)
+    grid = _blocks(max(rows * width, len(frontier), len(stale_slots)), launches.threads)
+    launches.launch("write", grid, stream, frontier, counts, width, sampled, slots, positions, row_ends, ranks, nodes,
+                    edges, stale_keys, stale_positions, stale_slots)
     return nodes, edges
 
 
-def append_new_nodes_hashed(frontier: torch.Tensor, neighbors: torch.Tensor,
-                            max_load: float = 0.5) -> tuple[torch.Tensor, torch.Tensor]:
+def append_new_nodes_hashed(frontier: torch.Tensor, neighbors: torch.Tensor, max_load: float = 0.5,
+                            kernels="numba") -> tuple[torch.Tensor, torch.Tensor]:
     """``append_new_nodes`` by the hash table of the fused sampler's hops: ``(nodes, local)``, int64.
 
     The relabelling of ``FusedNeighborSampler`` on given neighbours: insert, mark, scan and write into a fresh
-    table of at most ``max_load`` of its slots used (filling it is two more).
-    Tensors on a CUDA device, or CPU tensors under the simulator.
+    table of at most ``max_load`` of its slots used (filling it is two more), by the kernels ``kernels``
+    (``kernel_launches``).  Tensors on a CUDA device, or CPU tensors where the kernels run on the host.
     """
     device = frontier.device
     frontier = frontier.to(torch.int64).contiguous()
@@ -199,15 +254,16 @@ def append_new_nodes_hashed(frontier: torch.Tensor, neighbors: torch.Tensor,
     size = len(frontier) + len(neighbors)
     if size == 0:
         return frontier.clone(), torch.empty(0, dtype=torch.int64, device=device)
-    k = device_code()
-    stream = numba_stream(device)
-    keys, positions = _table(_capacity(size, max_load), device)
-    counts = torch.empty(len(neighbors), dtype=torch.int64, device=device)
-    slots = torch.empty(size, dtype=torch.int64, device=device)
-    launch(k.insert_all, _blocks(size, k.THREADS), k.THREADS, stream, device, frontier, neighbors, keys, positions,
-           counts, slots)
-    no_stale = (keys, positions, torch.empty(0, dtype=torch.int64, device=device))
-    nodes, edges = _relabel(k, stream, frontier, counts, 1, neighbors, slots, positions, no_stale, device)
+    launches = kernel_launches(kernels)
+    with made_current(device):
+        stream = launches.stream(device)
+        keys, positions = _table(_capacity(size, max_load), device)
+        counts = torch.empty(len(neighbors), dtype=torch.int64, device=device)
+        slots = torch.empty(size, dtype=torch.int64, device=device)
+        launches.launch("insert_all", _blocks(size, launches.threads), stream, frontier, neighbors, keys, positions,
+                        counts, slots)
+        no_stale = (keys, positions, torch.empty(0, dtype=torch.int64, device=device))
+        nodes, edges = _relabel(launches, stream, frontier, counts, 1, neighbors, slots, positions, no_stale, device)
     return nodes, edges[0]
 
 
@@ -216,20 +272,24 @@ class FusedNeighborSampler:
 
     ``graph_memory``: ``"gpu"`` copies the CSR into GPU memory once; ``"host"`` keeps it in pinned
     host memory, read by the kernels over PCIe (UVA).  ``device``: the CUDA device (default: the
-    current one); under the simulator everything stays on the CPU.  ``max_load``: the largest
-    fraction of a hash table's slots a hop may fill (tables are powers of two).
+    current one); where the kernels run on the host (numba's simulator), everything stays on the CPU.
+    ``max_load``: the largest fraction of a hash table's slots a hop may fill (tables are powers of two).
+    ``kernels``: which set of kernels samples (``KERNELS``, module docstring).
     """
 
-    def __init__(self, graph: CSRGraph, fanouts, graph_memory: str = "gpu", device=None, max_load: float = 0.5):
+    def __init__(self, graph: CSRGraph, fanouts, graph_memory: str = "gpu", device=None, max_load: float = 0.5,
+                 kernels="numba"):
         fanouts = check_fanouts(fanouts)
         if graph_memory not in GRAPH_MEMORY:
             raise ValueError(f"graph_memory must be one of {GRAPH_MEMORY}, got {graph_memory!r}")
         _capacity(1, max_load)
+        self.launches = kernel_launches(kernels)  # what launches the kernels (NumbaLaunches' interface)
+        self.kernels = self.launches.name
         self.fanouts = fanouts
         self.graph_memory = graph_memory
         self.max_load = max_load
         self.num_nodes = graph.num_nodes
-        if device_code().SIMULATED:
+        if self.launches.on_host:
             self.device = torch.device("cpu")
             self.graph = graph
         else:
@@ -240,15 +300,14 @@ class FusedNeighborSampler:
                 from tiering.features.zero_copy import mapped_graph
 
                 self.graph = mapped_graph(graph, self.device)
-        self._kernels = device_code()
         self._graph_arrays = self._kernel_arrays(self.graph.indptr, self.graph.indices)
         self._fresh_tables()
 
     def _kernel_arrays(self, *tensors: torch.Tensor) -> tuple:
-        """``tensors`` as the kernels take them, wrapped once for every launch that passes them (``kernel_array``):
-        numba-cuda would otherwise wrap each tensor again at each launch, a host cost of every launch."""
+        """``tensors`` as the kernels take them, made once for every launch that passes them: numba-cuda would
+        otherwise wrap each tensor again at each launch, a host cost of every launch."""
         with made_current(self.device):
-            return kernel_arguments(tensors)
+            return self.launches.arrays(tensors)
 
     def _fresh_tables(self) -> None:
         self._tables: list[tuple[torch.Tensor, torch.Tensor]] = []
@@ -294,29 +353,30 @@ class FusedNeighborSampler:
         check_nodes(self.graph, seeds, 1)
         check_distinct(seeds)  # where the seeds are: in host memory (the trainer's), no wait
         seeds = seeds.to(device=self.device, dtype=torch.int64, non_blocking=True)
-        self._follow_stream()
-        self._reserve(len(seeds))
-        k, stream = self._kernels, numba_stream(self.device)
         nodes, blocks = seeds, []
-        for fanout in self.fanouts:
-            seed = np.uint64(seed_from(generator))  # drawn for every hop, as NeighborSampler does
-            if len(nodes) == 0:
-                blocks.append(Block(torch.empty((2, 0), dtype=torch.int64, device=self.device), 0, 0))
-                continue
-            nodes, block = self._hop(k, stream, nodes, fanout, seed)
-            blocks.append(block)
+        with made_current(self.device):
+            self._follow_stream()
+            self._reserve(len(seeds))
+            stream = self.launches.stream(self.device)
+            for fanout in self.fanouts:
+                seed = np.uint64(seed_from(generator))  # drawn for every hop, as NeighborSampler does
+                if len(nodes) == 0:
+                    blocks.append(Block(torch.empty((2, 0), dtype=torch.int64, device=self.device), 0, 0))
+                    continue
+                nodes, block = self._hop(stream, nodes, fanout, seed)
+                blocks.append(block)
         return MiniBatch(seeds=seeds, input_nodes=nodes, blocks=blocks[::-1])
 
-    def _hop(self, k, stream, frontier: torch.Tensor, fanout: int, seed: np.uint64) -> tuple[torch.Tensor, Block]:
-        size, device = len(frontier), self.device
+    def _hop(self, stream, frontier: torch.Tensor, fanout: int, seed: np.uint64) -> tuple[torch.Tensor, Block]:
+        size, device, launches = len(frontier), self.device, self.launches
         keys, positions = self._table_arrays[self._current]
         counts = torch.empty(size, dtype=torch.int64, device=device)
         sampled = torch.empty(size * fanout, dtype=torch.int64, device=device)
         slots = torch.empty(size * (1 + fanout), dtype=torch.int64, device=device)
-        launch(k.sample, _blocks(size, k.THREADS), k.THREADS, stream, device, *self._graph_arrays,
-               frontier, fanout, seed, keys, positions, counts, sampled, slots)
+        launches.launch("sample", _blocks(size, launches.threads), stream, *self._graph_arrays, frontier, fanout, seed,
+                        keys, positions, counts, sampled, slots)
         other = self._table_arrays[1 - self._current]
-        nodes, edges = _relabel(k, stream, frontier, counts, fanout, sampled, slots, positions,
+        nodes, edges = _relabel(launches, stream, frontier, counts, fanout, sampled, slots, positions,
                                 (other[0], other[1], self._stale), device)
         self._current, self._stale = 1 - self._current, slots
         return nodes, Block(edges, len(nodes), size)

@@ -1,5 +1,6 @@
 """The device code of the fused GPU neighbour sampler (``tiering.sampling.fused``, whose docstring
-explains the launches of a hop): numba-cuda kernels, imported when the first sampler is built.
+explains the launches of a hop): numba-cuda kernels, imported when the first sampler of these kernels is built.
+``fused.cu`` states the same kernels in CUDA C++, argument for argument.
 
 Block sizes are fixed at import: 256 threads per block on a GPU, 32 under numba's CUDA simulator, where each
 thread is a Python thread.
@@ -14,6 +15,7 @@ except ImportError:  # an older numba-cuda (a GPU machine's own install) reads n
     from numba.core import config
 
 from tiering.rng import _GOLDEN, _MIX1, _MIX2, _S11, _S27, _S30, _S31, _TWO_POW_MINUS_53
+from tiering.sampling.fused import EMPTY, NO_POSITION
 
 SIMULATED = bool(config.ENABLE_CUDASIM)
 """Whether these kernels run in numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) rather than on a GPU."""
@@ -24,9 +26,6 @@ THREADS = 32 if SIMULATED else 256
 # (NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS), read at every launch, turns that off for the process; a warnings filter would
 # not hold, since any catch_warnings block around this import (pytest's collection, for one) drops it afterwards.
 config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
-
-EMPTY = -1  # a free slot's key; node ids are non-negative
-NO_POSITION = np.int64(2**63 - 1)  # a free slot's position: above every position, for atomic minimum
 
 
 @cuda.jit(device=True)

@@ -7,6 +7,7 @@ from suite.cli import main
 from suite.experiments import launch_costs, sampler_bench
 from suite.figures import redraw
 from suite.figures.sampler_bench import render
+from tests.tiering.sampling import host_kernels
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*overflow encountered in scalar:RuntimeWarning")
 
@@ -31,26 +32,38 @@ def test_samplerbench_on_a_cpu_measures_the_cpu_sampler_and_draws_its_report(tin
 
 
 def test_the_gpu_samplers_sample_what_the_cpu_sampler_does(tiny, tmp_path, monkeypatch):
-    # where no GPU is visible the simulator runs the fused sampler: tiny sizes, every sampler, the same edges
+    # where no GPU is visible the simulator runs the fused sampler's numba kernels and the CUDA C++ ones run compiled
+    # for the host: tiny sizes, every sampler, the same edges
     device = "cuda" if sampler_bench.torch.cuda.is_available() else "cpu"
-    monkeypatch.setattr(sampler_bench, "samplers", lambda device: ["cpu", "gpu", "uva"])
+    if device == "cpu":
+        if host_kernels.compiler() is None:
+            pytest.skip("runs fused.cu on the host: needs a C++ compiler (c++)")
+        cupy_kernels = host_kernels.HostLaunches(host_kernels.build(tmp_path))
+        monkeypatch.setattr(sampler_bench, "samplers", lambda device: {
+            "cpu": ("cpu", None), "gpu": ("gpu", "numba"), "uva": ("uva", "numba"), "gpu-cupy": ("gpu", cupy_kernels)})
     monkeypatch.setattr(launch_costs, "LAUNCHES", 2)  # the simulator runs each launch's threads in Python
     path = sampler_bench.measure(tiny, tmp_path, device, seeds=12, batch_size=2, repeat=1, command="test")
     table = sampler_bench.read_records(path).table
-    assert list(table["sampler"]) == ["cpu", "gpu", "uva"] * 2
+    assert list(table["sampler"]) == ["cpu", "gpu", "uva", "gpu-cupy"] * 2
     for _, case in table.groupby("case"):
         assert case["sampled_edges"].nunique() == 1
     fixed = launch_costs.read_records(tmp_path)
-    assert list(fixed.table["what"]) == ["hop kernels, torch tensors", "hop kernels, numba arrays", "hop scans",
-                                         "minibatch of one seed"]
-    assert list(fixed.table["launches"]) == [3, 3, 2, 15] and (fixed.table["host_us"] > 0).all()
+    rows = ["hop kernels, tensors at each launch", "hop kernels, arguments made once", "hop scans",
+            "minibatch of one seed"]
+    assert list(fixed.table["what"]) == rows * 2
+    assert list(fixed.table["sampler"]) == ["gpu"] * 4 + ["gpu-cupy"] * 4
+    assert list(fixed.table["kernels"]) == ["numba"] * 4 + ["cupy"] * 4
+    assert list(fixed.table["launches"]) == [3, 3, 2, 15] * 2 and (fixed.table["host_us"] > 0).all()
     assert (fixed.table["us_per_launch"] * fixed.table["launches"] - fixed.table["host_us"]).abs().max() < 1e-6
     assert fixed.facts == {"command": "test", "dataset": "tiny", "repeat": 1, "repetitions": 2}
+    if device == "cpu":  # the C++ hop kernels ran: one untimed run and 2 timed of each of the two hop rows
+        assert cupy_kernels.launched.count("marks") >= 2 * (1 + 2)
     written = render(path, tmp_path / "report")
     assert [p.name for p in written] == ["sampler-bench.md", "sampler-bench.csv", "sampler-bench.png",
                                          "launch-costs.csv", "launch-costs.png"]
     markdown = written[0].read_text()
-    assert markdown.count("| uva ") == 2 and "## Fixed costs of the fused sampler" in markdown
+    assert markdown.count("| uva ") == 2 and markdown.count("| gpu-cupy ") == 2 + 4
+    assert "## Fixed costs of the fused sampler" in markdown
     assert "| minibatch of one seed " in markdown and "best of 1 timings of 2 repetitions" in markdown
 
 

@@ -24,12 +24,30 @@ from tiering.sampling import fused, fused_kernels
 from tiering.sampling.fused import FusedNeighborSampler, append_new_nodes_hashed
 from tiering.sampling.neighbors import NeighborSampler, append_new_nodes
 
+from tests.tiering.sampling import host_kernels
+
 REPO = Path(__file__).resolve().parents[3]
 
 # the simulator evaluates the hash on numpy uint64 scalars, which warn where SplitMix64 wraps, as it is meant to
 pytestmark = pytest.mark.filterwarnings("ignore:.*overflow encountered in scalar:RuntimeWarning")
 
 DEVICE = "cpu" if fused_kernels.SIMULATED else "cuda"
+
+
+@pytest.fixture(scope="module")
+def cupy_kernels(tmp_path_factory):
+    """The CUDA C++ kernels: CuPy's on a GPU, else compiled for the host (``host_kernels``)."""
+    if DEVICE == "cuda":
+        return "cupy"
+    if host_kernels.compiler() is None:
+        pytest.skip("runs fused.cu on the host: needs a C++ compiler (c++)")
+    return host_kernels.HostLaunches(host_kernels.build(tmp_path_factory.mktemp("fused-host")))
+
+
+@pytest.fixture(params=fused.KERNELS)
+def kernels(request):
+    """Each set of the sampler's kernels."""
+    return request.getfixturevalue("cupy_kernels") if request.param == "cupy" else request.param
 
 
 def graph(index_dtype=torch.int32, hub=110):
@@ -53,11 +71,11 @@ def assert_same(expected, got):
         assert have.edge_weight is None
 
 
-def both(g, fanouts, seeds, seed, graph_memory="gpu", max_load=0.5):
+def both(g, fanouts, seeds, seed, graph_memory="gpu", max_load=0.5, kernels="numba"):
     seeds = torch.tensor(seeds, dtype=torch.int64)
     expected = NeighborSampler(g, fanouts).sample(seeds, torch.Generator().manual_seed(seed))
-    got = FusedNeighborSampler(g, fanouts, graph_memory, max_load=max_load).sample(seeds,
-                                                                                  torch.Generator().manual_seed(seed))
+    got = FusedNeighborSampler(g, fanouts, graph_memory, max_load=max_load, kernels=kernels).sample(
+        seeds, torch.Generator().manual_seed(seed))
     return expected, got
 
 
@@ -81,44 +99,44 @@ def test_the_device_hash_draws_what_tiering_rng_draws_bit_for_bit():
 
 @pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
 @pytest.mark.parametrize("fanouts", [(3,), (5, 2), (2, 3, 1), (1, 2, 1, 2), (2, 1, 1, 1, 1)])
-def test_minibatches_equal_the_cpu_samplers(index_dtype, fanouts):
+def test_minibatches_equal_the_cpu_samplers(index_dtype, fanouts, kernels):
     # seeds: the hub (fanout below its degree), low-degree nodes (fanout above theirs), an isolated node
-    expected, got = both(graph(index_dtype), fanouts, [0, 7, 145, 30, 2], seed=11)
+    expected, got = both(graph(index_dtype), fanouts, [0, 7, 145, 30, 2], seed=11, kernels=kernels)
     assert_same(expected, got)
 
 
 @pytest.mark.parametrize("graph_memory", ["gpu", "host"])
-def test_both_graph_placements_sample_the_same_minibatch(graph_memory):
-    expected, got = both(graph(), (4, 3), [0, 1, 2, 3, 99], seed=5, graph_memory=graph_memory)
+def test_both_graph_placements_sample_the_same_minibatch(graph_memory, kernels):
+    expected, got = both(graph(), (4, 3), [0, 1, 2, 3, 99], seed=5, graph_memory=graph_memory, kernels=kernels)
     assert_same(expected, got)
 
 
-def test_a_fanout_above_every_degree_takes_whole_lists():
-    expected, got = both(graph(hub=30), (40, 40), [0, 12], seed=2)
+def test_a_fanout_above_every_degree_takes_whole_lists(kernels):
+    expected, got = both(graph(hub=30), (40, 40), [0, 12], seed=2, kernels=kernels)
     assert_same(expected, got)
     assert got.blocks[-1].edge_index.shape[1] == int(graph(hub=30).degrees()[[0, 12]].sum())
 
 
-def test_an_empty_minibatch_and_an_isolated_one():
+def test_an_empty_minibatch_and_an_isolated_one(kernels):
     for seeds in ([], [140, 149]):
-        expected, got = both(graph(), (3, 2), seeds, seed=4)
+        expected, got = both(graph(), (3, 2), seeds, seed=4, kernels=kernels)
         assert_same(expected, got)
         assert all(block.edge_index.shape == (2, 0) for block in got.blocks)
 
 
-def test_one_sampler_reused_across_minibatches_of_growing_and_shrinking_size():
+def test_one_sampler_reused_across_minibatches_of_growing_and_shrinking_size(kernels):
     # each hop clears what the hop before left in the other table, and the tables grow with the minibatch
     g = graph()
-    cpu, gpu = NeighborSampler(g, (3, 2)), FusedNeighborSampler(g, (3, 2))
+    cpu, gpu = NeighborSampler(g, (3, 2)), FusedNeighborSampler(g, (3, 2), kernels=kernels)
     cpu_generator, gpu_generator = torch.Generator().manual_seed(9), torch.Generator().manual_seed(9)
     for seeds in ([5], list(range(20, 60)), [1, 2, 3], [0], list(range(100, 150))):
         assert_same(cpu.sample(torch.tensor(seeds), cpu_generator), gpu.sample(torch.tensor(seeds), gpu_generator))
 
 
 @pytest.mark.parametrize("graph_memory", ["gpu", "host"])
-def test_a_sampler_with_other_fanouts_shares_the_placed_graph_and_samples_as_a_new_one(graph_memory):
+def test_a_sampler_with_other_fanouts_shares_the_placed_graph_and_samples_as_a_new_one(graph_memory, kernels):
     g, seeds = graph(), torch.tensor(list(range(20, 60)))
-    first = FusedNeighborSampler(g, (3,), graph_memory)
+    first = FusedNeighborSampler(g, (3,), graph_memory, kernels=kernels)
     first.sample(seeds, torch.Generator().manual_seed(1))  # its tables hold this minibatch's ids
     other = first.with_fanouts((3, 2))
     assert other.fanouts == (3, 2) and first.fanouts == (3,)
@@ -148,25 +166,25 @@ def test_the_sampler_wraps_the_graph_and_its_tables_once_and_a_hop_only_its_own_
         assert len(wrapped) == 16 * len(fanouts) + (4 if seed == 1 else 0)
 
 
-def test_a_table_filled_near_its_limit_still_relabels_exactly():
+def test_a_table_filled_near_its_limit_still_relabels_exactly(kernels):
     # max_load 1: 32 seeds and fanout 1 may bring 64 distinct ids, so the table has 64 slots
-    expected, got = both(graph(), (1,), list(range(40, 136, 3)), seed=6, max_load=1.0)
+    expected, got = both(graph(), (1,), list(range(40, 136, 3)), seed=6, max_load=1.0, kernels=kernels)
     assert_same(expected, got)
     assert got.blocks[0].num_src / 64 > 0.75
 
 
 @pytest.mark.parametrize("case", range(4))
-def test_hashed_relabelling_equals_append_new_nodes_on_random_inputs(case):
+def test_hashed_relabelling_equals_append_new_nodes_on_random_inputs(case, kernels):
     draws = np.random.default_rng(case)
     frontier = torch.from_numpy(draws.permutation(1000)[: draws.integers(0, 40)])
     neighbors = torch.from_numpy(draws.integers(0, [30, 1000, 60, 5][case], draws.integers(0, 300)))  # many repeats
     expected = append_new_nodes(frontier, neighbors)
-    got = append_new_nodes_hashed(frontier.to(DEVICE), neighbors.to(DEVICE))
+    got = append_new_nodes_hashed(frontier.to(DEVICE), neighbors.to(DEVICE), kernels=kernels)
     assert torch.equal(got[0].cpu(), expected[0])
     assert torch.equal(got[1].cpu(), expected[1])
 
 
-def test_hashed_relabelling_with_the_table_at_its_load_limit():
+def test_hashed_relabelling_with_the_table_at_its_load_limit(kernels):
     # 256 distinct ids in a table of 256 slots (load 1), then 60 distinct ids among 64 entries in 64 slots
     draws = np.random.default_rng(8)
     ids = torch.from_numpy(draws.permutation(10_000)[:256])
@@ -175,7 +193,7 @@ def test_hashed_relabelling_with_the_table_at_its_load_limit():
     crowded = (torch.tensor([7, 3]), torch.cat([values, values[:4]]))
     for frontier, neighbors in (full, crowded):
         expected = append_new_nodes(frontier, neighbors)
-        got = append_new_nodes_hashed(frontier.to(DEVICE), neighbors.to(DEVICE), max_load=1.0)
+        got = append_new_nodes_hashed(frontier.to(DEVICE), neighbors.to(DEVICE), max_load=1.0, kernels=kernels)
         assert torch.equal(got[0].cpu(), expected[0])
         assert torch.equal(got[1].cpu(), expected[1])
 
@@ -225,26 +243,27 @@ def test_numba_stream_and_launches_are_made_with_the_samplers_device_current(mon
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("graph_memory", ["gpu", "host"])
-def test_real_kernels_on_a_larger_graph_return_cuda_tensors(graph_memory):
+def test_real_kernels_on_a_larger_graph_return_cuda_tensors(graph_memory, kernels):
     assert not fused_kernels.SIMULATED
     draws = np.random.default_rng(1)
     n = 20_000
     g = CSRGraph.from_edges(draws.integers(0, n, 200_000), draws.integers(0, n, 200_000), n).coalesce()
     seeds = torch.from_numpy(draws.permutation(n)[:512])
     expected = NeighborSampler(g, (10, 5, 3)).sample(seeds, torch.Generator().manual_seed(3))
-    got = FusedNeighborSampler(g, (10, 5, 3), graph_memory).sample(seeds, torch.Generator().manual_seed(3))
+    got = FusedNeighborSampler(g, (10, 5, 3), graph_memory, kernels=kernels).sample(seeds,
+                                                                                   torch.Generator().manual_seed(3))
     assert got.input_nodes.is_cuda and all(block.edge_index.is_cuda for block in got.blocks)
     assert_same(expected, got)
 
 
 @pytest.mark.gpu
-def test_one_sampler_on_alternating_streams_orders_its_launches_after_the_last_streams():
+def test_one_sampler_on_alternating_streams_orders_its_launches_after_the_last_streams(kernels):
     # the pipeline's sampler thread samples on a stream of its own, the validation pass on the training stream
     assert not fused_kernels.SIMULATED
     draws = np.random.default_rng(2)
     n = 20_000
     g = CSRGraph.from_edges(draws.integers(0, n, 200_000), draws.integers(0, n, 200_000), n).coalesce()
-    cpu, gpu = NeighborSampler(g, (10, 5)), FusedNeighborSampler(g, (10, 5))
+    cpu, gpu = NeighborSampler(g, (10, 5)), FusedNeighborSampler(g, (10, 5), kernels=kernels)
     cpu_generator, gpu_generator = torch.Generator().manual_seed(4), torch.Generator().manual_seed(4)
     streams = [torch.cuda.Stream(), torch.cuda.current_stream(), torch.cuda.Stream()]
     for i in range(9):

@@ -1,0 +1,108 @@
+"""The fused sampler's CUDA C++ kernels (``tiering/sampling/fused.cu``) compiled for the host, so that the tests run
+``FusedNeighborSampler(kernels=...)``'s own launches of them without a GPU.
+
+``fused.cu`` compiled without ``__CUDACC__`` leaves ``thread_index()`` and ``thread_count()`` to the file that
+includes it, and its atomics are plain reads and writes.  The harness below defines them and one C entry point,
+``launch(name, threads, words, count)``, which runs kernel ``name`` once per thread of the grid, one after another
+(a schedule the GPU may also choose), its arguments the 64-bit words CuPy would pass (``fused_cupy.kernel_words``),
+each converted to the kernel's own parameter type.  It refuses a word count other than the kernel's parameter count,
+so an argument list out of step with the source fails here.
+"""
+
+import ctypes
+import importlib.resources
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from tiering.sampling import fused_cupy
+from tiering.sampling.fused_cupy import CupyLaunches
+
+HARNESS = r"""
+#include <cstddef>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include SOURCE
+
+static i64 current_thread, threads_total;
+i64 thread_index() { return current_thread; }
+i64 thread_count() { return threads_total; }
+
+template <typename T>
+T from_word(u64 word)
+{
+    if constexpr (std::is_pointer_v<T>) return reinterpret_cast<T>(word);
+    else return (T)word;
+}
+
+template <typename... A, std::size_t... I>
+void call(void (*kernel)(A...), const u64* words, std::index_sequence<I...>)
+{
+    kernel(from_word<A>(words[I])...);
+}
+
+// 0, or the kernel's parameter count where count differs from it
+template <typename... A>
+int run(void (*kernel)(A...), i64 threads, const u64* words, int count)
+{
+    if (count != (int)sizeof...(A)) return (int)sizeof...(A);
+    threads_total = threads;
+    for (current_thread = 0; current_thread < threads; ++current_thread)
+        call(kernel, words, std::index_sequence_for<A...>{});
+    return 0;
+}
+
+extern "C" int launch(const char* name, i64 threads, const u64* words, int count)
+{
+CASES
+    return -1;
+}
+"""
+
+THREADS = 32
+"""Threads per block on the host: fewer than a GPU's, so that small tests still launch grids of several blocks."""
+
+
+def compiler() -> str | None:
+    return shutil.which("c++")
+
+
+def build(folder: Path) -> Path:
+    """The harness around the package's ``fused.cu``, compiled into a shared library in ``folder``; its path."""
+    source = importlib.resources.files("tiering.sampling") / fused_cupy.SOURCE
+    cases = "\n".join(f'    if (!strcmp(name, "{expression}")) return run({expression}, threads, words, count);'
+                      for expression in fused_cupy.NAME_EXPRESSIONS)
+    harness = folder / "fused_host.cpp"
+    harness.write_text(HARNESS.replace("SOURCE", f'"{source}"').replace("CASES", cases))
+    library = folder / "fused_host.so"
+    subprocess.run([compiler(), "-std=c++17", "-O1", "-Wall", "-Werror", "-shared", "-fPIC", str(harness), "-o",
+                    str(library)], check=True, capture_output=True, text=True, timeout=300)
+    return library
+
+
+class HostLaunches(CupyLaunches):
+    """``CupyLaunches`` whose kernels run on the CPU over CPU tensors, from the library ``build`` made."""
+
+    on_host = True
+    threads = THREADS
+
+    def __init__(self, library: Path):
+        self.library = ctypes.CDLL(str(library))
+        self.library.launch.argtypes = (ctypes.c_char_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int)
+        self.library.launch.restype = ctypes.c_int
+        self.launched: list[str] = []
+
+    def stream(self, device):
+        return None
+
+    def function(self, expression: str):
+        def run(grid, block, words, stream=None):
+            packed = np.array([int(word) % 2**64 for word in words], dtype=np.uint64)
+            failed = self.library.launch(expression.encode(), grid[0] * block[0], packed.ctypes.data, len(packed))
+            assert failed >= 0, f"no kernel named {expression} in {fused_cupy.SOURCE}"
+            assert failed == 0, f"{expression}: launched with {len(packed)} words, takes {failed}"
+            self.launched.append(expression)
+        return run

@@ -1,0 +1,85 @@
+"""The fused sampler's CUDA C++ kernels (``fused.cu``, launched by ``tiering.sampling.fused_cupy``): the source ships
+with the package and compiles for sm_90 without spills, a launch's arguments are the words the source's parameters
+take, and bad input is refused.  Their minibatches are compared with the CPU sampler's in ``test_gpu_sampler.py``
+(kernels compiled for the host without a GPU, CuPy's with one)."""
+
+import importlib.resources
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tomllib
+import torch
+
+from tests.tiering.sampling import host_kernels
+from tiering.graph.csr import CSRGraph
+from tiering.sampling import fused, fused_cupy
+from tiering.sampling.fused import FusedNeighborSampler
+from tiering.sampling.fused_cupy import KernelArray, kernel_words, name_expression
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_the_kernel_source_ships_as_package_data():
+    source = importlib.resources.files("tiering.sampling").joinpath(fused_cupy.SOURCE)
+    assert source.is_file() and fused_cupy.kernel_source() == source.read_text(encoding="utf-8")
+    for expression in fused_cupy.NAME_EXPRESSIONS:
+        assert f"__global__ void {expression.split('<')[0]}(" in fused_cupy.kernel_source()
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert fused_cupy.SOURCE in pyproject["tool"]["setuptools"]["package-data"]["tiering.sampling"]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH")
+def test_every_kernel_compiles_for_sm90_without_spills(tmp_path):
+    source = tmp_path / "fused.cu"
+    source.write_text(fused_cupy.kernel_source() + "extern void* const instantiated[];\nvoid* const instantiated[] = {"
+                      + ", ".join(f"(void*){expression}" for expression in fused_cupy.NAME_EXPRESSIONS) + "};\n")
+    result = subprocess.run(["nvcc", *fused_cupy.COMPILE_OPTIONS, "-arch=sm_90", "--resource-usage", "-c", str(source),
+                             "-o", str(tmp_path / "fused.o")], capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    usage = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads",
+                       result.stdout + result.stderr)
+    assert len(usage) == len(fused_cupy.NAME_EXPRESSIONS), result.stdout + result.stderr
+    assert all(stores == loads == "0" for _, stores, loads in usage), usage
+
+
+def test_a_tensor_is_its_address_and_size_and_a_number_an_int64_unless_typed():
+    a, b = torch.arange(6, dtype=torch.int64), torch.zeros((2, 3), dtype=torch.int64)
+    kept = KernelArray(a)
+    words = kernel_words((kept, b, 12, np.uint64(2**63 + 5), -1))
+    assert words == (a.data_ptr(), 6, b.data_ptr(), 6, 12, 2**63 + 5, -1)
+    assert [type(word) for word in words] == [np.uint64, np.int64, np.uint64, np.int64, np.int64, np.uint64, np.int64]
+    with pytest.raises(ValueError, match="contiguous"):
+        KernelArray(b.t())
+
+
+def test_sample_is_instantiated_for_the_graphs_index_type():
+    for dtype, c_type in ((torch.int32, "int"), (torch.int64, "long long")):
+        indices = torch.zeros(3, dtype=dtype)
+        assert name_expression("sample", (torch.zeros(2), KernelArray(indices))) == f"sample<{c_type}>"
+        assert name_expression("sample", (torch.zeros(2), indices)) == f"sample<{c_type}>"
+    assert name_expression("marks", ()) == "marks"
+    assert set(fused_cupy.NAME_EXPRESSIONS) == {"sample<int>", "sample<long long>", "insert_all", "marks", "write"}
+
+
+@pytest.mark.skipif(host_kernels.compiler() is None, reason="runs fused.cu on the host: needs a C++ compiler (c++)")
+def test_a_launch_with_an_argument_too_few_or_too_many_is_refused(tmp_path):
+    launches = host_kernels.HostLaunches(host_kernels.build(tmp_path))
+    ranks = torch.zeros(4, dtype=torch.int64)
+    with pytest.raises(AssertionError, match="marks: launched with 8 words, takes 10"):
+        launches.launch("marks", 1, None, ranks, 4, 0, ranks, ranks)  # ranks left out
+    with pytest.raises(AssertionError, match="marks: launched with 11 words, takes 10"):
+        launches.launch("marks", 1, None, ranks, 4, 0, ranks, ranks, ranks, 1)
+    with pytest.raises(AssertionError, match="no kernel named"):
+        launches.function("gather")((1,), (32,), [])
+    g = CSRGraph.from_edges([0, 1], [1, 0], 2)
+    FusedNeighborSampler(g, (2, 2), kernels=launches).sample(torch.tensor([0]))
+    assert launches.launched == ["sample<int>", "marks", "write"] * 2
+
+
+def test_an_unknown_set_of_kernels_is_refused():
+    with pytest.raises(ValueError, match=r"kernels must be one of \('numba', 'cupy'\), got 'triton'"):
+        fused.kernel_launches("triton")
