@@ -18,13 +18,12 @@ import pytest
 import torch
 from numba import cuda
 
+from tests.tiering.sampling import host_kernels
 from tiering import rng
 from tiering.graph.csr import CSRGraph
 from tiering.sampling import fused, fused_kernels
 from tiering.sampling.fused import FusedNeighborSampler, append_new_nodes_hashed
 from tiering.sampling.neighbors import NeighborSampler, append_new_nodes
-
-from tests.tiering.sampling import host_kernels
 
 REPO = Path(__file__).resolve().parents[3]
 
