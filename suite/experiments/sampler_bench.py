@@ -13,7 +13,8 @@ Each sampler samples once untimed (kernels compile, the GPU's tables are allocat
 timing waiting for the device; the best time is kept (``suite.measure.timing.best_wall_seconds``).  Rates are sampled
 edges (the blocks' edges) per second; all the samplers draw the same minibatch (``tiering.sampling.fused``), which
 is checked by the equal edge counts.  Each sampler's graph is copied where it samples once, for both cases.  On a
-CPU device only ``cpu`` runs.  For each fused sampler over the CSR in GPU memory (``gpu``, ``gpu-cupy``), its fixed
+CPU device only ``cpu`` runs.  The records are written again after each sampler, so a sampler that fails leaves
+those measured before it.  For each fused sampler over the CSR in GPU memory (``gpu``, ``gpu-cupy``), its fixed
 costs are measured too (``suite.experiments.launch_costs``: the host's time to launch a hop's kernels and scans, and
 a minibatch of one seed), into ``launch-costs.csv`` beside the rates.
 """
@@ -76,7 +77,10 @@ def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: 
         if count > dataset.num_nodes:
             raise BadValue(f"{option} {count} is more than {dataset.name}'s {dataset.num_nodes:,} nodes")
     order = torch.randperm(dataset.num_nodes, generator=torch.Generator().manual_seed(0))
-    rows, fused = [], {}
+    record = provenance(device)
+    facts = {"command": command, "dataset": dataset.name, "seeds": seeds, "batch_size": batch_size, "repeat": repeat,
+             "cpu_threads": numba.get_num_threads()}
+    path, rows, fused = Path(out_dir) / f"{STEM}.csv", [], {}
     for name, (sampling, kernels) in samplers(device).items():
         placed = build_sampler(sampling, dataset.graph, CASES["one hop"], device, kernels=kernels)  # graph placed
         for case, fanouts in CASES.items():
@@ -86,18 +90,15 @@ def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: 
                          "seeds": len(chosen), "sampler": name, "sampled_edges": edges, "best_s": best,
                          "sampled_edges_per_second": edges / best if best > 0 else float("nan"),
                          "ms_per_batch": best * 1e3})
+        # written after each sampler, so that one failing later leaves the rates measured before it
+        table = pd.DataFrame(sorted(rows, key=lambda row: list(CASES).index(row["case"]))).assign(**record)
+        records.write_records(path, table, record, facts, index=False)  # case by case, the samplers in order
         if GRAPH_MEMORY.get(sampling) == "gpu":  # a fused sampler over the CSR in GPU memory, kept for its fixed costs
             fused[name] = placed
         del placed
-    rows.sort(key=lambda row: list(CASES).index(row["case"]))  # case by case, the samplers in order in each
-    record = provenance(device)
-    facts = {"command": command, "dataset": dataset.name, "seeds": seeds, "batch_size": batch_size, "repeat": repeat,
-             "cpu_threads": numba.get_num_threads()}
-    table = pd.DataFrame(rows).assign(**record)
-    path = records.write_records(Path(out_dir) / f"{STEM}.csv", table, record, facts, index=False)
-    if fused:  # measured once the rates are written, which a failure here then leaves whole
-        fixed = [{"sampler": name, **row} for name, sampler in fused.items()
-                 for row in launch_costs.measure_launch_costs(sampler, order[:1], repeat)]
+    fixed = []
+    for name, sampler in fused.items():  # measured once the rates are written, which a failure here leaves whole
+        fixed += [{"sampler": name, **row} for row in launch_costs.measure_launch_costs(sampler, order[:1], repeat)]
         launch_costs.write(fixed, out_dir, record, {"command": command, "dataset": dataset.name, "repeat": repeat,
                                                     "repetitions": launch_costs.LAUNCHES})
     return path

@@ -8,6 +8,7 @@ from suite.experiments import launch_costs, sampler_bench
 from suite.figures import redraw
 from suite.figures.sampler_bench import render
 from tests.tiering.sampling import host_kernels
+from tiering.sampling import fused
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*overflow encountered in scalar:RuntimeWarning")
 
@@ -65,6 +66,18 @@ def test_the_gpu_samplers_sample_what_the_cpu_sampler_does(tiny, tmp_path, monke
     assert markdown.count("| uva ") == 2 and markdown.count("| gpu-cupy ") == 2 + 4
     assert "## Fixed costs of the fused sampler" in markdown
     assert "| minibatch of one seed " in markdown and "best of 1 timings of 2 repetitions" in markdown
+
+
+def test_a_sampler_that_fails_leaves_the_rates_measured_before_it(tiny, tmp_path, monkeypatch):
+    class Failing(fused.NumbaLaunches):
+        def launch(self, name, blocks, stream, *args):
+            raise RuntimeError("planted")
+
+    monkeypatch.setattr(sampler_bench, "samplers", lambda device: {"cpu": ("cpu", None), "gpu": ("gpu", Failing())})
+    with pytest.raises(RuntimeError, match="planted"):  # an internal failure keeps its traceback
+        sampler_bench.measure(tiny, tmp_path, "cpu", seeds=12, batch_size=2, repeat=1, command="test")
+    table = sampler_bench.read_records(tmp_path).table
+    assert list(table["sampler"]) == ["cpu", "cpu"] and list(table["case"]) == ["one hop", "minibatch"]
 
 
 def test_more_seeds_than_nodes_are_refused_in_one_line(tiny, tmp_path, capsys):
