@@ -114,7 +114,8 @@ class _TorchStream:
 
 def cupy_stream(device: torch.device):
     """torch's current stream of ``device`` as a CuPy stream (``Stream.from_external``, CuPy >= 14), so CuPy
-    launches run in order with torch's work; call it inside ``cupy.cuda.Device(device.index)``."""
+    launches run in order with torch's work; call it with ``device`` current (``cupy.cuda.Device(device.index)`` or
+    ``torch.cuda.device(device)``, both ``cudaSetDevice``)."""
     import cupy
 
     return cupy.cuda.Stream.from_external(_TorchStream(device))

@@ -43,8 +43,9 @@ class KernelArray:
     __slots__ = ("dtype", "words")
 
     def __init__(self, tensor: torch.Tensor):
-        if not tensor.is_contiguous():
-            raise ValueError(f"the fused sampler's kernels take contiguous tensors, got strides {tensor.stride()}")
+        if not tensor.is_contiguous() or tensor.dtype not in INDEX_TYPES:
+            raise ValueError(f"the fused sampler's kernels take contiguous int32 or int64 tensors, got {tensor.dtype} "
+                             f"with strides {tensor.stride()}")
         self.words = (np.uint64(tensor.data_ptr()), np.int64(tensor.numel()))
         self.dtype = tensor.dtype
 

@@ -52,8 +52,10 @@ def test_a_tensor_is_its_address_and_size_and_a_number_an_int64_unless_typed():
     words = kernel_words((kept, b, 12, np.uint64(2**63 + 5), -1))
     assert words == (a.data_ptr(), 6, b.data_ptr(), 6, 12, 2**63 + 5, -1)
     assert [type(word) for word in words] == [np.uint64, np.int64, np.uint64, np.int64, np.int64, np.uint64, np.int64]
-    with pytest.raises(ValueError, match="contiguous"):
+    with pytest.raises(ValueError, match="contiguous int32 or int64 tensors, got torch.int64 with strides"):
         KernelArray(b.t())
+    with pytest.raises(ValueError, match="got torch.float32"):
+        KernelArray(torch.zeros(3))
 
 
 def test_sample_is_instantiated_for_the_graphs_index_type():
