@@ -35,7 +35,8 @@ def _cmd_costs(args) -> int:
 
     profile = args.machine or f"{args.machines}/{machine_profile_name(args.device)}"
     path = measure(args.dataset, args.out or f"out/costs/{args.dataset}", profile, device=args.device,
-                   loader=args.loader, sampling=args.sampling, batch_sizes=args.batch_sizes, repeats=args.repeats,
+                   loader=args.loader, sampling=args.sampling, sampler_kernels=args.sampler_kernels,
+                   batch_sizes=args.batch_sizes, repeats=args.repeats,
                    progress=not args.quiet)
     print(summary(read_records(path)))
     print(f"wrote {path} and the fits into {profile}")
@@ -102,24 +103,9 @@ def add_parsers(sub) -> None:
     doctor.add_argument("--device", help="the GPU the ceilings are measured on (default: the current one)")
     doctor.set_defaults(func=_cmd_doctor)
 
-    costs = sub.add_parser("costs", help="the fixed cost of one minibatch per stage across batch sizes, into the "
-                           "machine profile (what `tierbench plan` adds to its bound)", parents=[options.quiet()])
-    costs.add_argument("--dataset", required=True, help="the preset whose minibatches are timed (papers-s on a GPU)")
-    costs.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    costs.add_argument("--loader", default="uva", help="the feature loader gathering (default uva: every row over "
-                       "zero-copy)")
-    costs.add_argument("--sampling", default="cpu", help="the sampler drawing the minibatches: cpu (numba; the "
-                       "default), gpu (the fused GPU sampler, the graph in GPU memory) or uva (the same, the graph in "
-                       "pinned host memory); gpu and uva need --device cuda")
-    costs.add_argument("--batch-sizes", type=options.positive_int, nargs="+", default=[8, 16, 32, 64, 128, 256, 512,
-                       1024, 2048, 4096], help="seeds per minibatch, at least two sizes (default 8 to 4096)")
-    costs.add_argument("--repeats", type=options.positive_int, default=5, help="timed minibatches per size")
-    costs.add_argument("--machines", default="out/machines", help="where this machine's profile is (tierbench "
-                       "doctor's --out)")
-    costs.add_argument("--machine", help="the machine profile to add the fits to (default: this machine's in "
-                       "--machines)")
-    costs.add_argument("--out", help="records directory (default out/costs/DATASET)")
-    costs.set_defaults(func=_cmd_costs)
+    sub.add_parser("costs", help="the fixed cost of one minibatch per stage across batch sizes, into the machine "
+                   "profile (what `tierbench plan` adds to its bound)", parents=[options.quiet()],
+                   arguments=_costs_arguments).set_defaults(func=_cmd_costs)
 
     gpubench = sub.add_parser("gpubench", help="gather microbenchmarks on a GPU (cold, hot, alignment, model check)",
                               parents=[options.quiet()])
@@ -158,3 +144,23 @@ def add_parsers(sub) -> None:
     suite.add_argument("--max-minutes", type=options.positive_float,
                        help="start no step whose estimate would end past this budget")
     suite.set_defaults(func=_cmd_gpu_suite)
+
+
+def _costs_arguments(costs) -> None:
+    """``costs``' options, with the fused sampler's kernels (``tiering.sampling.fused``, which imports torch)."""
+    costs.add_argument("--dataset", required=True, help="the preset whose minibatches are timed (papers-s on a GPU)")
+    costs.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    costs.add_argument("--loader", default="uva", help="the feature loader gathering (default uva: every row over "
+                       "zero-copy)")
+    costs.add_argument("--sampling", default="cpu", help="the sampler drawing the minibatches: cpu (numba; the "
+                       "default), gpu (the fused GPU sampler, the graph in GPU memory) or uva (the same, the graph in "
+                       "pinned host memory); gpu and uva need --device cuda")
+    costs.take(options.sampler_kernels())
+    costs.add_argument("--batch-sizes", type=options.positive_int, nargs="+", default=[8, 16, 32, 64, 128, 256, 512,
+                       1024, 2048, 4096], help="seeds per minibatch, at least two sizes (default 8 to 4096)")
+    costs.add_argument("--repeats", type=options.positive_int, default=5, help="timed minibatches per size")
+    costs.add_argument("--machines", default="out/machines", help="where this machine's profile is (tierbench "
+                       "doctor's --out)")
+    costs.add_argument("--machine", help="the machine profile to add the fits to (default: this machine's in "
+                       "--machines)")
+    costs.add_argument("--out", help="records directory (default out/costs/DATASET)")

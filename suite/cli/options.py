@@ -167,6 +167,17 @@ def validation() -> argparse.ArgumentParser:
     return parent
 
 
+def sampler_kernels() -> argparse.ArgumentParser:
+    """``--sampler-kernels``: which kernels the fused GPU sampler launches (``tiering.sampling.fused.KERNELS``)."""
+    from tiering.sampling.fused import KERNELS
+
+    parent = parent_parser()
+    parent.add_argument("--sampler-kernels", default=KERNELS[0], choices=KERNELS, help="the fused GPU sampler's "
+                        "kernels, for gpu and uva sampling: numba (numba-cuda; the default) or cupy (the same kernels "
+                        "in CUDA C++, launched by CuPy)")
+    return parent
+
+
 def traces(epochs: int, epochs_help: str) -> list[argparse.ArgumentParser]:
     """The options of a command that records an access trace of sampled minibatches and replays it."""
     parent = parent_parser()

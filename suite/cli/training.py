@@ -55,7 +55,7 @@ def _cmd_train(args) -> int:
     from suite.registry import loader
     from suite.sweep.cells import Cell, check_batch_limit
     from suite.sweep.run import cell_variant, open_dataset, train_cell
-    from suite.training.sampling import check_device
+    from suite.training.sampling import GRAPH_MEMORY, check_device, check_kernels
     from suite.training.trainer import majority_accuracy
 
     hot_fraction = _loader_hot_fraction(args.loader, args.hot_fraction)
@@ -70,6 +70,11 @@ def _cmd_train(args) -> int:
     cell = Cell(args.dataset, args.loader, hot_fraction, fanouts, args.scorer or "none", args.sampling,
                 batch_size=batch_size, regime=regime)
     check_device(args.sampling, device)
+    check_kernels(args.sampling, args.sampler_kernels, device)
+    sampled_by, sampling_described = {"sampling": args.sampling}, f"{args.sampling} sampling"
+    if args.sampling in GRAPH_MEMORY:  # the fused GPU sampler, and its kernels
+        sampled_by["sampler_kernels"] = args.sampler_kernels
+        sampling_described += f" ({args.sampler_kernels} kernels)"
     _plan_paper_scale(cell, args.hidden, device)
     try:
         dataset = open_dataset(cell, args.ogb_root, progress=not args.quiet)
@@ -80,7 +85,7 @@ def _cmd_train(args) -> int:
     check_model_fits(dataset, len(fanouts), args.hidden, device)
     majority = majority_accuracy(dataset)
     print(
-        f"{dataset}\nloader {args.loader} (hot fraction {hot_fraction}), {args.sampling} sampling, fanouts {fanouts}, "
+        f"{dataset}\nloader {args.loader} (hot fraction {hot_fraction}), {sampling_described}, fanouts {fanouts}, "
         f"{regimes.describe(args.dataset, batch_size, regime)}, device {device}; majority-class valid accuracy "
         f"{majority:.3f}"
     )
@@ -97,13 +102,13 @@ def _cmd_train(args) -> int:
         )
 
     settings = {"dataset": args.dataset, "scorer": args.scorer or "none", "fanouts": ",".join(map(str, fanouts)),
-                "batch_size": batch_size, "regime": regime, "sampling": args.sampling, "loader": args.loader,
+                "batch_size": batch_size, "regime": regime, **sampled_by, "loader": args.loader,
                 "hot_fraction": hot_fraction, "batch_limit": args.minibatches,
                 "majority_valid_accuracy": majority}
     try:
         train_cell(cell, dataset, epochs=args.epochs, device=device, seed=args.seed, pipeline=args.pipeline,
                    progress=not args.quiet, variant=cell_variant(cell, dataset, device), on_epoch=report,
-                   batch_limit=args.minibatches, validate=args.validate,
+                   batch_limit=args.minibatches, validate=args.validate, sampler_kernels=args.sampler_kernels,
                    model=dict(hidden=args.hidden, dropout=args.dropout, lr=args.lr))
     except KeyboardInterrupt:  # the epochs that finished are kept, as a sweep keeps its finished cells
         kept = "nothing written"
@@ -148,7 +153,7 @@ def _train_arguments(train) -> None:
     from suite.registry import LOADERS, SCORERS, hot_tier_loaders, reordered_loaders
     from suite.training.sampling import SINGLE_PROCESS
 
-    train.take(options.dataset(),
+    train.take(options.dataset(), options.sampler_kernels(),
                options.minibatches("neighbours per layer from the seeds out, e.g. 12,12,12 (default: the dataset's)",
                                    "seed of the model and the minibatches"),
                options.ogb_root(), options.quiet(), options.minibatch_limit(), options.validation())

@@ -9,7 +9,8 @@ stream it runs on (``suite.measure.timing.stage_seconds``), elsewhere by the
 host clock.  The minibatches are drawn by the training's sampler of
 ``sampling`` (``suite.training.sampling``: ``cpu`` by default; ``gpu``, the
 fused sampler with the CSR in GPU memory, is the GPU-native path whose fixed
-costs the second GPU visit judges).  Then, per stage, a least-squares line
+costs the second GPU visit judges), the fused sampler launching
+``sampler_kernels`` (``tiering.sampling.fused.KERNELS``).  Then, per stage, a least-squares line
 ``seconds = a + b x rows``:
 
 * **sample**: rows are the minibatch's sampled edges (the sampler's work
@@ -46,14 +47,14 @@ from suite.measure.stage_events import StageEvents
 from suite.measure.timing import stage_seconds
 from suite.policies.planner import ABOVE_BOUND, COSTS_SECTION, D2D, ZERO_COPY, projected_seconds
 from suite.registry import create_loader
-from suite.training.sampling import check_single_process
+from suite.training.sampling import GRAPH_MEMORY, check_kernels, check_single_process
 from suite.training.trainer import Trainer
 
 STEM = "costs"
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 ROWS = {"sample": "sampled_edges", "gather": "input_rows", "train": "input_rows"}
 """The column each stage's seconds are fitted against."""
-FACTS = ("command", "dataset", "loader", "sampling", "device", "fanouts", "batch_sizes", "repeats", "gather_above",
+FACTS = ("command", "dataset", "loader", "sampling", "sampler_kernels", "device", "fanouts", "batch_sizes", "repeats", "gather_above",
          "fits", "machine_profile")
 
 
@@ -93,16 +94,18 @@ def _time_minibatch(trainer: Trainer, seeds: torch.Tensor, generator: torch.Gene
 
 
 def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str = "uva", sampling: str = "cpu",
-            batch_sizes=BATCH_SIZES, repeats: int = 5, fanouts=None, seed: int = 0, ogb_root=None,
-            progress: bool = True) -> Path:
+            sampler_kernels: str = "numba", batch_sizes=BATCH_SIZES, repeats: int = 5, fanouts=None, seed: int = 0,
+            ogb_root=None, progress: bool = True) -> Path:
     """Time the stages of ``repeats`` minibatches of each size in ``batch_sizes`` on ``name``, sampled by
-    ``sampling``'s sampler, write the records into ``records_dir`` and the fits into the machine profile at
-    ``profile_path``; the records' path."""
+    ``sampling``'s sampler (the fused one launching ``sampler_kernels``), write the records into ``records_dir``
+    and the fits into the machine profile at ``profile_path``; the records' path."""
     profile_path = Path(profile_path)
     sizes = sorted(set(batch_sizes))
     if len(sizes) < 2:
         raise BadValue("a fixed cost needs minibatches of at least two sizes: give two or more --batch-sizes")
     check_single_process(sampling, device)  # before the dataset is loaded
+    check_kernels(sampling, sampler_kernels, device)
+    kernels = sampler_kernels if sampling in GRAPH_MEMORY else None  # only the fused GPU sampler launches kernels
     if not profile_path.is_file():
         raise BadValue(f"{profile_path} does not exist: run `tierbench doctor` on this machine first, the fixed "
                        "costs go into its profile")
@@ -116,7 +119,7 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     if sizes[-1] > len(train_ids):
         raise BadValue(f"{name} has {len(train_ids):,} training nodes, fewer than a batch of {sizes[-1]:,} seeds")
     trainer = Trainer(dataset, create_loader(loader, dataset, 0.0, device, progress=progress), fanouts,
-                      batch_size=sizes[0], seed=seed, sampling=sampling)
+                      batch_size=sizes[0], seed=seed, sampling=sampling, sampler_kernels=sampler_kernels)
     generator = torch.Generator().manual_seed(seed)
     rows = []
     for size in sizes:
@@ -131,16 +134,18 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     records_dir = Path(records_dir)
     facts = {
         "command": (f"tierbench costs --dataset {name} --device {device} --loader {loader} --sampling {sampling} "
-                    f"--batch-sizes {' '.join(map(str, sizes))} --repeats {repeats} --out {records_dir} --machine "
+                    + (f"--sampler-kernels {kernels} " if kernels else "") + f"--batch-sizes {' '.join(map(str, sizes))} --repeats {repeats} --out {records_dir} --machine "
                     f"{profile_path}"),
-        "dataset": name, "loader": loader, "sampling": sampling, "device": str(device), "fanouts": list(fanouts),
+        "dataset": name, "loader": loader, "sampling": sampling, "sampler_kernels": kernels, "device": str(device),
+        "fanouts": list(fanouts),
         "batch_sizes": sizes,
         "repeats": repeats, "gather_above": above, "fits": fits, "machine_profile": str(profile_path),
     }
     path = records.write_records(records_dir / f"{STEM}.csv", table, provenance(device), facts, index=False)
     profile[COSTS_SECTION] = {
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "dataset": name, "loader": loader, "sampling": sampling, "fanouts": list(fanouts), "batch_sizes": sizes,
+        "dataset": name, "loader": loader, "sampling": sampling, "sampler_kernels": kernels,
+        "fanouts": list(fanouts), "batch_sizes": sizes,
         "repeats": repeats,
         "timed_by": "CUDA events on the stage's stream" if device.type == "cuda" else "the host clock",
         "gather_above": above, "stages": fits, "records": str(path),
@@ -160,7 +165,8 @@ def summary(measured: records.Records) -> str:
     """One line per stage: its fixed cost per minibatch and its cost per row."""
     facts = measured.facts
     lines = [f"fixed cost of one minibatch on {measured.provenance['device']} ({facts['dataset']}, {facts['loader']}, "
-             f"{facts['sampling']} sampling, batches of {facts['batch_sizes'][0]}-{facts['batch_sizes'][-1]} seeds; "
+             f"{facts['sampling']} sampling"
+             + (f" ({facts['sampler_kernels']} kernels)" if facts["sampler_kernels"] else "") + ", batches of {facts['batch_sizes'][0]}-{facts['batch_sizes'][-1]} seeds; "
              f"gather above {facts['gather_above']}):"]
     for stage, fit in facts["fits"].items():
         lines.append(f"  {stage:<7} {1e3 * fit['a_s']:8.3f} ms + {1e9 * fit['b_s']:9.2f} ns per {fit['per']}")

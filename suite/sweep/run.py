@@ -95,7 +95,8 @@ def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, device: str, pipel
 
 def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, seed: int, pipeline: bool, progress: bool,
                variant: VariantChoice | None, shm_dir: str = "/dev/shm", model: dict | None = None,
-               on_epoch=None, batch_limit: int | None = None, validate: bool = True) -> list[EpochResult]:
+               on_epoch=None, batch_limit: int | None = None, validate: bool = True,
+               sampler_kernels: str = "numba") -> list[EpochResult]:
     """Train GraphSAGE on ``cell`` (at its batch): ``warmup`` unrecorded epochs, then ``epochs`` whose results are
     returned; each epoch stops after ``batch_limit`` minibatches when one is given, and is followed by a validation
     pass unless ``validate`` is False (then its ``valid_accuracy`` is None: the pass is not in the epoch's time).
@@ -103,7 +104,8 @@ def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, see
     In a distributed run every process calls this together.  ``variant``: the
     gather kernel variant of the cell's loader (``cell_variant``).  ``model``
     (hidden, dropout, lr) goes to the trainer; ``on_epoch(result)`` is called
-    after each recorded epoch; ``shm_dir`` holds the multi-GPU host tier's
+    after each recorded epoch; ``sampler_kernels``: the fused GPU sampler's kernels
+    (``suite.training.sampling.check_kernels``; one process); ``shm_dir`` holds the multi-GPU host tier's
     shared-memory segment (``tiered`` in a distributed run).  The loader is
     closed on the way out, also when training fails (in one process: closing
     is collective in a process group, so a failing process of a group leaves
@@ -122,7 +124,7 @@ def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, see
         raise BadValue("distributed sampling is for multi-process runs (tierbench run --gpus G)")
     else:
         loader = create_loader(cell.loader, dataset, cell.hot_fraction, device, progress=progress, **options)
-        make_trainer = functools.partial(Trainer, sampling=cell.sampling)
+        make_trainer = functools.partial(Trainer, sampling=cell.sampling, sampler_kernels=sampler_kernels)
     try:
         trainer = make_trainer(dataset, loader, cell.fanouts, batch_size=cell.batch_size, seed=seed,
                                batch_limit=batch_limit, validate=validate, **(model or {}))

@@ -55,11 +55,28 @@ def check_single_process(sampling: str, device) -> None:
         check_device(sampling, device)
 
 
+def check_kernels(sampling: str, kernels, device) -> None:
+    """Refuse, in one line, kernels that are not the fused sampler's (``tiering.sampling.fused.KERNELS``), kernels
+    other than the default for a sampling that does not run them (``cpu``, ``distributed``), or the CUDA C++ kernels
+    on a device that is not CUDA (numba's simulator runs only the numba kernels)."""
+    from tiering.sampling.fused import KERNELS
+
+    if not isinstance(kernels, str):  # an object launching them (the tests' kernels compiled for the host)
+        return
+    if kernels not in KERNELS:
+        raise BadValue(f"the fused sampler's kernels are {' or '.join(KERNELS)}, got {kernels!r} (--sampler-kernels)")
+    if kernels != KERNELS[0] and sampling not in GRAPH_MEMORY:
+        raise BadValue(f"--sampler-kernels {kernels} chooses the fused GPU sampler's kernels, which {sampling} "
+                       f"sampling does not run: use it with --sampling {' or '.join(GRAPH_MEMORY)}")
+    if kernels != KERNELS[0]:
+        check_device(sampling, device)
+
+
 def build_sampler(sampling: str, graph, fanouts, device, kernels="numba"):
     """The single-process sampler of ``sampling`` (``SINGLE_PROCESS``) over ``graph`` for training on ``device``
-    (``check_single_process``); a GPU sampling's with the fused sampler's ``kernels``
-    (``tiering.sampling.fused.KERNELS``)."""
+    (``check_single_process``); a GPU sampling's with the fused sampler's ``kernels`` (``check_kernels``)."""
     check_single_process(sampling, device)
+    check_kernels(sampling, kernels, device)
     if sampling == "cpu":
         return NeighborSampler(graph, fanouts)
     device = torch.device(device)

@@ -15,8 +15,8 @@ is also timed by CUDA events on the stream it runs on (``suite.measure.stage_eve
 into ``sample_event_s``, ``gather_event_s`` and ``train_event_s`` (None on a CPU):
 
 * **sample**: the sampler of ``sampling`` (``suite.training.sampling``: ``NeighborSampler`` on the CPU, or the
-  fused GPU sampler over the CSR in GPU or pinned host memory) draws the blocks for the batch's seeds, the same
-  blocks whichever samples;
+  fused GPU sampler over the CSR in GPU or pinned host memory, launching ``sampler_kernels``) draws the blocks for
+  the batch's seeds, the same blocks whichever samples;
 * **gather**: ``loader.gather(input_nodes)`` brings their features to the
   training device, through whichever loader is being measured;
 * **train**: forward, loss, backward and the optimizer step.
@@ -117,6 +117,7 @@ class Trainer:
         lr: float = 3e-3,
         seed: int = 0,
         sampling: str = "cpu",
+        sampler_kernels: str = "numba",
         pipeline_capacity: int = 2,
         batch_limit: int | None = None,
         validate: bool = True,
@@ -135,7 +136,8 @@ class Trainer:
             raise BadValue(f"a loader with its own sampler (gns) samples on the CPU: {sampling} sampling is not "
                            "supported with it (--sampling cpu)")
         self.sampling = "cpu" if sampling == "distributed" else sampling  # the distributed trainer builds its own
-        self.sampler = own_sampler or build_sampler(self.sampling, dataset.graph, fanouts, loader.device)
+        self.sampler = own_sampler or build_sampler(self.sampling, dataset.graph, fanouts, loader.device,
+                                                    kernels=sampler_kernels)
         self.batch_size = batch_size
         self.seed = seed
         self.pipeline_capacity = pipeline_capacity

@@ -65,7 +65,11 @@ def test_costs_sampled_by_the_fused_sampler_say_so_in_the_records_and_the_profil
         assert f"{sampling} sampling" in capsys.readouterr().out
         measured = read_records(out)
         assert measured.facts["sampling"] == sampling and f"--sampling {sampling}" in measured.facts["command"]
+        kernels = "numba" if sampling == "gpu" else None  # the fused sampler's default kernels
+        assert measured.facts["sampler_kernels"] == kernels
+        assert ("--sampler-kernels numba" in measured.facts["command"]) == (sampling == "gpu")
         assert json.loads(profile.read_text())[SECTION]["sampling"] == sampling
+        assert json.loads(profile.read_text())[SECTION]["sampler_kernels"] == kernels
         tables[sampling] = measured.table
     for column in ("seeds", "sampled_edges", "input_rows"):
         assert tables["gpu"][column].tolist() == tables["cpu"][column].tolist()
@@ -78,6 +82,19 @@ def test_costs_refuse_a_sampling_one_process_cannot_time_in_one_line(tiny, tmp_p
     error = capsys.readouterr().err
     assert status == 2 and error == "tierbench: error: sampling must be one of cpu, gpu, uva in one process, got " \
                                     "'distributed' (--sampling)\n"
+    assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("options, error", [
+    (["--sampling", "cpu", "--sampler-kernels", "cupy"], "--sampler-kernels cupy chooses the fused GPU sampler's "
+     "kernels, which cpu sampling does not run: use it with --sampling gpu or uva"),
+    (["--sampling", "gpu", "--sampler-kernels", "cupy"], "gpu sampling runs the fused sampler's kernels on a GPU, the "
+     "CSR in GPU memory: it needs a CUDA device (--device cuda)")])
+def test_costs_refuse_kernels_that_cannot_sample_in_one_line(tiny, tmp_path, capsys, options, error):
+    profile = _profile(tmp_path)
+    status = main(["costs", "--dataset", "tiny", *options, "--batch-sizes", "8", "32", "--machine", str(profile),
+                   "--out", str(tmp_path / "c"), "-q"])
+    assert status == 2 and capsys.readouterr().err == f"tierbench: error: {error}\n"
     assert not (tmp_path / "c").exists()
 
 

@@ -14,6 +14,7 @@ from suite.cli import main
 from suite.registry import create_loader
 from suite.training.sampling import build_sampler
 from suite.training.trainer import Trainer
+from tests.tiering.sampling import host_kernels
 from tiering.sampling.fused import FusedNeighborSampler
 from tiering.sampling.neighbors import NeighborSampler
 
@@ -26,9 +27,10 @@ def small(tiny):
     return dataclasses.replace(tiny, splits=splits)
 
 
-def trainer(dataset, sampling):
+def trainer(dataset, sampling, sampler_kernels="numba"):
     loader = create_loader("degree-cache", dataset, 0.3, "cpu", progress=False)  # a cache: the hit ratio says something
-    return Trainer(dataset, loader, (3, 2), batch_size=16, hidden=16, seed=5, sampling=sampling)
+    return Trainer(dataset, loader, (3, 2), batch_size=16, hidden=16, seed=5, sampling=sampling,
+                   sampler_kernels=sampler_kernels)
 
 
 @pytest.mark.parametrize("pipeline", [False, True])
@@ -52,6 +54,16 @@ def test_an_epoch_with_gpu_sampling_is_the_epoch_with_cpu_sampling(tiny, pipelin
     assert got.valid_accuracy == expected.valid_accuracy
 
 
+@pytest.mark.skipif(host_kernels.compiler() is None, reason="runs fused.cu on the host: needs a C++ compiler (c++)")
+def test_an_epoch_sampled_by_the_cuda_cpp_kernels_is_the_epoch_sampled_by_the_numba_ones(tiny, tmp_path):
+    # the C++ kernels compiled for the host stand in for CuPy's (tests/tiering/sampling/host_kernels.py)
+    dataset, kernels = small(tiny), host_kernels.HostLaunches(host_kernels.build(tmp_path))
+    expected = trainer(dataset, "gpu").train_epoch(1, progress=False)
+    got = trainer(dataset, "gpu", kernels).train_epoch(1, progress=False)
+    assert kernels.launched and got.losses == expected.losses and got.sampled_edges == expected.sampled_edges
+    assert got.valid_accuracy == expected.valid_accuracy
+
+
 def test_uva_sampling_is_the_fused_sampler_over_the_graph_in_host_memory(tiny):
     sampler = build_sampler("uva", tiny.graph, (3,), "cpu")  # the simulator stands in for a GPU
     assert isinstance(sampler, FusedNeighborSampler) and sampler.graph_memory == "host"
@@ -65,6 +77,14 @@ def test_a_gpu_sampling_without_a_gpu_or_the_simulator_is_refused(tiny, monkeypa
             build_sampler(sampling, tiny.graph, (3,), "cpu")
     with pytest.raises(ValueError, match="sampling must be one of cpu, gpu, uva in one process"):
         build_sampler("distributed", tiny.graph, (3,), "cpu")
+
+
+def test_the_cuda_cpp_kernels_are_refused_without_a_gpu_even_under_the_simulator(tiny):
+    # the simulator runs numba kernels only
+    with pytest.raises(ValueError, match="^gpu sampling runs the fused sampler's kernels on a GPU.*--device cuda"):
+        build_sampler("gpu", tiny.graph, (3,), "cpu", kernels="cupy")
+    with pytest.raises(ValueError, match="kernels are numba or cupy, got 'triton'"):
+        build_sampler("gpu", tiny.graph, (3,), "cpu", kernels="triton")
 
 
 def test_gns_brings_its_own_cpu_sampler_and_refuses_a_gpu_one(tiny):
@@ -85,3 +105,18 @@ def test_the_cli_refuses_a_gpu_sampling_on_a_cpu_device_in_one_line(tiny, tmp_pa
     assert err[0].startswith(f"tierbench: error: {sampling} sampling runs the fused sampler's kernels on a GPU")
     assert "--device cuda" in err[0]
     assert not list(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_train_refuses_the_cuda_cpp_kernels_with_cpu_sampling_in_one_line(tiny, capsys):
+    assert main(["train", "--dataset", "tiny", "--epochs", "1", "--sampler-kernels", "cupy"]) == 2
+    assert capsys.readouterr().err == ("tierbench: error: --sampler-kernels cupy chooses the fused GPU sampler's "
+                                       "kernels, which cpu sampling does not run: use it with --sampling gpu or uva\n")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernels", ["numba", "cupy"])
+def test_train_with_gpu_sampling_names_its_kernels_in_the_report(tiny, tmp_path, capsys, kernels):
+    assert main(["train", "--dataset", "tiny", "--epochs", "1", "--sampling", "gpu", "--sampler-kernels", kernels,
+                 "--device", "cuda", "--minibatches", "2", "--no-validation", "--out", str(tmp_path), "-q"]) == 0
+    assert f"gpu sampling ({kernels} kernels)" in capsys.readouterr().out
+    assert f"sampler_kernels {kernels}" in (tmp_path / "train-tiny.md").read_text()
