@@ -203,7 +203,9 @@ def fixed_cost_row(folder: Path, sources: Sources) -> list[Row]:
     source = (f"{_relative(measured.path, folder)}: fitted a of {parts} (gather above "
               f"{measured.facts['gather_above']}), {measured.facts['loader']} loader, batches of "
               f"{measured.facts['batch_sizes'][0]}-{measured.facts['batch_sizes'][-1]}")
-    setting = f"{measured.facts['dataset']}, {measured.facts['device']}, {measured.facts['sampling']} sampling"
+    kernels = measured.facts["sampler_kernels"]
+    setting = (f"{measured.facts['dataset']}, {measured.facts['device']}, {measured.facts['sampling']} sampling"
+               + (f" ({kernels} kernels)" if kernels else ""))
     return [Row(3, setting, f"{ms:.3g} ms", _verdict(ms <= FIXED_COST_MS), source, ms,
                 FIXED_COST_MS / ms if ms > 0 else math.inf)]
 

@@ -8,8 +8,8 @@ memory (the multi-GPU tier of Data Tiering §4.2); the ``memlock`` limit and the
 size of ``/dev/shm`` (the multi-GPU host tier lives there); whether
 ``cudaHostRegister`` pins a buffer the size of the planned host tier; whether
 NVML's PCIe counters can be read; whether numba-cuda (NVVM, the fused sampler's
-kernels) and CuPy (NVRTC, the gather kernel) each compile and run a kernel on the
-GPU; the measured ceilings (``suite.measure.ceilings``); and which of
+numba kernels) and CuPy (NVRTC, the gather kernel and the fused sampler's C++
+kernels) each compile and run a kernel on the GPU; the measured ceilings (``suite.measure.ceilings``); and which of
 tierbench's dependencies are missing or too old.
 
 Every probe runs on its own: an error inside one is reported in its row and
@@ -250,7 +250,8 @@ def _numba_add_one(device: torch.device) -> torch.Tensor:
 
 
 def _cupy_add_one(device: torch.device) -> torch.Tensor:
-    """Compile (NVRTC) and launch a kernel through CuPy on ``device``, as the gather kernel is."""
+    """Compile (NVRTC) and launch a kernel through CuPy on ``device``, as the gather kernel and the fused sampler's
+    C++ kernels are."""
     import cupy
 
     with cupy.cuda.Device(device.index):

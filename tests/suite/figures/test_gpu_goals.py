@@ -77,7 +77,7 @@ def write_costs(folder: Path) -> None:
             "gather": {"a_s": 2e-4, "b_s": 1e-9, "per": "input row"},
             "train": {"a_s": 5e-3, "b_s": 1e-9, "per": "input row"}}
     facts = {"command": "tierbench costs --dataset papers-s --sampling gpu", "dataset": "papers-s", "loader": "uva",
-             "sampling": "gpu", "device": "cuda", "fanouts": [12, 12, 12], "batch_sizes": [8, 16], "repeats": 5, "gather_above": "the bound", "fits": fits,
+             "sampling": "gpu", "sampler_kernels": "numba", "device": "cuda", "fanouts": [12, 12, 12], "batch_sizes": [8, 16], "repeats": 5, "gather_above": "the bound", "fits": fits,
              "machine_profile": "fake.json"}
     records.write_records(folder / "costs" / "papers-s" / "costs.csv", table.assign(**RECORD), RECORD, facts,
                           index=False)
@@ -165,7 +165,7 @@ def test_every_goal_is_computed_from_the_visit_s_records_and_judged(tmp_path):
     assert _row(table, 2, "gpu-cupy sampler")["measured"] == "0.5 ms (one seed: 0.21 ms of fixed costs, launch-costs.csv)"
     assert _row(table, 1, "gpu-cupy sampler")["verdict"] == "met"
     assert _row(table, 3)["value"] == pytest.approx(0.3)  # sample's a + gather's a, in ms; train's left out
-    assert _row(table, 3)["setting"] == "papers-s, cuda, gpu sampling"
+    assert _row(table, 3)["setting"] == "papers-s, cuda, gpu sampling (numba kernels)"
     assert _row(table, 4, "cpu sampling, tiered")["value"] == pytest.approx(1.1)
     assert _row(table, 4, "cpu sampling, best")["source"].startswith("runs/fig8.csv")
     assert "best: tiered" in _row(table, 4, "cpu sampling, best")["setting"]  # uva's 2.5 is worse
