@@ -132,10 +132,11 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     fits = fits_of(table)
     above = ABOVE_BOUND if ceilings else "nothing (the profile has no measured ceilings)"
     records_dir = Path(records_dir)
+    kernels_option = f" --sampler-kernels {kernels}" if kernels else ""
     facts = {
-        "command": (f"tierbench costs --dataset {name} --device {device} --loader {loader} --sampling {sampling} "
-                    + (f"--sampler-kernels {kernels} " if kernels else "") + f"--batch-sizes {' '.join(map(str, sizes))} --repeats {repeats} --out {records_dir} --machine "
-                    f"{profile_path}"),
+        "command": (f"tierbench costs --dataset {name} --device {device} --loader {loader} --sampling {sampling}"
+                    f"{kernels_option} --batch-sizes {' '.join(map(str, sizes))} --repeats {repeats} --out "
+                    f"{records_dir} --machine {profile_path}"),
         "dataset": name, "loader": loader, "sampling": sampling, "sampler_kernels": kernels, "device": str(device),
         "fanouts": list(fanouts),
         "batch_sizes": sizes,
@@ -164,10 +165,10 @@ def read_records(path) -> records.Records:
 def summary(measured: records.Records) -> str:
     """One line per stage: its fixed cost per minibatch and its cost per row."""
     facts = measured.facts
+    kernels = f" ({facts['sampler_kernels']} kernels)" if facts["sampler_kernels"] else ""
     lines = [f"fixed cost of one minibatch on {measured.provenance['device']} ({facts['dataset']}, {facts['loader']}, "
-             f"{facts['sampling']} sampling"
-             + (f" ({facts['sampler_kernels']} kernels)" if facts["sampler_kernels"] else "") + ", batches of {facts['batch_sizes'][0]}-{facts['batch_sizes'][-1]} seeds; "
-             f"gather above {facts['gather_above']}):"]
+             f"{facts['sampling']} sampling{kernels}, batches of {facts['batch_sizes'][0]}-{facts['batch_sizes'][-1]} "
+             f"seeds; gather above {facts['gather_above']}):"]
     for stage, fit in facts["fits"].items():
         lines.append(f"  {stage:<7} {1e3 * fit['a_s']:8.3f} ms + {1e9 * fit['b_s']:9.2f} ns per {fit['per']}")
     return "\n".join(lines)

@@ -36,6 +36,8 @@ def test_costs_on_tiny_writes_records_and_the_fits_into_the_machine_profile(tiny
                  "--machines", str(tmp_path / "machines"), "--out", str(out), "-q"]) == 0
     printed = capsys.readouterr().out
     assert "per sampled edge" in printed and "per input row" in printed and str(profile) in printed
+    assert "(tiny, uva, cpu sampling, batches of 8-128 seeds; gather above nothing (the profile has no measured " \
+           "ceilings)):" in printed
     measured = read_records(out)
     table = measured.table
     assert sorted(table["batch_size"].unique()) == [8, 32, 128] and len(table) == 6  # the untimed ones left out
@@ -62,7 +64,8 @@ def test_costs_sampled_by_the_fused_sampler_say_so_in_the_records_and_the_profil
         out = tmp_path / sampling
         assert main(["costs", "--dataset", "tiny", "--sampling", sampling, "--batch-sizes", "8", "32", "--repeats", "1",
                      "--machine", str(profile), "--out", str(out), "-q"]) == 0
-        assert f"{sampling} sampling" in capsys.readouterr().out
+        sampled = "gpu sampling (numba kernels)" if sampling == "gpu" else "cpu sampling"
+        assert f"(tiny, uva, {sampled}, batches of 8-32 seeds;" in capsys.readouterr().out
         measured = read_records(out)
         assert measured.facts["sampling"] == sampling and f"--sampling {sampling}" in measured.facts["command"]
         kernels = "numba" if sampling == "gpu" else None  # the fused sampler's default kernels
