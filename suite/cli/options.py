@@ -169,10 +169,10 @@ def validation() -> argparse.ArgumentParser:
 
 def sampler_kernels() -> argparse.ArgumentParser:
     """``--sampler-kernels``: which kernels the fused GPU sampler launches (``tiering.sampling.fused.KERNELS``)."""
-    from tiering.sampling.fused import KERNELS
+    from tiering.sampling.fused import DEFAULT_KERNELS, KERNELS
 
     parent = parent_parser()
-    parent.add_argument("--sampler-kernels", default=KERNELS[0], choices=KERNELS, help="the fused GPU sampler's "
+    parent.add_argument("--sampler-kernels", default=DEFAULT_KERNELS, choices=KERNELS, help="the fused GPU sampler's "
                         "kernels, for gpu and uva sampling: numba (numba-cuda; the default) or cupy (the same kernels "
                         "in CUDA C++, launched by CuPy)")
     return parent

@@ -49,6 +49,7 @@ from suite.policies.planner import ABOVE_BOUND, COSTS_SECTION, D2D, ZERO_COPY, p
 from suite.registry import create_loader
 from suite.training.sampling import GRAPH_MEMORY, check_kernels, check_single_process
 from suite.training.trainer import Trainer
+from tiering.sampling.fused import DEFAULT_KERNELS
 
 STEM = "costs"
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -94,7 +95,7 @@ def _time_minibatch(trainer: Trainer, seeds: torch.Tensor, generator: torch.Gene
 
 
 def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str = "uva", sampling: str = "cpu",
-            sampler_kernels: str = "numba", batch_sizes=BATCH_SIZES, repeats: int = 5, fanouts=None, seed: int = 0,
+            sampler_kernels: str = DEFAULT_KERNELS, batch_sizes=BATCH_SIZES, repeats: int = 5, fanouts=None, seed: int = 0,
             ogb_root=None, progress: bool = True) -> Path:
     """Time the stages of ``repeats`` minibatches of each size in ``batch_sizes`` on ``name``, sampled by
     ``sampling``'s sampler (the fused one launching ``sampler_kernels``), write the records into ``records_dir``

@@ -14,7 +14,7 @@ timing waiting for the device; the best time is kept (``suite.measure.timing.bes
 edges (the blocks' edges) per second; all the samplers draw the same minibatch (``tiering.sampling.fused``), which
 is checked by the equal edge counts.  Each sampler's graph is copied where it samples once, for both cases.  On a
 CPU device only ``cpu`` runs.  The records are written again after each sampler, so a sampler that fails leaves
-those measured before it.  For each fused sampler over the CSR in GPU memory (``gpu``, ``gpu-cupy``), its fixed
+those measured before it; a fused sampler's launch costs are measured right after its rates.  For each fused sampler over the CSR in GPU memory (``gpu``, ``gpu-cupy``), its fixed
 costs are measured too (``suite.experiments.launch_costs``: the host's time to launch a hop's kernels and scans, and
 a minibatch of one seed), into ``launch-costs.csv`` beside the rates.
 """
@@ -80,7 +80,7 @@ def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: 
     record = provenance(device)
     facts = {"command": command, "dataset": dataset.name, "seeds": seeds, "batch_size": batch_size, "repeat": repeat,
              "cpu_threads": numba.get_num_threads()}
-    path, rows, fused = Path(out_dir) / f"{STEM}.csv", [], {}
+    path, rows, fixed = Path(out_dir) / f"{STEM}.csv", [], []
     for name, (sampling, kernels) in samplers(device).items():
         placed = build_sampler(sampling, dataset.graph, CASES["one hop"], device, kernels=kernels)  # graph placed
         for case, fanouts in CASES.items():
@@ -90,17 +90,14 @@ def measure(dataset, out_dir, device="cuda", *, seeds: int = SEEDS, batch_size: 
                          "seeds": len(chosen), "sampler": name, "sampled_edges": edges, "best_s": best,
                          "sampled_edges_per_second": edges / best if best > 0 else float("nan"),
                          "ms_per_batch": best * 1e3})
-        # written after each sampler, so that one failing later leaves the rates measured before it
+        # written after each sampler, so that one failing later leaves what was measured before it
         table = pd.DataFrame(sorted(rows, key=lambda row: list(CASES).index(row["case"]))).assign(**record)
         records.write_records(path, table, record, facts, index=False)  # case by case, the samplers in order
-        if GRAPH_MEMORY.get(sampling) == "gpu":  # a fused sampler over the CSR in GPU memory, kept for its fixed costs
-            fused[name] = placed
-        del placed
-    fixed = []
-    for name, sampler in fused.items():  # measured once the rates are written, which a failure here leaves whole
-        fixed += [{"sampler": name, **row} for row in launch_costs.measure_launch_costs(sampler, order[:1], repeat)]
-        launch_costs.write(fixed, out_dir, record, {"command": command, "dataset": dataset.name, "repeat": repeat,
-                                                    "repetitions": launch_costs.LAUNCHES})
+        if GRAPH_MEMORY.get(sampling) == "gpu":  # a fused sampler over the CSR in GPU memory: its fixed costs too
+            fixed += [{"sampler": name, **row} for row in launch_costs.measure_launch_costs(placed, order[:1], repeat)]
+            launch_costs.write(fixed, out_dir, record, {"command": command, "dataset": dataset.name,
+                                                        "repeat": repeat, "repetitions": launch_costs.LAUNCHES})
+        del placed  # one sampler's graph in GPU memory at a time
     return path
 
 

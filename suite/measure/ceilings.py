@@ -72,7 +72,8 @@ def read_host_into(src: torch.Tensor, dst: torch.Tensor) -> None:
     """
     import cupy
 
-    from tiering.features.zero_copy import cupy_stream, mapped_pointer
+    from tiering.cuda_cpp import cupy_stream
+    from tiering.features.zero_copy import mapped_pointer
 
     nbytes = src.numel() * src.element_size()
     if not (src.is_pinned() and dst.is_cuda and src.is_contiguous() and dst.is_contiguous()):

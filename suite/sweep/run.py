@@ -69,6 +69,7 @@ from suite.training.sampling import NEEDS_GPU
 from suite.training.trainer import EpochResult, Trainer
 from tiering.features.placement import hot_rows
 from tiering.features.zero_copy import register_host_memory, unregister_host_memory
+from tiering.sampling.fused import DEFAULT_KERNELS
 
 
 def open_dataset(cell: Cell, ogb_root=None, progress: bool = True):
@@ -96,7 +97,7 @@ def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, device: str, pipel
 def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, seed: int, pipeline: bool, progress: bool,
                variant: VariantChoice | None, shm_dir: str = "/dev/shm", model: dict | None = None,
                on_epoch=None, batch_limit: int | None = None, validate: bool = True,
-               sampler_kernels: str = "numba") -> list[EpochResult]:
+               sampler_kernels: str = DEFAULT_KERNELS) -> list[EpochResult]:
     """Train GraphSAGE on ``cell`` (at its batch): ``warmup`` unrecorded epochs, then ``epochs`` whose results are
     returned; each epoch stops after ``batch_limit`` minibatches when one is given, and is followed by a validation
     pass unless ``validate`` is False (then its ``valid_accuracy`` is None: the pass is not in the epoch's time).

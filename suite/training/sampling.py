@@ -17,9 +17,12 @@ without one, numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, the tests') run
 
 from __future__ import annotations
 
+import importlib.util
+
 import torch
 
 from suite.errors import BadValue
+from tiering.sampling.fused import DEFAULT_KERNELS, KERNELS
 from tiering.sampling.neighbors import NeighborSampler
 
 SAMPLING = ("cpu", "gpu", "uva", "distributed")
@@ -59,20 +62,21 @@ def check_kernels(sampling: str, kernels, device) -> None:
     """Refuse, in one line, kernels that are not the fused sampler's (``tiering.sampling.fused.KERNELS``), kernels
     other than the default for a sampling that does not run them (``cpu``, ``distributed``), or the CUDA C++ kernels
     on a device that is not CUDA (numba's simulator runs only the numba kernels)."""
-    from tiering.sampling.fused import KERNELS
-
     if not isinstance(kernels, str):  # an object launching them (the tests' kernels compiled for the host)
         return
     if kernels not in KERNELS:
         raise BadValue(f"the fused sampler's kernels are {' or '.join(KERNELS)}, got {kernels!r} (--sampler-kernels)")
-    if kernels != KERNELS[0] and sampling not in GRAPH_MEMORY:
+    if kernels != DEFAULT_KERNELS and sampling not in GRAPH_MEMORY:
         raise BadValue(f"--sampler-kernels {kernels} chooses the fused GPU sampler's kernels, which {sampling} "
                        f"sampling does not run: use it with --sampling {' or '.join(GRAPH_MEMORY)}")
-    if kernels != KERNELS[0]:
+    if kernels != DEFAULT_KERNELS:
         check_device(sampling, device)
+    if kernels == "cupy" and importlib.util.find_spec("cupy") is None:
+        raise BadValue("--sampler-kernels cupy launches the kernels through CuPy, which is not installed: install "
+                       "tierbench's gpu extra (pip install 'tierbench[gpu]')")
 
 
-def build_sampler(sampling: str, graph, fanouts, device, kernels="numba"):
+def build_sampler(sampling: str, graph, fanouts, device, kernels=DEFAULT_KERNELS):
     """The single-process sampler of ``sampling`` (``SINGLE_PROCESS``) over ``graph`` for training on ``device``
     (``check_single_process``); a GPU sampling's with the fused sampler's ``kernels`` (``check_kernels``)."""
     check_single_process(sampling, device)

@@ -62,6 +62,7 @@ from suite.training.model import GraphSAGE
 from suite.training.pipeline import Pipeline
 from suite.training.sampling import build_sampler
 from tiering.features.loader import FeatureLoader
+from tiering.sampling.fused import DEFAULT_KERNELS
 from tiering.sampling.neighbors import MiniBatch, minibatches
 
 LOSS_SHOWN_EVERY = 50
@@ -117,7 +118,7 @@ class Trainer:
         lr: float = 3e-3,
         seed: int = 0,
         sampling: str = "cpu",
-        sampler_kernels: str = "numba",
+        sampler_kernels: str = DEFAULT_KERNELS,
         pipeline_capacity: int = 2,
         batch_limit: int | None = None,
         validate: bool = True,

@@ -32,7 +32,7 @@ PCIe but latency-bound on HBM), is defined once in
 
 The kernel's source is the file ``zero_copy.cu`` beside this module, shipped
 as package data and read through ``importlib.resources`` at the first
-launch: a real .cu file compiles as it is with nvcc, so the tests build it for
+launch (``tiering.cuda_cpp``): a real .cu file compiles as it is with nvcc, so the tests build it for
 sm_90 to check for register spills, and build it for the host to run each
 lane's copy of a row and hold it to ``addressing.warp_steps``, all without a
 GPU.  It re-states the addressing in C++ (its constants, ``copy_unit``,
@@ -58,19 +58,17 @@ Figure 11).
 
 from __future__ import annotations
 
-import functools
-from importlib import resources
-
 import torch
 
+from tiering.cuda_cpp import KernelSource, cupy_stream
 from tiering.features.addressing import VARIANTS, WARP, check_variant
 from tiering.graph.csr import CSRGraph
 
 DEFAULT_VARIANT = "aligned"
 TABLE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-SOURCE = "zero_copy.cu"  # package data of tiering.features
 KERNEL_NAMES = {variant: f"gather_rows<{i}>" for i, variant in enumerate(VARIANTS)}  # NVRTC name expressions
-COMPILE_OPTIONS = ("--std=c++17",)
+GATHER = KernelSource(__package__, "zero_copy.cu", tuple(KERNEL_NAMES.values()))
+"""The gather kernel's source, package data of ``tiering.features`` (``tiering.cuda_cpp``)."""
 
 REGISTER_PORTABLE = 1
 REGISTER_MAPPED = 2
@@ -82,43 +80,6 @@ MEMORY_TYPE_HOST = 1  # cudaMemoryTypeHost: cudaPointerGetAttributes' type for p
 def check_table_dtype(dtype: torch.dtype) -> None:
     if dtype not in TABLE_DTYPES:
         raise TypeError(f"feature tables must be float32, float16 or bfloat16, got {dtype}")
-
-
-def kernel_source() -> str:
-    """The CUDA C++ source of the gather kernel, read from the package (``importlib.resources``)."""
-    return resources.files(__package__).joinpath(SOURCE).read_text(encoding="utf-8")
-
-
-@functools.lru_cache(maxsize=None)
-def _module():
-    import cupy
-
-    return cupy.RawModule(code=kernel_source(), options=COMPILE_OPTIONS, name_expressions=tuple(KERNEL_NAMES.values()))
-
-
-@functools.lru_cache(maxsize=None)
-def _kernel(variant: str):
-    """``variant``'s kernel; CuPy compiles the module for each device on its first launch there."""
-    return _module().get_function(KERNEL_NAMES[variant])
-
-
-class _TorchStream:
-    """torch's current stream of a device in the CUDA stream protocol (``__cuda_stream__``)."""
-
-    def __init__(self, device: torch.device):
-        self.handle = torch.cuda.current_stream(device).cuda_stream
-
-    def __cuda_stream__(self) -> tuple[int, int]:
-        return 0, self.handle
-
-
-def cupy_stream(device: torch.device):
-    """torch's current stream of ``device`` as a CuPy stream (``Stream.from_external``, CuPy >= 14), so CuPy
-    launches run in order with torch's work; call it with ``device`` current (``cupy.cuda.Device(device.index)`` or
-    ``torch.cuda.device(device)``, both ``cudaSetDevice``)."""
-    import cupy
-
-    return cupy.cuda.Stream.from_external(_TorchStream(device))
 
 
 def launch_gather(gpu_tiers: torch.Tensor, host_ptr: int, ids: torch.Tensor, out: torch.Tensor, num_rows: int, *,
@@ -152,7 +113,7 @@ def launch_gather(gpu_tiers: torch.Tensor, host_ptr: int, ids: torch.Tensor, out
         blocks = max(1, min(blocks, max_blocks))
     with cupy.cuda.Device(device.index):
         stream = cupy_stream(device)
-        _kernel(variant)(
+        GATHER.function(KERNEL_NAMES[variant])(
             (blocks,), (threads,),
             (
                 cupy.uint64(gpu_tiers.data_ptr()), cupy.uint64(host_ptr), cupy.uint64(ids.data_ptr()),

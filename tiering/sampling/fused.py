@@ -110,6 +110,9 @@ from tiering.sampling.neighbors import (
 GRAPH_MEMORY = ("gpu", "host")
 KERNELS = ("numba", "cupy")
 """The sets of kernels a sampler may launch (module docstring), the default first."""
+DEFAULT_KERNELS = KERNELS[0]
+GPU_THREADS = 256
+"""Threads per block of every launch of either set on a GPU."""
 EMPTY = -1  # a free slot's key; node ids are non-negative
 NO_POSITION = np.int64(2**63 - 1)  # a free slot's position: above every position, for atomic minimum
 
@@ -157,7 +160,11 @@ def launch(kernel, blocks: int, threads: int, stream, device: torch.device, *arg
     """``kernel`` on ``blocks`` x ``threads`` in ``stream`` of ``device``, its arguments as it takes them
     (``kernel_arguments``)."""
     with made_current(device):
-        kernel[blocks, threads, stream](*kernel_arguments(args))
+        _launch_in_current_context(kernel, blocks, threads, stream, args)
+
+
+def _launch_in_current_context(kernel, blocks: int, threads: int, stream, args) -> None:
+    kernel[blocks, threads, stream](*kernel_arguments(args))
 
 
 class NumbaLaunches:
@@ -184,7 +191,7 @@ class NumbaLaunches:
         return kernel_arguments(args)
 
     def launch(self, name: str, blocks: int, stream, *args) -> None:
-        getattr(self.code, name)[blocks, self.threads, stream](*kernel_arguments(args))
+        _launch_in_current_context(getattr(self.code, name), blocks, self.threads, stream, args)
 
 
 def kernel_launches(kernels):
@@ -194,7 +201,7 @@ def kernel_launches(kernels):
         return kernels
     if kernels not in KERNELS:
         raise ValueError(f"kernels must be one of {KERNELS}, got {kernels!r}")
-    if kernels == "numba":
+    if kernels == NumbaLaunches.name:
         return NumbaLaunches()
     from tiering.sampling.fused_cupy import CupyLaunches
 
@@ -241,7 +248,7 @@ def _relabel(launches, stream, frontier, counts, width, sampled, slots, position
 
 
 def append_new_nodes_hashed(frontier: torch.Tensor, neighbors: torch.Tensor, max_load: float = 0.5,
-                            kernels="numba") -> tuple[torch.Tensor, torch.Tensor]:
+                            kernels=DEFAULT_KERNELS) -> tuple[torch.Tensor, torch.Tensor]:
     """``append_new_nodes`` by the hash table of the fused sampler's hops: ``(nodes, local)``, int64.
 
     The relabelling of ``FusedNeighborSampler`` on given neighbours: insert, mark, scan and write into a fresh
@@ -278,7 +285,7 @@ class FusedNeighborSampler:
     """
 
     def __init__(self, graph: CSRGraph, fanouts, graph_memory: str = "gpu", device=None, max_load: float = 0.5,
-                 kernels="numba"):
+                 kernels=DEFAULT_KERNELS):
         fanouts = check_fanouts(fanouts)
         if graph_memory not in GRAPH_MEMORY:
             raise ValueError(f"graph_memory must be one of {GRAPH_MEMORY}, got {graph_memory!r}")

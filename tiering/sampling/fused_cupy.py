@@ -1,39 +1,33 @@
 """The fused GPU sampler's kernels in CUDA C++, launched through CuPy (``FusedNeighborSampler(kernels="cupy")``).
 
-Why a second set beside the numba-cuda kernels (``tiering.sampling.fused_kernels``): a hop of a (12,12,12)
-minibatch of 1,024 seeds is a few microseconds of GPU work, so what the host spends launching it may be most of a
-minibatch.  numba-cuda prepares each launch in Python, every array argument a numba device array made from a torch
-tensor; CuPy's ``RawKernel`` launches from compiled code, and here each argument is a plain integer: a tensor is
-its address and its number of elements (``kernel_words``), the way ``tiering.features.zero_copy.launch_gather``
-passes its pointers.  ``tierbench samplerbench`` measures both sets on the same minibatches, and their launch costs.
+Why a second set beside the numba-cuda kernels (``tiering.sampling.fused_kernels``): a (12,12,12) minibatch makes
+nine launches, so what a launch costs the host is paid by every minibatch whatever its size.  numba-cuda prepares
+each launch in Python, every array argument a numba device array made from a torch tensor; CuPy's ``RawKernel``
+launches from compiled code, and here each argument is a plain integer: a tensor is its address and its number of
+elements (``kernel_words``), the way ``tiering.features.zero_copy.launch_gather`` passes its pointers.
+``tierbench samplerbench`` measures both sets on the same minibatches, and their launch costs.
 
 The source is ``fused.cu`` beside this module, shipped as package data and compiled by NVRTC at the first launch on
-each device (``sample`` once per index type of the graph, ``int`` or ``long long``).  It states the numba kernels
-again, argument for argument and with the same integer arithmetic, so both sets return the CPU sampler's
-minibatches.  Compiled for the host, it runs without a GPU: the tests launch it one thread at a time through the
+each device (``tiering.cuda_cpp``; ``sample`` once per index type of the graph, ``int`` or ``long long``).  It
+states the numba kernels again, argument for argument and with the same integer arithmetic, so both sets return the
+CPU sampler's minibatches.  Compiled for the host, it runs without a GPU: the tests launch it one thread at a time through the
 sampler's own code (``HostLaunches`` there replaces ``function`` and ``stream``).
 """
 
 from __future__ import annotations
 
-import functools
-from importlib import resources
-
 import numpy as np
 import torch
 
-SOURCE = "fused.cu"  # package data of tiering.sampling
+from tiering.cuda_cpp import KernelSource, cupy_stream
+from tiering.sampling.fused import GPU_THREADS
+
 INDEX_TYPES = {torch.int32: "int", torch.int64: "long long"}
 """The C++ type of each dtype a graph's ``indices`` may have: ``sample``'s template argument."""
 NAME_EXPRESSIONS = (*(f"sample<{c_type}>" for c_type in INDEX_TYPES.values()), "insert_all", "marks", "write")
 """Every kernel as NVRTC names it."""
-COMPILE_OPTIONS = ("--std=c++17",)
-THREADS = 256
-
-
-def kernel_source() -> str:
-    """The CUDA C++ source of the kernels, read from the package (``importlib.resources``)."""
-    return resources.files(__package__).joinpath(SOURCE).read_text(encoding="utf-8")
+SAMPLER = KernelSource(__package__, "fused.cu", NAME_EXPRESSIONS)
+"""The kernels' source, package data of ``tiering.sampling`` (``tiering.cuda_cpp``)."""
 
 
 class KernelArray:
@@ -72,31 +66,15 @@ def name_expression(name: str, args) -> str:
     return f"sample<{INDEX_TYPES[args[1].dtype]}>"
 
 
-@functools.cache
-def _module():
-    import cupy
-
-    return cupy.RawModule(code=kernel_source(), options=COMPILE_OPTIONS, name_expressions=NAME_EXPRESSIONS)
-
-
-@functools.cache
-def _function(expression: str, device_index: int):
-    """Kernel ``expression`` on device ``device_index``, which must be current (CuPy compiles the module there at
-    the first call)."""
-    return _module().get_function(expression)
-
-
 class CupyLaunches:
     """The kernels of ``fused.cu`` launched through CuPy in the current CUDA device, which the sampler makes its
     own (the interface is ``tiering.sampling.fused.NumbaLaunches``'s)."""
 
     name = "cupy"
     on_host = False
-    threads = THREADS
+    threads = GPU_THREADS
 
     def stream(self, device: torch.device):
-        from tiering.features.zero_copy import cupy_stream
-
         return cupy_stream(device)
 
     def arrays(self, args) -> tuple:
@@ -104,7 +82,7 @@ class CupyLaunches:
 
     def function(self, expression: str):
         """The launchable kernel ``expression``: called as ``(grid, block, words, stream=...)``, CuPy's way."""
-        return _function(expression, torch.cuda.current_device())
+        return SAMPLER.function(expression)
 
     def launch(self, name: str, blocks: int, stream, *args) -> None:
         self.function(name_expression(name, args))((blocks,), (self.threads,), kernel_words(args), stream=stream)

@@ -15,11 +15,11 @@ except ImportError:  # an older numba-cuda (a GPU machine's own install) reads n
     from numba.core import config
 
 from tiering.rng import _GOLDEN, _MIX1, _MIX2, _S11, _S27, _S30, _S31, _TWO_POW_MINUS_53
-from tiering.sampling.fused import EMPTY, NO_POSITION
+from tiering.sampling.fused import EMPTY, GPU_THREADS, NO_POSITION
 
 SIMULATED = bool(config.ENABLE_CUDASIM)
 """Whether these kernels run in numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) rather than on a GPU."""
-THREADS = 32 if SIMULATED else 256
+THREADS = 32 if SIMULATED else GPU_THREADS
 
 # A hop of a few hundred frontier nodes needs a few blocks: numba warns of low
 # occupancy below 128 blocks, once per distinct grid size, which would fill a training run's log.  Its config

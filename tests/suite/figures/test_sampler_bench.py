@@ -2,6 +2,7 @@
 GPU samplers' path under numba's CUDA simulator (tests/conftest.py) where no GPU is visible."""
 
 import pytest
+import torch
 
 from suite.cli import main
 from suite.experiments import launch_costs, sampler_bench
@@ -35,13 +36,12 @@ def test_samplerbench_on_a_cpu_measures_the_cpu_sampler_and_draws_its_report(tin
 def test_the_gpu_samplers_sample_what_the_cpu_sampler_does(tiny, tmp_path, monkeypatch):
     # where no GPU is visible the simulator runs the fused sampler's numba kernels and the CUDA C++ ones run compiled
     # for the host: tiny sizes, every sampler, the same edges
-    device = "cuda" if sampler_bench.torch.cuda.is_available() else "cpu"
-    if device == "cpu":
-        if host_kernels.compiler() is None:
-            pytest.skip("runs fused.cu on the host: needs a C++ compiler (c++)")
-        cupy_kernels = host_kernels.HostLaunches(host_kernels.build(tmp_path))
-        monkeypatch.setattr(sampler_bench, "samplers", lambda device: {
-            "cpu": ("cpu", None), "gpu": ("gpu", "numba"), "uva": ("uva", "numba"), "gpu-cupy": ("gpu", cupy_kernels)})
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    cupy_kernels = host_kernels.cuda_cpp_kernels(tmp_path)
+    assert list(sampler_bench.samplers("cuda")) == ["cpu", *sampler_bench.FUSED_SAMPLERS]
+    fused = {name: (sampling, cupy_kernels if kernels == "cupy" else kernels)
+             for name, (sampling, kernels) in sampler_bench.FUSED_SAMPLERS.items()}
+    monkeypatch.setattr(sampler_bench, "samplers", lambda device: {"cpu": ("cpu", None), **fused})
     monkeypatch.setattr(launch_costs, "LAUNCHES", 2)  # the simulator runs each launch's threads in Python
     path = sampler_bench.measure(tiny, tmp_path, device, seeds=12, batch_size=2, repeat=1, command="test")
     table = sampler_bench.read_records(path).table
@@ -68,16 +68,20 @@ def test_the_gpu_samplers_sample_what_the_cpu_sampler_does(tiny, tmp_path, monke
     assert "| minibatch of one seed " in markdown and "best of 1 timings of 2 repetitions" in markdown
 
 
-def test_a_sampler_that_fails_leaves_the_rates_measured_before_it(tiny, tmp_path, monkeypatch):
+def test_a_sampler_that_fails_leaves_what_was_measured_before_it(tiny, tmp_path, monkeypatch):
     class Failing(fused.NumbaLaunches):
         def launch(self, name, blocks, stream, *args):
             raise RuntimeError("planted")
 
-    monkeypatch.setattr(sampler_bench, "samplers", lambda device: {"cpu": ("cpu", None), "gpu": ("gpu", Failing())})
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    monkeypatch.setattr(sampler_bench, "samplers", lambda device: {
+        "cpu": ("cpu", None), "gpu": ("gpu", "numba"), "gpu-failing": ("gpu", Failing())})
+    monkeypatch.setattr(launch_costs, "LAUNCHES", 2)
     with pytest.raises(RuntimeError, match="planted"):  # an internal failure keeps its traceback
-        sampler_bench.measure(tiny, tmp_path, "cpu", seeds=12, batch_size=2, repeat=1, command="test")
+        sampler_bench.measure(tiny, tmp_path, device, seeds=12, batch_size=2, repeat=1, command="test")
     table = sampler_bench.read_records(tmp_path).table
-    assert list(table["sampler"]) == ["cpu", "cpu"] and list(table["case"]) == ["one hop", "minibatch"]
+    assert list(table["sampler"]) == ["cpu", "gpu"] * 2 and list(table["case"]) == ["one hop"] * 2 + ["minibatch"] * 2
+    assert set(launch_costs.read_records(tmp_path).table["sampler"]) == {"gpu"}  # measured right after its rates
 
 
 def test_more_seeds_than_nodes_are_refused_in_one_line(tiny, tmp_path, capsys):

@@ -18,6 +18,7 @@ import torch
 import suite.io.atomic
 import suite.measure.ceilings
 import suite.measure.pcie
+import tiering.cuda_cpp
 import tiering.features.zero_copy
 from suite.cli import main
 from suite.io.provenance import (
@@ -319,7 +320,7 @@ def test_the_read_kernel_runs_on_torchs_current_stream(monkeypatch):
     fake_cupy.cuda = types.SimpleNamespace(Stream=types.SimpleNamespace(from_external=lambda s: made.append(s) or s))
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device: types.SimpleNamespace(cuda_stream=0x5EED))
-    stream = tiering.features.zero_copy.cupy_stream(torch.device("cuda", 0))
+    stream = tiering.cuda_cpp.cupy_stream(torch.device("cuda", 0))
     assert made == [stream] and stream.__cuda_stream__() == (0, 0x5EED)  # the CUDA stream protocol
 
 

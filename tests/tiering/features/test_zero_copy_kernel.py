@@ -6,17 +6,17 @@ and at every offset."""
 
 import contextlib
 import importlib.resources
-import re
-import shutil
 import subprocess
 import types
 from pathlib import Path
 
 import pytest
-import tomllib
 import torch
 
+from tests.cuda_cpp import assert_ships_as_package_data, needs_nvcc, sm90_usage
 from tests.tables import bits, table_at
+from tiering import cuda_cpp
+from tiering.cuda_cpp import COMPILE_OPTIONS
 from tiering.features import combined, zero_copy
 from tiering.features.addressing import LINE, SECTOR, UNROLL, VARIANTS, WARP, copy_unit, warp_steps
 from tiering.features.combined import CombinedTensor
@@ -25,30 +25,17 @@ from tiering.features.traffic import zero_copy_traffic
 from tiering.features.zero_copy import KERNEL_NAMES
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH")
 
 
 def test_the_kernel_source_ships_as_package_data():
-    source = importlib.resources.files("tiering.features").joinpath(zero_copy.SOURCE)
-    assert source.is_file() and zero_copy.kernel_source() == source.read_text(encoding="utf-8")
-    assert all(f"__global__ void {name.split('<')[0]}" in zero_copy.kernel_source() for name in KERNEL_NAMES.values())
-    pyproject = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())
-    assert zero_copy.SOURCE in pyproject["tool"]["setuptools"]["package-data"]["tiering.features"]
+    assert zero_copy.GATHER.name_expressions == tuple(KERNEL_NAMES[variant] for variant in VARIANTS)
+    assert_ships_as_package_data(zero_copy.GATHER, Path(__file__).parents[3] / "pyproject.toml")
 
 
 @needs_nvcc
 def test_every_kernel_instantiation_compiles_for_sm90_without_spills(tmp_path):
-    # the package's source, with each name expression instantiated as NVRTC instantiates it
-    source = tmp_path / "gather.cu"
-    source.write_text(zero_copy.kernel_source() + "extern void* const instantiated[];\nvoid* const instantiated[] = {"
-                      + ", ".join(f"(void*){name}" for name in KERNEL_NAMES.values()) + "};\n")
-    result = subprocess.run(["nvcc", *zero_copy.COMPILE_OPTIONS, "-arch=sm_90", "--resource-usage", "-c", str(source),
-                             "-o", str(tmp_path / "gather.o")], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    usage = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads",
-                       result.stdout + result.stderr)
-    assert len(usage) == len(VARIANTS), result.stdout + result.stderr
-    assert all(frame == stores == loads == "0" for frame, stores, loads in usage), usage
+    usage = sm90_usage(zero_copy.GATHER, tmp_path)  # each name expression instantiated as NVRTC instantiates it
+    assert all(kernel == (0, 0, 0) for kernel in usage), usage  # no stack frame, no spills
 
 
 ROW_BYTES = (2, 6, 14, 30, 64, 100, 126, 128, 144, 400, 512, 516, 1028, 2050, 4144)
@@ -113,8 +100,8 @@ def lane_units(steps, dst: int) -> list[list[tuple[int, int]]]:
 @needs_nvcc
 def test_the_kernel_source_copies_what_the_addressing_defines_lane_by_lane(tmp_path):
     harness = tmp_path / "lanes.cu"
-    harness.write_text(LANE_HARNESS.replace("SOURCE", f'"{importlib.resources.files("tiering.features") / zero_copy.SOURCE}"'))
-    build = subprocess.run(["nvcc", *zero_copy.COMPILE_OPTIONS, str(harness), "-o", str(tmp_path / "lanes")],
+    harness.write_text(LANE_HARNESS.replace("SOURCE", f'"{importlib.resources.files("tiering.features") / zero_copy.GATHER.name}"'))
+    build = subprocess.run(["nvcc", *COMPILE_OPTIONS, str(harness), "-o", str(tmp_path / "lanes")],
                            capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr
     cases = [(variant, offset + row * row_bytes, row * row_bytes, row_bytes) for variant in VARIANTS
@@ -273,7 +260,9 @@ def test_a_launch_runs_on_torchs_current_stream_with_the_rows_byte_size(fake_cup
     def kernel(grid, block, args, stream):
         launches.append((grid, block, args, stream.protocol))
 
-    monkeypatch.setattr(zero_copy, "_kernel", lambda variant: kernel)
+    looked_up = []
+    monkeypatch.setattr(cuda_cpp, "_function", lambda source, expression: looked_up.append((source, expression))
+                        or kernel)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: types.SimpleNamespace(cuda_stream=0xABC))
     ids = torch.arange(100)
     out = torch.empty(100, 7, dtype=torch.float16)  # 14-byte rows
@@ -281,6 +270,7 @@ def test_a_launch_runs_on_torchs_current_stream_with_the_rows_byte_size(fake_cup
     zero_copy.launch_gather(tiers, 0x2000, ids, out, 500, replicated=10, host_start=10, variant="wide", max_blocks=3)
     zero_copy.launch_gather(tiers, 0x2000, ids, out, 500, replicated=10, host_start=10)
     (grid, block, args, protocol), (uncapped, _, _, _) = launches
+    assert looked_up == [(zero_copy.GATHER, KERNEL_NAMES["wide"]), (zero_copy.GATHER, KERNEL_NAMES["aligned"])]
     assert (grid, block, uncapped, protocol) == ((3,), (256,), (13,), (0, 0xABC))  # 100 ids / 8 warps per block
     assert args == (tiers.data_ptr(), 0x2000, ids.data_ptr(), out.data_ptr(), 100, 500, 10, 10, 0, 1, 0, 14)
     with pytest.raises(ValueError, match="contiguous"):

@@ -16,6 +16,8 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pytest
+import torch
 
 from tiering.sampling import fused_cupy
 from tiering.sampling.fused_cupy import CupyLaunches
@@ -70,9 +72,19 @@ def compiler() -> str | None:
     return shutil.which("c++")
 
 
+def cuda_cpp_kernels(folder: Path):
+    """The CUDA C++ kernels as a test hands them to the sampler: CuPy's (``"cupy"``) where a GPU is visible, else
+    compiled for the host into ``folder`` (``HostLaunches``); the test skips without a GPU or a C++ compiler."""
+    if torch.cuda.is_available():
+        return "cupy"
+    if compiler() is None:
+        pytest.skip("runs fused.cu on the host: needs a C++ compiler (c++)")
+    return HostLaunches(build(folder))
+
+
 def build(folder: Path) -> Path:
     """The harness around the package's ``fused.cu``, compiled into a shared library in ``folder``; its path."""
-    source = importlib.resources.files("tiering.sampling") / fused_cupy.SOURCE
+    source = importlib.resources.files(fused_cupy.SAMPLER.package) / fused_cupy.SAMPLER.name
     cases = "\n".join(f'    if (!strcmp(name, "{expression}")) return run({expression}, threads, words, count);'
                       for expression in fused_cupy.NAME_EXPRESSIONS)
     harness = folder / "fused_host.cpp"
@@ -102,7 +114,7 @@ class HostLaunches(CupyLaunches):
         def run(grid, block, words, stream=None):
             packed = np.array([int(word) % 2**64 for word in words], dtype=np.uint64)
             failed = self.library.launch(expression.encode(), grid[0] * block[0], packed.ctypes.data, len(packed))
-            assert failed >= 0, f"no kernel named {expression} in {fused_cupy.SOURCE}"
+            assert failed >= 0, f"no kernel named {expression} in {fused_cupy.SAMPLER.name}"
             assert failed == 0, f"{expression}: launched with {len(packed)} words, takes {failed}"
             self.launched.append(expression)
         return run

@@ -3,17 +3,13 @@ with the package and compiles for sm_90 without spills, a launch's arguments are
 take, and bad input is refused.  Their minibatches are compared with the CPU sampler's in ``test_gpu_sampler.py``
 (kernels compiled for the host without a GPU, CuPy's with one)."""
 
-import importlib.resources
-import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-import tomllib
 import torch
 
+from tests.cuda_cpp import assert_ships_as_package_data, needs_nvcc, sm90_usage
 from tests.tiering.sampling import host_kernels
 from tiering.graph.csr import CSRGraph
 from tiering.sampling import fused, fused_cupy
@@ -24,26 +20,13 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def test_the_kernel_source_ships_as_package_data():
-    source = importlib.resources.files("tiering.sampling").joinpath(fused_cupy.SOURCE)
-    assert source.is_file() and fused_cupy.kernel_source() == source.read_text(encoding="utf-8")
-    for expression in fused_cupy.NAME_EXPRESSIONS:
-        assert f"__global__ void {expression.split('<')[0]}(" in fused_cupy.kernel_source()
-    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    assert fused_cupy.SOURCE in pyproject["tool"]["setuptools"]["package-data"]["tiering.sampling"]
+    assert_ships_as_package_data(fused_cupy.SAMPLER, REPO / "pyproject.toml")
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH")
+@needs_nvcc
 def test_every_kernel_compiles_for_sm90_without_spills(tmp_path):
-    source = tmp_path / "fused.cu"
-    source.write_text(fused_cupy.kernel_source() + "extern void* const instantiated[];\nvoid* const instantiated[] = {"
-                      + ", ".join(f"(void*){expression}" for expression in fused_cupy.NAME_EXPRESSIONS) + "};\n")
-    result = subprocess.run(["nvcc", *fused_cupy.COMPILE_OPTIONS, "-arch=sm_90", "--resource-usage", "-c", str(source),
-                             "-o", str(tmp_path / "fused.o")], capture_output=True, text=True, timeout=300, check=False)
-    assert result.returncode == 0, result.stderr
-    usage = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads",
-                       result.stdout + result.stderr)
-    assert len(usage) == len(fused_cupy.NAME_EXPRESSIONS), result.stdout + result.stderr
-    assert all(stores == loads == "0" for _, stores, loads in usage), usage
+    usage = sm90_usage(fused_cupy.SAMPLER, tmp_path)
+    assert all(stores == loads == 0 for _, stores, loads in usage), usage
 
 
 def test_a_tensor_is_its_address_and_size_and_a_number_an_int64_unless_typed():

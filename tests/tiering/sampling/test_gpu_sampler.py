@@ -36,11 +36,7 @@ DEVICE = "cpu" if fused_kernels.SIMULATED else "cuda"
 @pytest.fixture(scope="module")
 def cupy_kernels(tmp_path_factory):
     """The CUDA C++ kernels: CuPy's on a GPU, else compiled for the host (``host_kernels``)."""
-    if DEVICE == "cuda":
-        return "cupy"
-    if host_kernels.compiler() is None:
-        pytest.skip("runs fused.cu on the host: needs a C++ compiler (c++)")
-    return host_kernels.HostLaunches(host_kernels.build(tmp_path_factory.mktemp("fused-host")))
+    return host_kernels.cuda_cpp_kernels(tmp_path_factory.mktemp("fused-host"))
 
 
 @pytest.fixture(params=fused.KERNELS)
@@ -211,9 +207,38 @@ def test_bad_arguments_are_refused():
         FusedNeighborSampler(g, (2,)).sample(torch.tensor([150]))
 
 
-def test_numba_stream_and_launches_are_made_with_the_samplers_device_current(monkeypatch):
-    # numba works in the current CUDA context: a sampler on cuda:1, in a thread where cuda:0 is current, must make
-    # cuda:1 current around wrapping torch's stream and around each launch (stand-ins for torch.cuda and numba here)
+def test_the_sampler_takes_its_stream_and_launches_with_its_device_made_current(monkeypatch, kernels):
+    # numba and CuPy work in the current CUDA context: a sampler on cuda:1, in a thread where cuda:0 is current, makes
+    # cuda:1 current around a minibatch (fused.made_current), and its stream and launches come inside
+    depth, seen = [0], []
+    real = fused.made_current
+
+    @contextlib.contextmanager
+    def counted(device):
+        depth[0] += 1
+        try:
+            with real(device):
+                yield
+        finally:
+            depth[0] -= 1
+
+    launches = fused.kernel_launches(kernels)
+    monkeypatch.setattr(fused, "made_current", counted)
+    monkeypatch.setattr(launches, "stream", lambda device, real=launches.stream: seen.append(depth[0]) or real(device))
+    monkeypatch.setattr(launches, "launch", lambda *args, real=launches.launch: seen.append(depth[0]) or real(*args))
+    expected, got = both(graph(), (3, 2), [0, 7, 30], seed=1, kernels=launches)
+    assert_same(expected, got)
+    assert len(seen) == 1 + 3 * 2 and all(seen)  # the stream, then each hop's three launches
+    seen.clear()
+    append_new_nodes_hashed(torch.tensor([3, 1], device=DEVICE), torch.tensor([1, 5, 5], device=DEVICE),
+                            kernels=launches)
+    assert len(seen) == 1 + 3 and all(seen)
+
+
+def test_numba_stream_and_launch_make_the_device_current(monkeypatch):
+    # numba works in the current CUDA context: the feature table's kernels (suite.datasets.node_data_cuda) launch
+    # through fused.launch, which makes the device current around wrapping torch's stream and around the launch
+    # (stand-ins for torch.cuda and numba here)
     current = [0]
 
     @contextlib.contextmanager
