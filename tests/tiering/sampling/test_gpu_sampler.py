@@ -266,12 +266,14 @@ def test_numba_stream_and_launch_make_the_device_current(monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
 @pytest.mark.parametrize("graph_memory", ["gpu", "host"])
-def test_real_kernels_on_a_larger_graph_return_cuda_tensors(graph_memory, kernels):
+def test_real_kernels_on_a_larger_graph_return_cuda_tensors(graph_memory, index_dtype, kernels):
     assert not fused_kernels.SIMULATED
     draws = np.random.default_rng(1)
     n = 20_000
     g = CSRGraph.from_edges(draws.integers(0, n, 200_000), draws.integers(0, n, 200_000), n).coalesce()
+    g = CSRGraph(g.indptr, g.indices.to(index_dtype))  # each instantiation of the C++ sample kernel
     seeds = torch.from_numpy(draws.permutation(n)[:512])
     expected = NeighborSampler(g, (10, 5, 3)).sample(seeds, torch.Generator().manual_seed(3))
     got = FusedNeighborSampler(g, (10, 5, 3), graph_memory, kernels=kernels).sample(seeds,
