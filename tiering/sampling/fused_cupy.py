@@ -46,7 +46,8 @@ class KernelArray:
 
 def kernel_words(args) -> tuple:
     """``args`` (tensors, ``KernelArray``, integers) as the kernel's arguments: each array its address and size,
-    each integer an ``int64`` unless it is a numpy integer already (the hop's ``uint64`` seed)."""
+    each integer an ``int64`` but a ``uint64`` (the hop's seed), so that every word is the 8 bytes the kernel's
+    parameters take."""
     words = []
     for arg in args:
         if isinstance(arg, torch.Tensor):
@@ -54,7 +55,7 @@ def kernel_words(args) -> tuple:
         if isinstance(arg, KernelArray):
             words.extend(arg.words)
         else:
-            words.append(arg if isinstance(arg, np.integer) else np.int64(arg))
+            words.append(arg if isinstance(arg, np.uint64) else np.int64(arg))
     return tuple(words)
 
 

@@ -32,9 +32,10 @@ def test_every_kernel_compiles_for_sm90_without_spills(tmp_path):
 def test_a_tensor_is_its_address_and_size_and_a_number_an_int64_unless_typed():
     a, b = torch.arange(6, dtype=torch.int64), torch.zeros((2, 3), dtype=torch.int64)
     kept = KernelArray(a)
-    words = kernel_words((kept, b, 12, np.uint64(2**63 + 5), -1))
-    assert words == (a.data_ptr(), 6, b.data_ptr(), 6, 12, 2**63 + 5, -1)
-    assert [type(word) for word in words] == [np.uint64, np.int64, np.uint64, np.int64, np.int64, np.uint64, np.int64]
+    words = kernel_words((kept, b, 12, np.uint64(2**63 + 5), -1, np.int32(3)))
+    assert words == (a.data_ptr(), 6, b.data_ptr(), 6, 12, 2**63 + 5, -1, 3)
+    assert [type(word) for word in words] == [np.uint64, np.int64, np.uint64, np.int64, np.int64, np.uint64, np.int64,
+                                              np.int64]  # 8 bytes each, an int32 count too
     with pytest.raises(ValueError, match="contiguous int32 or int64 tensors, got torch.int64 with strides"):
         KernelArray(b.t())
     with pytest.raises(ValueError, match="got torch.float32"):
