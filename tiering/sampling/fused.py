@@ -142,7 +142,7 @@ def kernel_arguments(args) -> tuple:
 
 def made_current(device: torch.device):
     """``device`` made the current CUDA device for what is done inside (nothing on a CPU): numba wraps streams and
-    arrays, and launches kernels, in the current CUDA context, not in that of the tensors' device."""
+    arrays, and numba and CuPy launch kernels, in the current CUDA context, not in that of the tensors' device."""
     return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
 
 
