@@ -30,8 +30,9 @@ def sm90_usage(source: KernelSource, folder: Path) -> list[tuple[int, int, int]]
 
 
 def assert_ships_as_package_data(source: KernelSource, pyproject: Path) -> None:
-    """``source`` is a file of its package, every kernel it names is a ``__global__`` function of it, and
-    ``pyproject.toml`` ships it as package data."""
+    """``source`` is a file of its package, every kernel it names is a ``__global__`` function of it, it includes no
+    header (NVRTC has none of the C++ standard library's, which nvcc would find), and ``pyproject.toml`` ships it as
+    package data."""
     import importlib.resources
 
     import tomllib
@@ -39,5 +40,6 @@ def assert_ships_as_package_data(source: KernelSource, pyproject: Path) -> None:
     assert importlib.resources.files(source.package).joinpath(source.name).is_file()
     for expression in source.name_expressions:
         assert f"__global__ void {expression.split('<')[0]}(" in source.text()
+    assert not re.search(r"^\s*#\s*include", source.text(), re.MULTILINE)
     package_data = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]
     assert source.name in package_data[source.package]
