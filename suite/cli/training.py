@@ -55,7 +55,7 @@ def _cmd_train(args) -> int:
     from suite.registry import loader
     from suite.sweep.cells import Cell, check_batch_limit
     from suite.sweep.run import cell_variant, open_dataset, train_cell
-    from suite.training.sampling import GRAPH_MEMORY, check_device, check_kernels
+    from suite.training.sampling import check_device, check_kernels, describe_sampling, launched_kernels
     from suite.training.trainer import majority_accuracy
 
     hot_fraction = _loader_hot_fraction(args.loader, args.hot_fraction)
@@ -71,10 +71,8 @@ def _cmd_train(args) -> int:
                 batch_size=batch_size, regime=regime)
     check_device(args.sampling, device)
     check_kernels(args.sampling, args.sampler_kernels, device)
-    sampled_by, sampling_described = {"sampling": args.sampling}, f"{args.sampling} sampling"
-    if args.sampling in GRAPH_MEMORY:  # the fused GPU sampler, and its kernels
-        sampled_by["sampler_kernels"] = args.sampler_kernels
-        sampling_described += f" ({args.sampler_kernels} kernels)"
+    kernels = launched_kernels(args.sampling, args.sampler_kernels)
+    sampled_by = {"sampling": args.sampling, **({"sampler_kernels": kernels} if kernels else {})}
     _plan_paper_scale(cell, args.hidden, device)
     try:
         dataset = open_dataset(cell, args.ogb_root, progress=not args.quiet)
@@ -85,7 +83,7 @@ def _cmd_train(args) -> int:
     check_model_fits(dataset, len(fanouts), args.hidden, device)
     majority = majority_accuracy(dataset)
     print(
-        f"{dataset}\nloader {args.loader} (hot fraction {hot_fraction}), {sampling_described}, fanouts {fanouts}, "
+        f"{dataset}\nloader {args.loader} (hot fraction {hot_fraction}), {describe_sampling(args.sampling, kernels)}, fanouts {fanouts}, "
         f"{regimes.describe(args.dataset, batch_size, regime)}, device {device}; majority-class valid accuracy "
         f"{majority:.3f}"
     )

@@ -47,7 +47,7 @@ from suite.measure.stage_events import StageEvents
 from suite.measure.timing import stage_seconds
 from suite.policies.planner import ABOVE_BOUND, COSTS_SECTION, D2D, ZERO_COPY, projected_seconds
 from suite.registry import create_loader
-from suite.training.sampling import GRAPH_MEMORY, check_kernels, check_single_process
+from suite.training.sampling import check_kernels, check_single_process, describe_sampling, launched_kernels
 from suite.training.trainer import Trainer
 from tiering.sampling.fused import DEFAULT_KERNELS
 
@@ -55,8 +55,8 @@ STEM = "costs"
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 ROWS = {"sample": "sampled_edges", "gather": "input_rows", "train": "input_rows"}
 """The column each stage's seconds are fitted against."""
-FACTS = ("command", "dataset", "loader", "sampling", "sampler_kernels", "device", "fanouts", "batch_sizes", "repeats", "gather_above",
-         "fits", "machine_profile")
+FACTS = ("command", "dataset", "loader", "sampling", "sampler_kernels", "device", "fanouts", "batch_sizes", "repeats",
+         "gather_above", "fits", "machine_profile")
 
 
 def fit_line(rows, seconds) -> tuple[float, float]:
@@ -95,8 +95,8 @@ def _time_minibatch(trainer: Trainer, seeds: torch.Tensor, generator: torch.Gene
 
 
 def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str = "uva", sampling: str = "cpu",
-            sampler_kernels: str = DEFAULT_KERNELS, batch_sizes=BATCH_SIZES, repeats: int = 5, fanouts=None, seed: int = 0,
-            ogb_root=None, progress: bool = True) -> Path:
+            sampler_kernels: str = DEFAULT_KERNELS, batch_sizes=BATCH_SIZES, repeats: int = 5, fanouts=None,
+            seed: int = 0, ogb_root=None, progress: bool = True) -> Path:
     """Time the stages of ``repeats`` minibatches of each size in ``batch_sizes`` on ``name``, sampled by
     ``sampling``'s sampler (the fused one launching ``sampler_kernels``), write the records into ``records_dir``
     and the fits into the machine profile at ``profile_path``; the records' path."""
@@ -106,7 +106,7 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
         raise BadValue("a fixed cost needs minibatches of at least two sizes: give two or more --batch-sizes")
     check_single_process(sampling, device)  # before the dataset is loaded
     check_kernels(sampling, sampler_kernels, device)
-    kernels = sampler_kernels if sampling in GRAPH_MEMORY else None  # only the fused GPU sampler launches kernels
+    kernels = launched_kernels(sampling, sampler_kernels)
     if not profile_path.is_file():
         raise BadValue(f"{profile_path} does not exist: run `tierbench doctor` on this machine first, the fixed "
                        "costs go into its profile")
@@ -166,9 +166,9 @@ def read_records(path) -> records.Records:
 def summary(measured: records.Records) -> str:
     """One line per stage: its fixed cost per minibatch and its cost per row."""
     facts = measured.facts
-    kernels = f" ({facts['sampler_kernels']} kernels)" if facts["sampler_kernels"] else ""
+    sampled_by = describe_sampling(facts["sampling"], facts["sampler_kernels"])
     lines = [f"fixed cost of one minibatch on {measured.provenance['device']} ({facts['dataset']}, {facts['loader']}, "
-             f"{facts['sampling']} sampling{kernels}, batches of {facts['batch_sizes'][0]}-{facts['batch_sizes'][-1]} "
+             f"{sampled_by}, batches of {facts['batch_sizes'][0]}-{facts['batch_sizes'][-1]} "
              f"seeds; gather above {facts['gather_above']}):"]
     for stage, fit in facts["fits"].items():
         lines.append(f"  {stage:<7} {1e3 * fit['a_s']:8.3f} ms + {1e9 * fit['b_s']:9.2f} ns per {fit['per']}")

@@ -35,6 +35,7 @@ from suite.io.plotting import pyplot, save_figure
 from suite.io.provenance import caption
 from suite.sweep import gpu_suite
 from suite.sweep.records import read_records
+from suite.training.sampling import describe_sampling
 
 STEM = "goals"
 SAMPLER_SPEEDUP = 10.0
@@ -203,9 +204,8 @@ def fixed_cost_row(folder: Path, sources: Sources) -> list[Row]:
     source = (f"{_relative(measured.path, folder)}: fitted a of {parts} (gather above "
               f"{measured.facts['gather_above']}), {measured.facts['loader']} loader, batches of "
               f"{measured.facts['batch_sizes'][0]}-{measured.facts['batch_sizes'][-1]}")
-    kernels = measured.facts["sampler_kernels"]
-    setting = (f"{measured.facts['dataset']}, {measured.facts['device']}, {measured.facts['sampling']} sampling"
-               + (f" ({kernels} kernels)" if kernels else ""))
+    sampled_by = describe_sampling(measured.facts["sampling"], measured.facts["sampler_kernels"])
+    setting = f"{measured.facts['dataset']}, {measured.facts['device']}, {sampled_by}"
     return [Row(3, setting, f"{ms:.3g} ms", _verdict(ms <= FIXED_COST_MS), source, ms,
                 FIXED_COST_MS / ms if ms > 0 else math.inf)]
 

@@ -22,7 +22,7 @@ import importlib.util
 import torch
 
 from suite.errors import BadValue
-from tiering.sampling.fused import DEFAULT_KERNELS, KERNELS
+from tiering.sampling.fused import DEFAULT_KERNELS, KERNELS, FusedNeighborSampler
 from tiering.sampling.neighbors import NeighborSampler
 
 SAMPLING = ("cpu", "gpu", "uva", "distributed")
@@ -66,14 +66,26 @@ def check_kernels(sampling: str, kernels, device) -> None:
         return
     if kernels not in KERNELS:
         raise BadValue(f"the fused sampler's kernels are {' or '.join(KERNELS)}, got {kernels!r} (--sampler-kernels)")
-    if kernels != DEFAULT_KERNELS and sampling not in GRAPH_MEMORY:
-        raise BadValue(f"--sampler-kernels {kernels} chooses the fused GPU sampler's kernels, which {sampling} "
-                       f"sampling does not run: use it with --sampling {' or '.join(GRAPH_MEMORY)}")
     if kernels != DEFAULT_KERNELS:
+        if sampling not in GRAPH_MEMORY:
+            raise BadValue(f"--sampler-kernels {kernels} chooses the fused GPU sampler's kernels, which {sampling} "
+                           f"sampling does not run: use it with --sampling {' or '.join(GRAPH_MEMORY)}")
         check_device(sampling, device)
     if kernels == "cupy" and importlib.util.find_spec("cupy") is None:
         raise BadValue("--sampler-kernels cupy launches the kernels through CuPy, which is not installed: install "
                        "tierbench's gpu extra (pip install 'tierbench[gpu]')")
+
+
+def launched_kernels(sampling: str, kernels: str) -> str | None:
+    """The fused sampler's ``kernels`` where ``sampling`` runs it (``GRAPH_MEMORY``), else None: what records say of
+    a run's kernels."""
+    return kernels if sampling in GRAPH_MEMORY else None
+
+
+def describe_sampling(sampling: str, kernels: str | None) -> str:
+    """``sampling`` as reports say it, with the kernels it launches (``launched_kernels``) where there are any:
+    ``gpu sampling (cupy kernels)``, ``cpu sampling``."""
+    return f"{sampling} sampling" + (f" ({kernels} kernels)" if kernels else "")
 
 
 def build_sampler(sampling: str, graph, fanouts, device, kernels=DEFAULT_KERNELS):
@@ -84,7 +96,5 @@ def build_sampler(sampling: str, graph, fanouts, device, kernels=DEFAULT_KERNELS
     if sampling == "cpu":
         return NeighborSampler(graph, fanouts)
     device = torch.device(device)
-    from tiering.sampling.fused import FusedNeighborSampler
-
     return FusedNeighborSampler(graph, fanouts, graph_memory=GRAPH_MEMORY[sampling],
                                 device=device if device.type == "cuda" else None, kernels=kernels)
