@@ -10,7 +10,8 @@ host clock.  The minibatches are drawn by the training's sampler of
 ``sampling`` (``suite.training.sampling``: ``cpu`` by default; ``gpu``, the
 fused sampler with the CSR in GPU memory, is the GPU-native path whose fixed
 costs the second GPU visit judges), the fused sampler launching
-``sampler_kernels`` (``tiering.sampling.fused.KERNELS``).  Then, per stage, a least-squares line
+``sampler_kernels`` (``tiering.sampling.fused.KERNELS``).  Then, per stage, a
+least-squares line
 ``seconds = a + b x rows``:
 
 * **sample**: rows are the minibatch's sampled edges (the sampler's work

@@ -62,7 +62,7 @@ def _hop_arguments(graph, device: torch.device) -> dict[str, tuple]:
 
 def _per_repetition_us(run, device: torch.device, repeat: int, launches: int) -> float:
     """Microseconds per ``run()``: the best of ``repeat`` timings of ``launches`` runs and a wait for the device,
-    after an untimed run (numba compiles at the first launch)."""
+    after an untimed run (kernels compile at their first launch)."""
     def batch():
         for _ in range(launches):
             run()

@@ -13,10 +13,10 @@ Each sampler samples once untimed (kernels compile, the GPU's tables are allocat
 timing waiting for the device; the best time is kept (``suite.measure.timing.best_wall_seconds``).  Rates are sampled
 edges (the blocks' edges) per second; all the samplers draw the same minibatch (``tiering.sampling.fused``), which
 is checked by the equal edge counts.  Each sampler's graph is copied where it samples once, for both cases.  On a
-CPU device only ``cpu`` runs.  The records are written again after each sampler, so a sampler that fails leaves
-those measured before it; a fused sampler's launch costs are measured right after its rates.  For each fused sampler over the CSR in GPU memory (``gpu``, ``gpu-cupy``), its fixed
-costs are measured too (``suite.experiments.launch_costs``: the host's time to launch a hop's kernels and scans, and
-a minibatch of one seed), into ``launch-costs.csv`` beside the rates.
+CPU device only ``cpu`` runs.  For each fused sampler over the CSR in GPU memory (``gpu``, ``gpu-cupy``), its fixed
+costs are measured right after its rates (``suite.experiments.launch_costs``: the host's time to launch a hop's
+kernels and scans, and a minibatch of one seed), into ``launch-costs.csv`` beside them.  The records are written
+again after each sampler, so a sampler that fails leaves those measured before it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """``tierbench samplerbench``'s report, drawn from the records of ``suite.experiments.sampler_bench``:
 ``sampler-bench.md`` / ``.csv`` / ``.png``, sampled edges per second and milliseconds per minibatch of the CPU
-sampler, the fused GPU sampler over the CSR in GPU memory and over UVA, and with its CUDA C++ kernels; where the records hold the fused sampler's
-fixed costs (``suite.experiments.launch_costs``), their table follows in ``sampler-bench.md``, with
-``launch-costs.csv`` and ``.png`` beside."""
+sampler, the fused GPU sampler over the CSR in GPU memory and over UVA, and with its CUDA C++ kernels; where the
+records hold the fused samplers' fixed costs (``suite.experiments.launch_costs``), their table follows in
+``sampler-bench.md``, with ``launch-costs.csv`` and ``.png`` beside."""
 
 from __future__ import annotations
 
