@@ -2,9 +2,11 @@
 compiles them on a GPU: every kernel instantiated as its name expression names it, with each kernel's resource
 usage."""
 
+import importlib.resources
 import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
