@@ -38,7 +38,7 @@ def _cmd_run(args) -> int:
                     host_fractions=args.host_fractions,
                     fanouts=[args.fanout] if args.fanout else None, samplings=args.sampling, epochs=args.epochs,
                     warmup=args.warmup, batch_size=args.batch_size, regime=args.regime, scorer=args.scorer,
-                    pipeline=args.pipeline, batch_limit=args.minibatches,
+                    pipeline=args.pipeline, batch_limit=args.minibatches, sampler_kernels=args.sampler_kernels,
                     ogb_root=args.ogb_root)
     if args.gpus is not None and not distributed.launched_by_torchrun():
         sweep = plan_sweep(args.experiment, args.runs, **settings, device=args.device, processes=args.gpus)
@@ -133,7 +133,8 @@ def _run_arguments(run) -> None:
         hot_tier_loaders,
     )
 
-    run.take(options.ogb_root(), options.quiet(), options.minibatch_limit(), options.validation())
+    run.take(options.ogb_root(), options.quiet(), options.minibatch_limit(), options.validation(),
+             options.sampler_kernels())
     run.add_argument("--experiment", required=True, help="a predefined sweep (demo, fig8, fig10, fig11, pipeline, disk), or a "
                      "new name of letters, digits, '.', '_' and '-' (then give --datasets and --loaders); its records "
                      "are <runs>/<experiment>.csv")

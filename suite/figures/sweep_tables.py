@@ -49,8 +49,8 @@ from suite.measure.ceilings import profile_ceilings
 from suite.sweep import RUNS_DIR
 from suite.sweep.records import read_records
 
-SETTINGS = ["dataset", "device", "processes", "gpus", "pipeline", "sampling", "fanouts", "batch_size", "regime", "loader",
-            "scorer", "hot_fraction", "host_fraction", "batch_limit"]
+SETTINGS = ["dataset", "device", "processes", "gpus", "pipeline", "sampling", "sampler_kernels", "fanouts", "batch_size",
+            "regime", "loader", "scorer", "hot_fraction", "host_fraction", "batch_limit"]
 """The columns that make two records different measurements: epochs are averaged within one value of each, never across."""
 SPREAD_COLUMNS = ["epoch_s", "epoch_s min", "epoch_s max", "epochs"]
 FOOTPRINT = ["footprint %", "touched %"]
@@ -84,6 +84,7 @@ _NAMES = {
     "host_fraction": lambda value: "no disk tier" if pd.isna(value) else f"host budget {100 * value:g}%",
     "pipeline": lambda value: "pipeline" if value else "no pipeline",
     "sampling": "{} sampling".format,
+    "sampler_kernels": lambda value: "no GPU sampler kernels" if pd.isna(value) else f"{value} sampler kernels",
     "processes": lambda value: f"{value} process" + ("" if value == 1 else "es"),
     "gpus": lambda value: f"{value} GPU" + ("" if value == 1 else "s"),
     "batch_size": "batch {}".format,
@@ -173,11 +174,16 @@ def unvalidated_text(records: pd.DataFrame) -> str:
             "`valid_accuracy` is empty; epoch times never include that pass.\n\n")
 
 
+SAID_WHERE_SET = ("sampler_kernels", "batch_limit")
+"""Settings a table names only where some record has one: records of whole epochs say nothing of a minibatch limit,
+and records sampled without the fused GPU sampler nothing of its kernels."""
+
+
 def settings_of(records: pd.DataFrame) -> list[str]:
-    """The ``SETTINGS`` the records have a column for (older records lack some); ``batch_limit`` only where a record
-    has one (records of whole epochs say nothing of it)."""
+    """The ``SETTINGS`` the records have a column for (older records lack some); those of ``SAID_WHERE_SET`` only
+    where a record has one."""
     return [column for column in SETTINGS if column in records.columns
-            and not (column == "batch_limit" and records[column].isna().all())]
+            and not (column in SAID_WHERE_SET and records[column].isna().all())]
 
 
 def _describe(column: str, value) -> str:

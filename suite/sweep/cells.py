@@ -38,7 +38,8 @@ from suite.registry import (
     loader,
     reordered_loaders,
 )
-from suite.training.sampling import SAMPLING, check_device
+from suite.training.sampling import GRAPH_MEMORY, SAMPLING, check_device, check_kernels
+from tiering.sampling.fused import DEFAULT_KERNELS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,6 +156,19 @@ def check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distr
             raise BadValue("distributed sampling is for multi-process runs: add --gpus G (or give another --sampling)")
         check_device(sampling, device)
     check_memory_plans(todo, device)
+
+
+def check_sampler_kernels(todo: list[Cell], kernels: str, device) -> None:
+    """Refuse, in one line, the fused GPU sampler's ``kernels`` (``suite.training.sampling.check_kernels``) where
+    the cells that sample with it could not launch them, or kernels other than the default where no cell samples
+    with it.  Cells sampled otherwise (``cpu``, ``distributed``) run beside them in the same sweep."""
+    fused = [sampling for sampling in dict.fromkeys(cell.sampling for cell in todo) if sampling in GRAPH_MEMORY]
+    if not fused and kernels != DEFAULT_KERNELS:
+        samplings = ", ".join(dict.fromkeys(cell.sampling for cell in todo))
+        raise BadValue(f"--sampler-kernels {kernels} chooses the fused GPU sampler's kernels, which no cell of this "
+                       f"sweep runs ({samplings} sampling): add --sampling {' or '.join(GRAPH_MEMORY)}")
+    for sampling in fused:
+        check_kernels(sampling, kernels, device)
 
 
 def is_paper_scale(dataset: str) -> bool:

@@ -88,6 +88,7 @@ SCHEMA = {
     "hot_fraction": _share(),
     "host_fraction": _share(nullable=True),
     "sampling": Column("str", default="cpu"),
+    "sampler_kernels": Column("str", nullable=True),  # the fused GPU sampler's, where it sampled: numba or cupy
     "processes": _count(default=1),
     "gpus": _count(),
     "device": Column("str"),
@@ -138,7 +139,9 @@ they existed.  ``gather_s`` is the gather's host wall time, the GPU waited for, 
 (``pipeline`` true): there the gather thread's busy time is taken by the same CUDA events on its stream as
 ``gather_event_s`` (``suite.training.pipeline``), and the two are equal.  ``batch_limit`` is empty for whole epochs,
 and ``epoch_batches`` in rows written before it existed (whole epochs too: their ``batches``); ``valid_accuracy`` is
-empty where the run skipped validation (``--no-validation``)."""
+empty where the run skipped validation (``--no-validation``).  ``sampler_kernels`` names the kernels the fused GPU
+sampler launched (``gpu`` and ``uva`` sampling, ``tierbench run --sampler-kernels``), empty where the fused sampler
+did not sample and in rows written before it existed."""
 
 _EXTRA = Column("str", nullable=True)  # a column this version does not know: kept as text
 _INTEGER = re.compile(r"[+-]?\d+(?:\.0*)?")  # pandas wrote an integer column with a gap as floats: 1744078336.0

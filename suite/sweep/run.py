@@ -56,6 +56,7 @@ from suite.sweep.cells import (
     check_batch_limit,
     check_cells,
     check_count,
+    check_sampler_kernels,
     sweep_cells,
 )
 from suite.sweep.records import (
@@ -65,7 +66,7 @@ from suite.sweep.records import (
     store_records,
 )
 from suite.sweep.variants import VariantChoice, kernel_variant
-from suite.training.sampling import NEEDS_GPU
+from suite.training.sampling import GRAPH_MEMORY, NEEDS_GPU, launched_kernels
 from suite.training.trainer import EpochResult, Trainer
 from tiering.features.placement import hot_rows
 from tiering.features.zero_copy import register_host_memory, unregister_host_memory
@@ -80,12 +81,14 @@ def open_dataset(cell: Cell, ogb_root=None, progress: bool = True):
 
 
 def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, device: str, pipeline: bool, processes: int,
-             batch_limit: int | None) -> pd.Series:
+             batch_limit: int | None, sampler_kernels: str = DEFAULT_KERNELS) -> pd.Series:
     """Which records belong to ``cell`` measured with these settings on this device."""
     if records.empty:
         return pd.Series(dtype=bool)
     limited = records["batch_limit"].isna() if batch_limit is None else records["batch_limit"] == batch_limit
-    return limited & (records["pipeline"] == pipeline) & (records["sampling"] == cell.sampling) & (records["processes"] == processes) & (
+    kernels = launched_kernels(cell.sampling, sampler_kernels)
+    launched = records["sampler_kernels"].isna() if kernels is None else records["sampler_kernels"] == kernels
+    return limited & launched & (records["pipeline"] == pipeline) & (records["sampling"] == cell.sampling) & (records["processes"] == processes) & (
         (records["dataset"] == cell.dataset) & (records["loader"] == cell.loader) & (records["scorer"] == cell.scorer)
         & (records["hot_fraction"].round(6) == round(cell.hot_fraction, 6)) & (records["fanouts"] == fanouts)
         & (records["batch_size"] == cell.batch_size) & (records["device"] == device)
@@ -106,7 +109,7 @@ def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, see
     gather kernel variant of the cell's loader (``cell_variant``).  ``model``
     (hidden, dropout, lr) goes to the trainer; ``on_epoch(result)`` is called
     after each recorded epoch; ``sampler_kernels``: the fused GPU sampler's kernels
-    (``suite.training.sampling.check_kernels``; one process); ``shm_dir`` holds the multi-GPU host tier's
+    (``suite.training.sampling.check_kernels``); ``shm_dir`` holds the multi-GPU host tier's
     shared-memory segment (``tiered`` in a distributed run).  The loader is
     closed on the way out, also when training fails (in one process: closing
     is collective in a process group, so a failing process of a group leaves
@@ -120,7 +123,7 @@ def train_cell(cell: Cell, dataset, *, epochs: int, warmup: int = 0, device, see
 
         loader = create_distributed_loader(cell.loader, dataset, cell.hot_fraction, device, shm_dir=shm_dir,
                                            progress=progress and dist.get_rank() == 0, **options)
-        make_trainer = functools.partial(DistributedTrainer, sampling=cell.sampling)
+        make_trainer = functools.partial(DistributedTrainer, sampling=cell.sampling, sampler_kernels=sampler_kernels)
     elif cell.sampling == "distributed":
         raise BadValue("distributed sampling is for multi-process runs (tierbench run --gpus G)")
     else:
@@ -155,12 +158,16 @@ def cell_variant(cell: Cell, dataset, device) -> VariantChoice | None:
 
 
 def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int, pipeline: bool, progress: bool,
-             shm_dir: str = "/dev/shm", batch_limit: int | None = None, validate: bool = True) -> list[dict]:
+             shm_dir: str = "/dev/shm", batch_limit: int | None = None, validate: bool = True,
+             sampler_kernels: str = DEFAULT_KERNELS) -> list[dict]:
     """Train one cell (``train_cell``) and return its records: one row per recorded epoch, with the cell's settings
-    and the provenance of the measurement."""
+    and the provenance of the measurement.  ``sampler_kernels``: the fused GPU sampler's kernels, where the cell
+    samples with it."""
     choice = cell_variant(cell, dataset, device)
+    kernels = sampler_kernels if cell.sampling in GRAPH_MEMORY else DEFAULT_KERNELS
     results = train_cell(cell, dataset, epochs=epochs, warmup=warmup, device=device, seed=seed, pipeline=pipeline,
-                         progress=progress, variant=choice, shm_dir=shm_dir, batch_limit=batch_limit, validate=validate)
+                         progress=progress, variant=choice, shm_dir=shm_dir, batch_limit=batch_limit, validate=validate,
+                         sampler_kernels=kernels)
     processes = dist.get_world_size() if dist.is_initialized() else 1
     record = provenance(device)
     common = {
@@ -168,7 +175,8 @@ def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int
         "feature_dim": dataset.feature_dim, "fanouts": ",".join(map(str, cell.fanouts)), "batch_size": cell.batch_size,
         "regime": cell.regime,
         "loader": cell.loader, "scorer": cell.scorer, "hot_fraction": cell.hot_fraction, "batch_limit": batch_limit,
-        "host_fraction": cell.host_fraction, "sampling": cell.sampling, "processes": processes,
+        "host_fraction": cell.host_fraction, "sampling": cell.sampling,
+        "sampler_kernels": launched_kernels(cell.sampling, kernels), "processes": processes,
         "gpus": processes if torch.device(device).type == "cuda" else 0, **record,
         "kernel_variant": choice and choice.variant, "variant_basis": choice and choice.basis,
     }
@@ -206,6 +214,7 @@ class Sweep:
     pipeline: bool
     processes: int
     batch_limit: int | None = None  # minibatches each epoch stops at; None: whole epochs
+    sampler_kernels: str = DEFAULT_KERNELS  # the fused GPU sampler's, for the cells it samples
 
     @functools.cached_property
     def device_name(self) -> str:
@@ -217,7 +226,7 @@ class Sweep:
         """``records -> mask`` of the records of ``cell`` measured with this sweep's settings on this device."""
         return functools.partial(_rows_of, cell=cell, fanouts=",".join(map(str, cell.fanouts)),
                                  device=self.device_name, pipeline=self.pipeline, processes=self.processes,
-                                 batch_limit=self.batch_limit)
+                                 batch_limit=self.batch_limit, sampler_kernels=self.sampler_kernels)
 
     def is_recorded(self, cell: Cell) -> bool:
         return bool(self.rows_of(cell)(read_records(self.path)).any())
@@ -232,12 +241,14 @@ def plan_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None
                host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None,
                batch_size: int | None = None, regime: str | None = None, device="cpu", scorer: str | None = "wrpr",
                pipeline: bool = False, ogb_root=None, processes: int | None = None,
-               batch_limit: int | None = None) -> Sweep:
+               batch_limit: int | None = None, sampler_kernels: str = DEFAULT_KERNELS) -> Sweep:
     """The sweep's cells and settings, every one checked before anything runs (nothing is built or written).
 
     ``processes``: how many processes run the sweep together (``tierbench
     run --gpus G`` before it launches them); by default this process group's
-    size, or one process outside a group.  A bad setting, an experiment name
+    size, or one process outside a group.  ``sampler_kernels``: the fused GPU
+    sampler's kernels for the cells it samples (``gpu``, ``uva``), the others
+    sampling as before (``check_sampler_kernels``).  A bad setting, an experiment name
     that is not a plain file name, a records directory that cannot be
     written, or a records file that does not parse raises ``ValueError`` (or
     ``KeyError`` for an unknown dataset) naming it.
@@ -261,9 +272,10 @@ def plan_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None
                        samplings=samplings, scorer=scorer, regime=regime, batch_size=batch_size)
     fractions = hot_fractions if hot_fractions is not None else preset.get("hot_fractions", [])
     check_cells(todo, fractions, scorer, ogb_root, device, distributed)
+    check_sampler_kernels(todo, sampler_kernels, device)
     check_writable(path)
     read_records(path)  # a records file that does not parse is refused now, not after the first cell
-    return Sweep(path, todo, epochs, warmup, device, pipeline, processes, batch_limit)
+    return Sweep(path, todo, epochs, warmup, device, pipeline, processes, batch_limit, sampler_kernels)
 
 
 def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None, hot_fractions=None,
@@ -271,7 +283,8 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
               batch_size: int | None = None, regime: str | None = None, device="cpu", scorer: str | None = "wrpr",
               seed: int = 0, pipeline: bool = False, rerun: bool = False, ogb_root=None, progress: bool = True,
               shm_dir: str = "/dev/shm", batch_limit: int | None = None,
-              validate: bool = True, opened: dict | None = None) -> tuple[Path, pd.DataFrame]:
+              validate: bool = True, opened: dict | None = None,
+              sampler_kernels: str = DEFAULT_KERNELS) -> tuple[Path, pd.DataFrame]:
     """Run (or resume) a sweep; returns the CSV path and a summary table of the cells run or found.
 
     The whole sweep is checked first (``plan_sweep``).  Inside a process
@@ -281,13 +294,14 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
     validation pass (records' ``valid_accuracy`` empty); it is not a setting of a cell,
     since the epoch's times never include the pass.  ``opened``: the datasets open in this process
     (``datasets_kept_open``), which the sweep uses and adds to and leaves open for the next; by default
-    its own, let go at its end.
+    its own, let go at its end.  ``sampler_kernels``: the fused GPU sampler's kernels, for the cells it samples
+    (recorded per row, empty in the others').
     """
     sweep = plan_sweep(experiment, out_dir, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions,
                        host_fractions=host_fractions,
                        fanouts=fanouts, samplings=samplings, epochs=epochs, warmup=warmup, batch_size=batch_size,
                        regime=regime, device=device, scorer=scorer, pipeline=pipeline, ogb_root=ogb_root,
-                       batch_limit=batch_limit)
+                       batch_limit=batch_limit, sampler_kernels=sampler_kernels)
     writer = not dist.is_initialized() or dist.get_rank() == 0
     with contextlib.ExitStack() as sweep_end, tqdm(sweep.cells, desc=experiment, unit="cell",
                                                    disable=not (progress and writer)) as bar:
@@ -311,7 +325,7 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
                 opened[key][1].enter_context(pinned_for_the_sweep(opened[key][0], device))
             rows = run_cell(cell, opened[key][0], epochs=sweep.epochs, warmup=sweep.warmup, device=device,
                             seed=seed, pipeline=pipeline, progress=False, shm_dir=shm_dir, batch_limit=batch_limit,
-                            validate=validate)
+                            validate=validate, sampler_kernels=sweep.sampler_kernels)
             if writer:  # a rerun replaces the cell's earlier rows, chosen under the file's lock
                 store_records(sweep.path, rows, sweep.rows_of(cell) if rerun else None)
     return sweep.path, summarize_runs(read_records(sweep.path))
@@ -363,5 +377,5 @@ def summarize_runs(records: pd.DataFrame) -> pd.DataFrame:
         return records
     columns = ["epoch_s", "sample_s", "gather_s", "train_s", "hit_ratio", "pcie_payload_bytes", "valid_accuracy"]
     keys = ["dataset", "loader", "scorer", "hot_fraction", "host_fraction", "fanouts", "device", "pipeline", "sampling",
-            "processes"]
+            "sampler_kernels", "processes"]
     return records.groupby(keys, sort=False, dropna=False)[columns].mean().reset_index()

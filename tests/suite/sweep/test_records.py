@@ -24,7 +24,7 @@ def row(**changes) -> dict:
         "dataset": "tiny", "num_nodes": 4096, "num_edges": 40158, "feature_dim": 32, "fanouts": "10,10",
         "batch_size": 1024, "regime": "unscaled", "loader": "tiered", "scorer": "wrpr", "hot_fraction": 0.1,
         "host_fraction": None,
-        "sampling": "cpu",
+        "sampling": "cpu", "sampler_kernels": None,
         "processes": 1, "gpus": 0, "device": "cpu: AMD EPYC", "git_revision": "48e396741866",
         "source_sha256": "5e1f0c2b9a7d4e36",
         "time": "2026-11-21T15:13:29+00:00", "host": "vm", "torch": "2.13.0+cpu", "machine_profile": None,

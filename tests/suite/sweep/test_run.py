@@ -14,7 +14,7 @@ from suite.cli import main
 from suite.datasets.dataset import array_file
 from suite.figures import write_report
 from suite.sweep.cells import cells
-from suite.sweep.records import read_records
+from suite.sweep.records import read_records, store_records
 from suite.sweep.run import run_sweep
 from tiering.features.zero_copy import DEFAULT_VARIANT
 
@@ -200,6 +200,30 @@ def test_a_run_without_validation_records_no_accuracy_and_runs_no_pass(tiny, tmp
     assert len(passes) == 1 and read_records(path)["valid_accuracy"].notna().all()
 
 
+def test_records_name_the_fused_samplers_kernels_and_each_sweep_finds_only_its_own(tiny, tmp_path):
+    path, summary = run_sweep("k", tmp_path, **dict(SWEEP, loaders=["tiered"], hot_fractions=[0.25]))
+    records = read_records(path)
+    assert records["sampler_kernels"].isna().all() and summary["sampler_kernels"].isna().all()  # sampled on the CPU
+    write_report("k", tmp_path, tmp_path / "cpu", figure="fig8")
+    assert "sampler kernels" not in (tmp_path / "cpu" / "fig8.md").read_text()  # named only where some record has one
+    # the same cell's row as the fused sampler's two sets of kernels would record it, each with its own epoch time
+    gpu = [dict(row, sampling="gpu", sampler_kernels=kernels, epoch_s=seconds)
+           for row in records.to_dict("records") for kernels, seconds in (("numba", 4.0), ("cupy", 2.0))]
+    store_records(path, gpu)
+    cell = cells(["tiny"], ["tiered"], [0.25], [(5, 5)])[0]
+    for sampling, kernels, found in [("cpu", "numba", 1), ("cpu", "cupy", 1), ("gpu", "numba", 1), ("gpu", "cupy", 1),
+                                     ("uva", "numba", 0)]:
+        sweep = harness.Sweep(path, [cell], 1, 0, "cpu", False, 1, sampler_kernels=kernels)
+        sampled = dataclasses.replace(cell, sampling=sampling)
+        assert sweep.rows_of(sampled)(read_records(path)).sum() == found, (sampling, kernels)
+    assert len(harness.summarize_runs(read_records(path))) == 3  # never averaged across kernels
+    write_report("k", tmp_path, tmp_path / "mixed", figure="fig8")
+    rows = [[cell.strip() for cell in line.split("|")[1:4]] + [line.split("|")[4].split()[0]]
+            for line in (tmp_path / "mixed" / "fig8.md").read_text().splitlines() if line.startswith("| ")][1:]
+    assert sorted(rows) == [["cpu", "", "tiered", f"{records['epoch_s'].iloc[0]:.3g}"], ["gpu", "cupy", "tiered", "2"],
+                            ["gpu", "numba", "tiered", "4"]]
+
+
 RUN = ["--datasets", "tiny", "--loaders", "in-memory,tiered", "--fanout", "4,4", "--epochs", "1", "--warmup", "0",
        "-q"]
 
@@ -218,6 +242,8 @@ RUN = ["--datasets", "tiny", "--loaders", "in-memory,tiered", "--fanout", "4,4",
     (["--loaders", "disk-tiered", "--hot-fractions", "0.9", "--host-fractions", "0.9"],
      "disk-tiered's GPU and host tiers are shares of one table: hot fraction 0.9 + host fraction 0.9 is more than 1"),
     (["--sampling", "distributed"], "distributed sampling is for multi-process runs: add --gpus G"),
+    (["--sampler-kernels", "cupy"], ("--sampler-kernels cupy chooses the fused GPU sampler's kernels, which no cell "
+                                     "of this sweep runs (cpu sampling): add --sampling gpu or uva")),
     (["--experiment", "../../x"], "experiment name '../../x' is not a plain name"),
     (["--and-then", "e"], "--and-then names the experiment --experiment runs (e): name another"),
     (["--and-then", "fig10", "--gpus", "2"], "--and-then runs the second sweep in this one process"),

@@ -140,3 +140,17 @@ def test_train_with_gpu_sampling_names_its_kernels_in_the_report(tiny, tmp_path,
                  "--device", "cuda", "--minibatches", "2", "--no-validation", "--out", str(tmp_path), "-q"]) == 0
     assert f"gpu sampling ({kernels} kernels)" in capsys.readouterr().out
     assert f"sampler_kernels {kernels}" in (tmp_path / "train-tiny.md").read_text()
+
+
+@pytest.mark.gpu
+def test_a_sweep_with_gpu_sampling_records_its_kernels_and_resumes_each_set_apart(tiny, tmp_path):
+    from suite.sweep.records import read_records
+
+    command = ["run", "--experiment", "kernels", "--datasets", "tiny", "--loaders", "in-memory", "--fanout", "4,4",
+               "--epochs", "1", "--warmup", "0", "--minibatches", "2", "--no-validation", "--sampling", "cpu,gpu",
+               "--device", "cuda", "--runs", str(tmp_path), "-q"]
+    for kernels in ("numba", "cupy", "cupy"):  # the second cupy sweep finds its cells recorded
+        assert main([*command, "--sampler-kernels", kernels]) == 0
+    records = read_records(tmp_path / "kernels.csv")
+    got = sorted(zip(records["sampling"], records["sampler_kernels"].fillna("")))
+    assert got == [("cpu", ""), ("gpu", "cupy"), ("gpu", "numba")]  # the CPU-sampled cell was found again too
