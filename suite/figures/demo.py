@@ -113,8 +113,10 @@ def draw(records: pd.DataFrame, out_dir, command: str, machines=MACHINES) -> lis
                         order=list(table["bar"]), errorbar=errorbar, capsize=0.2)
         else:
             sns.barplot(data=plotted, y="bar", x=column, hue="loader", dodge=False, legend=False, orient="h", ax=ax)
+        inside = column == "epoch_s" and errorbar is not None  # past the bar's end, its error bar would cover it
         for bars in ax.containers:  # the value on each bar: a zero draws no bar at all
-            ax.bar_label(bars, fmt="{:.3g}", padding=2, fontsize=8)
+            ax.bar_label(bars, fmt="{:.3g}", padding=0 if inside else 2, fontsize=8,
+                         label_type="center" if inside else "edge")
         ax.margins(x=0.25)
         ax.set(ylabel="", xlabel=label)
     fig.suptitle(f"What tiering does to one epoch: one bar per loader and hot fraction\n{marks}")
