@@ -32,10 +32,15 @@ def _cmd_doctor(args) -> int:
 def _cmd_costs(args) -> int:
     from suite.experiments.costs import measure, read_records, summary
     from suite.io.provenance import machine_profile_name
+    from suite.sweep.sampler_choice import sampler_kernels
+    from suite.training.sampling import launched_kernels
 
+    choice = sampler_kernels(args.sampler_kernels, [args.sampling], args.device)
+    if launched_kernels(args.sampling, choice.kernels):
+        print(f"the fused GPU sampler launches its {choice.kernels} kernels ({choice.basis})")
     profile = args.machine or f"{args.machines}/{machine_profile_name(args.device)}"
     path = measure(args.dataset, args.out or f"out/costs/{args.dataset}", profile, device=args.device,
-                   loader=args.loader, sampling=args.sampling, sampler_kernels=args.sampler_kernels,
+                   loader=args.loader, sampling=args.sampling, sampler_kernels=choice.kernels,
                    batch_sizes=args.batch_sizes, repeats=args.repeats,
                    progress=not args.quiet)
     print(summary(read_records(path)))

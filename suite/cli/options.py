@@ -168,13 +168,15 @@ def validation() -> argparse.ArgumentParser:
 
 
 def sampler_kernels() -> argparse.ArgumentParser:
-    """``--sampler-kernels``: which kernels the fused GPU sampler launches (``tiering.sampling.fused.KERNELS``)."""
-    from tiering.sampling.fused import DEFAULT_KERNELS, KERNELS
+    """``--sampler-kernels``: which kernels the fused GPU sampler launches (``tiering.sampling.fused.KERNELS``), or
+    ``measured`` (``suite.sweep.sampler_choice``)."""
+    from suite.sweep.sampler_choice import CHOICES, MEASURED
 
     parent = parent_parser()
-    parent.add_argument("--sampler-kernels", default=DEFAULT_KERNELS, choices=KERNELS, help="the fused GPU sampler's "
-                        "kernels, for gpu and uva sampling: numba (numba-cuda; the default) or cupy (the same kernels "
-                        "in CUDA C++, launched by CuPy)")
+    parent.add_argument("--sampler-kernels", default=MEASURED, choices=CHOICES, help="the fused GPU sampler's "
+                        "kernels, for gpu and uva sampling: numba (numba-cuda), cupy (the same kernels in CUDA C++, "
+                        "launched by CuPy), or measured (the default): the set `tierbench samplerbench` measured "
+                        "faster on this GPU (its records in out/gpu or results/gpu), else numba")
     return parent
 
 

@@ -60,6 +60,9 @@ def _cmd_run(args) -> int:
     reporter = distributed.rank() == 0
     try:
         planned = [plan_sweep(name, args.runs, **chosen, device=device) for name, chosen in sweeps]  # every check first
+        for sweep in planned:
+            if reporter and sweep.describe_kernels():
+                print(sweep.describe_kernels(), flush=True)
         with datasets_kept_open() as opened:  # a dataset one sweep opened stays open, its table pinned, for the next
             for (name, chosen), sweep in zip(sweeps, planned):
                 try:

@@ -55,6 +55,7 @@ def _cmd_train(args) -> int:
     from suite.registry import loader
     from suite.sweep.cells import Cell, check_batch_limit
     from suite.sweep.run import cell_variant, open_dataset, train_cell
+    from suite.sweep.sampler_choice import sampler_kernels
     from suite.training.sampling import check_device, check_kernels, describe_sampling, launched_kernels
     from suite.training.trainer import majority_accuracy
 
@@ -70,8 +71,12 @@ def _cmd_train(args) -> int:
     cell = Cell(args.dataset, args.loader, hot_fraction, fanouts, args.scorer or "none", args.sampling,
                 batch_size=batch_size, regime=regime)
     check_device(args.sampling, device)
+    choice = sampler_kernels(args.sampler_kernels, [args.sampling], device)
+    args.sampler_kernels = choice.kernels
     check_kernels(args.sampling, args.sampler_kernels, device)
     kernels = launched_kernels(args.sampling, args.sampler_kernels)
+    if kernels:
+        print(f"the fused GPU sampler launches its {kernels} kernels ({choice.basis})")
     sampled_by = {"sampling": args.sampling, **({"sampler_kernels": kernels} if kernels else {})}
     _plan_paper_scale(cell, args.hidden, device)
     try:

@@ -38,6 +38,7 @@ from suite.registry import (
     loader,
     reordered_loaders,
 )
+from suite.sweep import sampler_choice
 from suite.training.sampling import GRAPH_MEMORY, SAMPLING, check_device, check_kernels
 from tiering.sampling.fused import DEFAULT_KERNELS
 
@@ -158,17 +159,20 @@ def check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distr
     check_memory_plans(todo, device)
 
 
-def check_sampler_kernels(todo: list[Cell], kernels: str, device) -> None:
-    """Refuse, in one line, the fused GPU sampler's ``kernels`` (``suite.training.sampling.check_kernels``) where
-    the cells that sample with it could not launch them, or kernels other than the default where no cell samples
-    with it.  Cells sampled otherwise (``cpu``, ``distributed``) run beside them in the same sweep."""
-    fused = [sampling for sampling in dict.fromkeys(cell.sampling for cell in todo) if sampling in GRAPH_MEMORY]
-    if not fused and kernels != DEFAULT_KERNELS:
-        samplings = ", ".join(dict.fromkeys(cell.sampling for cell in todo))
-        raise BadValue(f"--sampler-kernels {kernels} chooses the fused GPU sampler's kernels, which no cell of this "
-                       f"sweep runs ({samplings} sampling): add --sampling {' or '.join(GRAPH_MEMORY)}")
+def check_sampler_kernels(todo: list[Cell], option: str, device) -> sampler_choice.KernelChoice:
+    """The fused GPU sampler's kernels for ``option`` (``suite.sweep.sampler_choice.CHOICES``) in the cells that
+    sample with it; refused in one line where those cells could not launch them
+    (``suite.training.sampling.check_kernels``), or where a set is named and no cell samples with the fused sampler.
+    Cells sampled otherwise (``cpu``, ``distributed``) run beside them in the same sweep."""
+    samplings = list(dict.fromkeys(cell.sampling for cell in todo))
+    fused = [sampling for sampling in samplings if sampling in GRAPH_MEMORY]
+    if not fused and option not in (sampler_choice.MEASURED, DEFAULT_KERNELS):
+        raise BadValue(f"--sampler-kernels {option} chooses the fused GPU sampler's kernels, which no cell of this "
+                       f"sweep runs ({', '.join(samplings)} sampling): add --sampling {' or '.join(GRAPH_MEMORY)}")
+    choice = sampler_choice.sampler_kernels(option, samplings, device)
     for sampling in fused:
-        check_kernels(sampling, kernels, device)
+        check_kernels(sampling, choice.kernels, device)
+    return choice
 
 
 def is_paper_scale(dataset: str) -> bool:

@@ -215,6 +215,7 @@ class Sweep:
     processes: int
     batch_limit: int | None = None  # minibatches each epoch stops at; None: whole epochs
     sampler_kernels: str = DEFAULT_KERNELS  # the fused GPU sampler's, for the cells it samples
+    kernels_basis: str = "default"  # why those (suite.sweep.sampler_choice.KernelChoice)
 
     @functools.cached_property
     def device_name(self) -> str:
@@ -227,6 +228,13 @@ class Sweep:
         return functools.partial(_rows_of, cell=cell, fanouts=",".join(map(str, cell.fanouts)),
                                  device=self.device_name, pipeline=self.pipeline, processes=self.processes,
                                  batch_limit=self.batch_limit, sampler_kernels=self.sampler_kernels)
+
+    def describe_kernels(self) -> str | None:
+        """The line that says which kernels the fused sampler launches in this sweep and why; ``None`` where no
+        cell samples with it."""
+        if not any(cell.sampling in GRAPH_MEMORY for cell in self.cells):
+            return None
+        return f"{self.path.stem}: the fused GPU sampler launches its {self.sampler_kernels} kernels ({self.kernels_basis})"
 
     def is_recorded(self, cell: Cell) -> bool:
         return bool(self.rows_of(cell)(read_records(self.path)).any())
@@ -247,8 +255,9 @@ def plan_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None
     ``processes``: how many processes run the sweep together (``tierbench
     run --gpus G`` before it launches them); by default this process group's
     size, or one process outside a group.  ``sampler_kernels``: the fused GPU
-    sampler's kernels for the cells it samples (``gpu``, ``uva``), the others
-    sampling as before (``check_sampler_kernels``).  A bad setting, an experiment name
+    sampler's kernels for the cells it samples (``gpu``, ``uva``), or ``measured``
+    (``suite.sweep.sampler_choice``), the others sampling as before
+    (``check_sampler_kernels``).  A bad setting, an experiment name
     that is not a plain file name, a records directory that cannot be
     written, or a records file that does not parse raises ``ValueError`` (or
     ``KeyError`` for an unknown dataset) naming it.
@@ -272,10 +281,10 @@ def plan_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None
                        samplings=samplings, scorer=scorer, regime=regime, batch_size=batch_size)
     fractions = hot_fractions if hot_fractions is not None else preset.get("hot_fractions", [])
     check_cells(todo, fractions, scorer, ogb_root, device, distributed)
-    check_sampler_kernels(todo, sampler_kernels, device)
+    kernels = check_sampler_kernels(todo, sampler_kernels, device)
     check_writable(path)
     read_records(path)  # a records file that does not parse is refused now, not after the first cell
-    return Sweep(path, todo, epochs, warmup, device, pipeline, processes, batch_limit, sampler_kernels)
+    return Sweep(path, todo, epochs, warmup, device, pipeline, processes, batch_limit, kernels.kernels, kernels.basis)
 
 
 def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None, hot_fractions=None,
@@ -295,7 +304,7 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
     since the epoch's times never include the pass.  ``opened``: the datasets open in this process
     (``datasets_kept_open``), which the sweep uses and adds to and leaves open for the next; by default
     its own, let go at its end.  ``sampler_kernels``: the fused GPU sampler's kernels, for the cells it samples
-    (recorded per row, empty in the others').
+    (recorded per row, empty in the others'), or ``measured`` (``plan_sweep``).
     """
     sweep = plan_sweep(experiment, out_dir, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions,
                        host_fractions=host_fractions,
