@@ -51,7 +51,8 @@ from the estimates alone.  A device lent for a few minutes at a time then spends
 The datasets steps write into the machine's dataset cache, not the records, so a fresh machine resuming a suite has
 none of their output.  A datasets step done earlier whose dataset that cache lacks runs again where a step left to
 run reads the dataset (``refills``), so that step's time is its own and not also the dataset's; making a dataset
-again redoes none of the steps done with it, since ``prepare`` makes the same entry whenever it runs.
+again redoes none of the steps done with it, since ``prepare`` makes the same entry whenever it runs.  A step whose
+datasets step is left out (``--skip``, ``--only``) is left out too where the cache lacks its dataset, with the reason.
 
 The state file ``gpu-suite.json`` records each step's status, return code, wall time, log and command; it is
 written through a temporary file and a rename, under a file lock that also keeps two suites out of one folder.
@@ -347,17 +348,19 @@ def write_state(folder: Path, state: dict) -> None:
 
 def decide(step: Step, state: dict, *, gpu: str | None, rerun: set[str], skip: set[str],
            planned: frozenset[str] = frozenset(), later: frozenset[str] = frozenset(),
-           refill: dict[str, str] | None = None, datasets: frozenset[str] = frozenset()) -> tuple[bool, str]:
+           refill: dict[str, str] | None = None, datasets: dict[str, str] | None = None) -> tuple[bool, str]:
     """``(run?, why)`` for ``step`` given what ``state`` says of it and of its inputs.
 
     ``planned``: steps a dry run would run before it, counted as done; ``later``: steps left for a later run by
     ``--max-minutes``; ``refill``: datasets steps done earlier to run again, each with the step that reads the dataset
     this machine's cache lacks (``refills``): a step that would run waits for them until they have run again (are
-    planned); ``datasets``: the datasets steps, whose redoing redoes no step that reads their dataset (``prepare``
-    makes the same entry whenever it runs), only a report of their records.
+    planned); ``datasets``: the datasets steps, each with its dataset, whose redoing redoes no step that reads their
+    dataset (``prepare`` makes the same entry whenever it runs), only a report of their records; a step that reads
+    the dataset of one left out (``skip``) is left out too where this machine's cache lacks the dataset, which the
+    step would otherwise make inside its own time and timeout.
     """
     run, why = _decide(step, state, gpu=gpu, rerun=rerun, skip=skip, planned=planned, later=later, refill=refill or {},
-                       datasets=datasets)
+                       datasets=datasets or {})
     waiting = [name for name in step.inputs if name in (refill or {}) and name not in planned]
     if run and waiting and not step.any_input:
         status = "left for a later run by --max-minutes" if waiting[0] in later else "this machine's cache lacks it"
@@ -380,6 +383,11 @@ def _decide(step: Step, state: dict, *, gpu, rerun, skip, planned, later, refill
             status = ("left for a later run by --max-minutes" if missing[0] in later
                       else steps.get(missing[0], {}).get("status", "not run"))
             return False, f"its input {missing[0]} is not done ({status})"
+        absent = [name for name in step.inputs if name in skip and name in datasets and not step.any_input
+                  and not _is_prepared(datasets[name])]
+        if absent:
+            return False, (f"its input {absent[0]} is left out (--skip, --only) and this machine's dataset cache "
+                           f"lacks {datasets[absent[0]]}: let {absent[0]} run too")
     if step.name in rerun:
         return True, "--rerun asked for it"
     previous = steps.get(step.name)
@@ -407,7 +415,7 @@ def refills(steps: list[Step], state: dict, *, gpu: str | None, rerun: set[str],
     A step is left to run where ``decide`` would run it after the steps before it (those redone because an input is
     redone included); steps left out (``skip``) are neither made again nor counted as readers, and neither are the
     reports, which read the records of their inputs, not the datasets."""
-    datasets = frozenset(step.name for step in steps if step.dataset is not None)
+    datasets = {step.name: step.dataset for step in steps if step.dataset is not None}
     done = {name for name, entry in state["steps"].items() if entry["status"] == "done"}
     will_run, readers = set(), {}
     for step in steps:
@@ -568,7 +576,7 @@ def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), o
     state = read_state(folder)
     refill = refills(steps, state, gpu=gpu, rerun=rerun, skip=skip)
     choice = {"gpu": gpu, "rerun": rerun, "skip": skip, "refill": refill,
-              "datasets": frozenset(step.name for step in steps if step.dataset is not None)}
+              "datasets": {step.name: step.dataset for step in steps if step.dataset is not None}}
     cold = set(refill) | {step.name for step in steps if step.dataset is not None and step.name in rerun - skip
                           and gpu is not None and not _is_prepared(step.dataset)}
     echo(f"gpu-suite for {gpu or device_name('cpu') + ' (no CUDA GPU visible)'}: results in {folder}; "

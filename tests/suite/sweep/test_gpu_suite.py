@@ -344,9 +344,9 @@ def test_a_dataset_step_left_out_is_not_made_again_and_nothing_it_alone_would_re
     assert _suite(tmp_path, lines, dry_run=True, rerun=["fig8-products-s"], skip=["fig8-products-s"]) == 0
     assert "datasets-products-s: would skip (done at" in "\n".join(lines)  # its only reader is left out
     assert _suite(tmp_path, [], only=["fig8-products-s"], rerun=["fig8-products-s"]) == 0
-    assert runner.names == ["fig8-products-s"]  # --only: the sweep makes its dataset itself
+    assert runner.names == []  # --only: left out with its dataset, which the cache lacks
     assert _suite(tmp_path, [], rerun=["fig8-papers-s"]) == 0  # papers-s is in the cache
-    assert runner.names[1:] == ["fig8-papers-s", "report-fig8", "report-goals"]
+    assert runner.names == ["fig8-papers-s", "report-fig8", "report-goals"]
 
 
 def _all_done(tmp_path, **seconds):
@@ -504,6 +504,24 @@ def test_only_runs_the_steps_it_names_and_refuses_an_unknown_one(tmp_path, fake_
     assert "[skip] paper-scale-reach: left out (--skip, --only)" in lines
     with pytest.raises(BadValue, match="--only: no step named paper-scale"):
         _suite(tmp_path, lines, only=["paper-scale"])
+
+
+def test_a_step_whose_datasets_step_is_left_out_runs_only_where_the_cache_holds_its_dataset(tmp_path, fake_gpu,
+                                                                                           runner, cache):
+    _all_done(tmp_path)  # an earlier machine's suite, whose dataset cache this one lacks
+    cache["names"] = set()
+    lines = []
+    assert _suite(tmp_path, lines, only=["fig8-papers-s"], rerun=["fig8-papers-s"]) == 0
+    assert runner.names == []  # it would have made papers-s inside its own timeout
+    assert ("[skip] fig8-papers-s: its input datasets-papers-s is left out (--skip, --only) and this machine's dataset "
+            "cache lacks papers-s: let datasets-papers-s run too") in lines
+    cache["names"] = {"papers-s"}
+    assert _suite(tmp_path, [], only=["fig8-papers-s"], rerun=["fig8-papers-s"]) == 0
+    assert runner.names == ["fig8-papers-s"]
+    runner.names.clear()
+    cache["names"] = set()
+    assert _suite(tmp_path, [], only=["datasets-papers-s", "fig8-papers-s"], rerun=["fig8-papers-s"]) == 0
+    assert runner.names == ["datasets-papers-s", "fig8-papers-s"]  # made again first, as a refill
 
 
 def test_every_step_runs_with_the_revision_the_suite_started_at(tmp_path, fake_gpu, runner, monkeypatch):
