@@ -20,8 +20,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from suite.io.provenance import device_name, slug
-from suite.sweep.variants import GPUBENCH_ROOTS
+from suite.io.provenance import device_name
+from suite.sweep.variants import GPUBENCH_ROOTS, device_records
 from suite.training.sampling import GRAPH_MEMORY
 from tiering.sampling.fused import DEFAULT_KERNELS, KERNELS
 
@@ -43,11 +43,7 @@ class KernelChoice:
 
 def samplerbench_records(device: str, roots=GPUBENCH_ROOTS) -> Path | None:
     """The table samplerbench wrote for ``device`` (``"cuda: NVIDIA H100 ..."``), or ``None``."""
-    for root in roots:
-        path = Path(root) / slug(device) / "sampler-bench" / "sampler-bench.csv"
-        if path.is_file():
-            return path
-    return None
+    return device_records(device, "sampler-bench/sampler-bench.csv", roots)
 
 
 def choose(table: pd.DataFrame, basis: str) -> KernelChoice:

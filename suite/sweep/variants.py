@@ -24,8 +24,9 @@ from suite.io.provenance import device_name, slug
 from tiering.features.zero_copy import DEFAULT_VARIANT
 
 GPUBENCH_ROOTS = ("out/gpu", "results/gpu")
-"""Where ``tierbench gpubench`` and ``gpu-suite`` put records: ``<root>/<device slug>/microbench/microbench.csv``,
-relative to the working directory as every output path of the commands is; the first found is used."""
+"""Where ``gpu-suite`` puts a device's records (``<root>/<device slug>/``: gpubench's in ``microbench/``,
+samplerbench's in ``sampler-bench/``), relative to the working directory as every output path of the commands is; the
+first found is used."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,13 +39,19 @@ class VariantChoice:
     basis: str
 
 
-def gpubench_records(device: str, roots=GPUBENCH_ROOTS) -> Path | None:
-    """The speed table gpubench wrote for ``device`` (``"cuda: NVIDIA H100 ..."``), or ``None``."""
+def device_records(device: str, table: str, roots=GPUBENCH_ROOTS) -> Path | None:
+    """The records ``table`` (``"microbench/microbench.csv"``) of ``device`` (``"cuda: NVIDIA H100 ..."``) under the
+    first of ``roots`` that holds them, or ``None``."""
     for root in roots:
-        path = Path(root) / slug(device) / "microbench" / "microbench.csv"
+        path = Path(root) / slug(device) / table
         if path.is_file():
             return path
     return None
+
+
+def gpubench_records(device: str, roots=GPUBENCH_ROOTS) -> Path | None:
+    """The speed table gpubench wrote for ``device``, or ``None``."""
+    return device_records(device, "microbench/microbench.csv", roots)
 
 
 def measured_row_bytes(measured: list[int], row_bytes: int) -> int:
