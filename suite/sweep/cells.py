@@ -159,16 +159,19 @@ def check_cells(todo: list[Cell], hot_fractions, scorer, ogb_root, device, distr
     check_memory_plans(todo, device)
 
 
-def check_sampler_kernels(todo: list[Cell], option: str, device) -> sampler_choice.KernelChoice:
+def check_sampler_kernels(todo: list[Cell], option: str, device, launcher: bool = False) -> sampler_choice.KernelChoice:
     """The fused GPU sampler's kernels for ``option`` (``suite.sweep.sampler_choice.CHOICES``) in the cells that
-    sample with it; refused in one line where those cells could not launch them
-    (``suite.training.sampling.check_kernels``), or where a set is named and no cell samples with the fused sampler.
-    Cells sampled otherwise (``cpu``, ``distributed``) run beside them in the same sweep."""
+    sample with it; the CUDA C++ ones refused in one line where no cell samples with the fused sampler, or where those
+    cells could not launch them (``suite.training.sampling.check_kernels``: no CUDA device, no CuPy).  Cells sampled
+    otherwise (``cpu``, ``distributed``) run beside them in the same sweep.  In the ``launcher`` of a process group,
+    which never touches a GPU itself, ``measured`` is left for each process to resolve."""
     samplings = list(dict.fromkeys(cell.sampling for cell in todo))
     fused = [sampling for sampling in samplings if sampling in GRAPH_MEMORY]
     if not fused and option not in (sampler_choice.MEASURED, DEFAULT_KERNELS):
         raise BadValue(f"--sampler-kernels {option} chooses the fused GPU sampler's kernels, which no cell of this "
                        f"sweep runs ({', '.join(samplings)} sampling): add --sampling {' or '.join(GRAPH_MEMORY)}")
+    if launcher and option == sampler_choice.MEASURED:
+        return sampler_choice.KernelChoice(option, "resolved by each process of the group")
     choice = sampler_choice.sampler_kernels(option, samplings, device)
     for sampling in fused:
         check_kernels(sampling, choice.kernels, device)

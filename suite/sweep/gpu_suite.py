@@ -15,9 +15,10 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
    neither times anything, so sharing the machine changes no measurement);
 5. ``samplerbench-papers-s``: the fused GPU sampler over the CSR in GPU memory and over UVA, and with its CUDA C++
    kernels, against the CPU sampler on every core, one hop of fanout 12 over 100,000 seeds and a (12,12,12)
-   minibatch of 1,024, and the fused samplers' launch costs (``sampler-bench/``); every later step that samples on
-   the GPU launches the set of kernels measured faster there (``--sampler-kernels measured``, the commands' default:
-   ``suite.sweep.sampler_choice``);
+   minibatch of 1,024, and the fused samplers' launch costs (``sampler-bench/``); the later steps that sample on the
+   GPU launch the set of kernels measured faster there (``--sampler-kernels measured``, the commands' default:
+   ``suite.sweep.sampler_choice``, which finds the records under ``out/gpu`` or ``results/gpu``; without them, the
+   numba kernels);
 6. ``fig8-<name>``, ``fig8-pipeline-<name>``, ``fig10-<name>``: the sweeps of Data Tiering Figures 8 and 10 on the GPU,
    one dataset per step (records in ``runs/``), and ``fig8-gpu-sampling-papers-s``: Figure 8 on papers-s sampled by
    the fused GPU sampler, beside the CPU-sampled cells of ``fig8-papers-s`` in the same records;

@@ -265,6 +265,7 @@ def plan_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None
     path = records_path(out_dir, experiment)
     preset = EXPERIMENTS.get(experiment, {})
     distributed = processes is not None or dist.is_initialized()
+    launcher = processes is not None and not dist.is_initialized()  # of the processes that will run it
     if processes is None:
         processes = dist.get_world_size() if dist.is_initialized() else 1
     if not distributed:
@@ -281,7 +282,7 @@ def plan_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None
                        samplings=samplings, scorer=scorer, regime=regime, batch_size=batch_size)
     fractions = hot_fractions if hot_fractions is not None else preset.get("hot_fractions", [])
     check_cells(todo, fractions, scorer, ogb_root, device, distributed)
-    kernels = check_sampler_kernels(todo, sampler_kernels, device)
+    kernels = check_sampler_kernels(todo, sampler_kernels, device, launcher)
     check_writable(path)
     read_records(path)  # a records file that does not parse is refused now, not after the first cell
     return Sweep(path, todo, epochs, warmup, device, pipeline, processes, batch_limit, kernels.kernels, kernels.basis)

@@ -15,11 +15,13 @@ CPU, where numba's simulator runs only the numba kernels, or a GPU samplerbench 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from pathlib import Path
 
 import pandas as pd
 import torch
 
+from suite.errors import BadValue
 from suite.io.provenance import device_name
 from suite.sweep.variants import GPUBENCH_ROOTS, device_records
 from suite.training.sampling import GRAPH_MEMORY
@@ -47,9 +49,10 @@ def samplerbench_records(device: str, roots=GPUBENCH_ROOTS) -> Path | None:
 
 
 def choose(table: pd.DataFrame, basis: str) -> KernelChoice:
-    """The faster set on samplerbench's minibatch in ``table`` (its records, from ``basis``), or the default where
-    the table does not time both."""
-    timed = table[table["case"] == CASE].set_index("sampler")["best_s"]
+    """The faster set on samplerbench's minibatch in ``table`` (its records, from ``basis``; a sampler timed more than
+    once by its best time), or the default where the table does not time both."""
+    minibatch = table[table["case"] == CASE]
+    timed = minibatch.groupby("sampler")["best_s"].min()
     missing = [sampler for sampler in RACE.values() if sampler not in timed.index]
     if missing:
         return KernelChoice(DEFAULT_KERNELS, f"default: {basis} times no {CASE} of {' or '.join(missing)}")
@@ -57,16 +60,17 @@ def choose(table: pd.DataFrame, basis: str) -> KernelChoice:
     fastest = min(times, key=times.get)
     if times[fastest] == times[DEFAULT_KERNELS]:
         fastest = DEFAULT_KERNELS  # a tie keeps the default
-    seeds = table.loc[table["case"] == CASE, "seeds"].iloc[0]
-    fanouts = table.loc[table["case"] == CASE, "fanouts"].iloc[0]
+    first = minibatch.iloc[0]
     versus = ", ".join(f"{kernels} {1e3 * seconds:.3g} ms" for kernels, seconds in times.items())
-    return KernelChoice(fastest, f"faster on a ({fanouts}) minibatch of {seeds:,} seeds in {basis}: {versus}")
+    return KernelChoice(fastest, f"faster on {first['dataset']}'s ({first['fanouts']}) minibatch of "
+                                 f"{first['seeds']:,} seeds in {basis}: {versus}")
 
 
 def sampler_kernels(option: str, samplings, device) -> KernelChoice:
     """The kernels the fused sampler launches for ``option`` (``CHOICES``) in a run whose cells sample by
     ``samplings`` on ``device``: the named set, or with ``MEASURED`` the set samplerbench measured faster on this
-    device where a cell samples on a CUDA GPU, else the default."""
+    device where a cell samples on a CUDA GPU, else the default (also where CuPy, which launches the CUDA C++
+    kernels, is not installed, or the records cannot be read: the basis says so)."""
     if option != MEASURED:
         return KernelChoice(option, "chosen (--sampler-kernels)")
     if torch.device(device).type != "cuda" or not any(sampling in GRAPH_MEMORY for sampling in samplings):
@@ -78,4 +82,11 @@ def sampler_kernels(option: str, samplings, device) -> KernelChoice:
     if path is None:
         return KernelChoice(DEFAULT_KERNELS, f"default: no samplerbench records for {name} "
                                              f"(in {' or '.join(GPUBENCH_ROOTS)})")
-    return choose(sampler_bench.read_records(path).table, str(path))
+    try:
+        choice = choose(sampler_bench.read_records(path).table, str(path))
+    except (BadValue, KeyError) as err:  # records of another version, or without their sidecar
+        return KernelChoice(DEFAULT_KERNELS, f"default: {path} cannot be read ({err})")
+    if choice.kernels == "cupy" and importlib.util.find_spec("cupy") is None:
+        return KernelChoice(DEFAULT_KERNELS, f"default: CuPy, which launches the cupy kernels, is not installed "
+                                             f"(those were {choice.basis})")
+    return choice

@@ -24,6 +24,15 @@ def bench_table(times: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def cupy_installed(monkeypatch, installed: bool) -> None:
+    """Whether CuPy's module is found here, whatever this machine has."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: (object() if installed else None) if name == "cupy" else real(name, *args))
+
+
 def write_bench(root, times: dict):
     path = root / "cuda-nvidia-test-gpu" / "sampler-bench" / "sampler-bench.csv"
     path.parent.mkdir(parents=True)
@@ -39,13 +48,18 @@ def write_bench(root, times: dict):
 def test_the_faster_set_on_the_minibatch_is_chosen_and_says_why(times, kernels):
     choice = sampler_choice.choose(bench_table(times), "bench.csv")
     assert choice.kernels == kernels
-    assert choice.basis.startswith("faster on a (12,12,12) minibatch of 1,024 seeds in bench.csv: numba ")
+    assert choice.basis.startswith("faster on papers-s's (12,12,12) minibatch of 1,024 seeds in bench.csv: numba ")
     assert f"cupy {1e3 * times['gpu-cupy']:.3g} ms" in choice.basis
 
 
 def test_records_that_time_one_set_only_leave_the_default():
     choice = sampler_choice.choose(bench_table({"cpu": 9e-3, "gpu": 3e-3}), "bench.csv")
     assert choice == sampler_choice.KernelChoice("numba", "default: bench.csv times no minibatch of gpu-cupy")
+
+
+def test_a_sampler_timed_twice_counts_by_its_best_time():
+    table = pd.concat([bench_table({"gpu": 3e-3, "gpu-cupy": 1e-3}), bench_table({"gpu": 0.5e-3})])
+    assert sampler_choice.choose(table, "bench.csv").kernels == "numba"
 
 
 def test_the_records_are_looked_for_where_gpubench_puts_them_the_first_root_first(tmp_path):
@@ -60,6 +74,7 @@ def test_the_records_are_looked_for_where_gpubench_puts_them_the_first_root_firs
 def test_measured_reads_this_devices_records_only_where_the_fused_sampler_samples_on_cuda(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sampler_choice, "device_name", lambda device: DEVICE)
+    cupy_installed(monkeypatch, True)
     measured = sampler_choice.sampler_kernels("measured", ["cpu", "gpu"], "cuda")
     assert measured.kernels == "numba" and measured.basis.startswith(f"default: no samplerbench records for {DEVICE}")
     path = write_bench(tmp_path / "out" / "gpu", {"gpu": 3e-3, "gpu-cupy": 1e-3})
@@ -70,6 +85,30 @@ def test_measured_reads_this_devices_records_only_where_the_fused_sampler_sample
     assert sampler_choice.sampler_kernels("measured", ["gpu"], "cpu").kernels == "numba"  # the simulator's
     assert sampler_choice.sampler_kernels("numba", ["gpu"], "cuda") == sampler_choice.KernelChoice(
         "numba", "chosen (--sampler-kernels)")
+
+
+def test_records_that_cannot_be_read_or_cupy_missing_leave_the_default_saying_why(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sampler_choice, "device_name", lambda device: DEVICE)
+    path = write_bench(tmp_path / "out" / "gpu", {"gpu": 3e-3, "gpu-cupy": 1e-3})
+    cupy_installed(monkeypatch, False)
+    missing = sampler_choice.sampler_kernels("measured", ["gpu"], "cuda")
+    assert missing.kernels == "numba"
+    assert missing.basis.startswith("default: CuPy, which launches the cupy kernels, is not installed (those were "
+                                    "faster on papers-s's")
+    records.sidecar_path(path).unlink()
+    unread = sampler_choice.sampler_kernels("measured", ["gpu"], "cuda")
+    assert unread.kernels == "numba" and unread.basis.startswith(f"default: {path.relative_to(tmp_path)} cannot be read")
+
+
+def test_the_launcher_of_a_process_group_leaves_measured_to_its_processes(tiny, tmp_path, monkeypatch):
+    def no_gpu(device):
+        raise AssertionError("the launcher asked for the GPU's name")
+
+    monkeypatch.setattr(sampler_choice, "device_name", no_gpu)
+    sweep = plan_sweep("k", tmp_path, datasets=["tiny"], loaders=["in-memory"], fanouts=[(4, 4)], samplings=["uva"],
+                       device="cuda", processes=2, sampler_kernels="measured")
+    assert (sweep.sampler_kernels, sweep.kernels_basis) == ("measured", "resolved by each process of the group")
 
 
 def test_a_sweep_on_a_cpu_resolves_measured_to_the_default_and_names_no_kernels(tiny, tmp_path):
