@@ -6,20 +6,23 @@
 of the same algorithm on the CPU in the same run (below 1: numba is faster).
 ``NeighborSampler`` is timed for a whole three-layer minibatch, relabelling
 included, and reported as minibatches/s (against DGL: ``tox -e peers``).
-``CSRLocation`` times the same minibatch with the CSR in host memory (numba),
-in GPU memory (the torch sampler on the GPU) and in pinned host memory read
-from the GPU (UVA sampling, ``tiering.features.zero_copy.mapped_graph``); the GPU cases
-are skipped without CUDA.  Note that asv reads every number as
+``FusedMinibatch`` times a (12,12,12) minibatch drawn by the fused GPU sampler
+training launches, with the CSR in GPU memory or in pinned host memory read
+from the GPU (UVA sampling), through its numba or its CUDA C++ kernels, as a ratio
+to the CPU sampler in the same run; it is skipped without CUDA.  Note that asv reads every number as
 lower-is-better; for the edges/s and minibatches/s tracks a drop is the
 regression.
 """
+
+import importlib.util
 
 import numba
 import torch
 
 from benchmarks.workloads import NODES, load_graph, make_graphs, relabel_workload
+from suite.experiments.sampler_bench import FUSED_SAMPLERS
 from suite.measure.timing import best_wall_seconds
-from tiering.features.zero_copy import mapped_graph
+from suite.training.sampling import build_sampler
 from tiering.sampling.neighbors import (
     NeighborSampler,
     append_new_nodes,
@@ -115,25 +118,41 @@ class Relabel:
     track_time_ratio_vs_sorting.unit = "ratio"
 
 
-class CSRLocation:
-    params = [["host", "gpu", "uva"]]
-    param_names = ["csr"]
+class FusedMinibatch:
+    """A (12,12,12) minibatch of 1,024 seeds drawn by the fused GPU sampler, the one training's GPU sampling launches
+    (``suite.training.sampling``), for each of samplerbench's fused samplers
+    (``suite.experiments.sampler_bench.FUSED_SAMPLERS``: the CSR in GPU memory or pinned host memory, the numba or the
+    CUDA C++ kernels), against the CPU sampler on every core drawing the same minibatch in the same run.  Skipped
+    without CUDA, and the CUDA C++ kernels without CuPy."""
+
+    params = [list(FUSED_SAMPLERS)]
+    param_names = ["sampler"]
     timeout = 300
 
     def setup_cache(self):
         return make_graphs()
 
-    def setup(self, root, csr):
+    def setup(self, root, sampler):
+        sampling, kernels = FUSED_SAMPLERS[sampler]
+        if not torch.cuda.is_available() or (kernels == "cupy" and importlib.util.find_spec("cupy") is None):
+            raise NotImplementedError(f"{sampler} needs a CUDA GPU" + (" and CuPy" if kernels == "cupy" else ""))
         graph = load_graph(root, NODES)
-        if csr != "host":
-            if not torch.cuda.is_available():
-                raise NotImplementedError("needs a CUDA GPU")  # asv's way to skip a parameter
-            graph = graph.to("cuda") if csr == "gpu" else mapped_graph(graph, "cuda")
-        self.sampler = NeighborSampler(graph, (12, 12, 12), backend="cpu" if csr == "host" else "torch")
-        self.seeds = torch.randperm(NODES, generator=torch.Generator().manual_seed(0))[:1024].to(graph.indptr.device)
-        self.sampler.sample(self.seeds)
+        self.fused = build_sampler(sampling, graph, (12, 12, 12), "cuda", kernels=kernels)
+        self.cpu = build_sampler("cpu", graph, (12, 12, 12), "cpu")
+        self.seeds = torch.randperm(NODES, generator=torch.Generator().manual_seed(0))[:1024]
+        self.sample_fused()  # compiles the kernels, allocates the tables
+        self.cpu.sample(self.seeds)
 
-    def time_sample_minibatch(self, root, csr):
-        self.sampler.sample(self.seeds)
-        if csr != "host":
-            torch.cuda.synchronize()
+    def sample_fused(self):
+        self.fused.sample(self.seeds)
+        torch.cuda.synchronize()
+
+    def time_sample_minibatch(self, root, sampler):
+        self.sample_fused()
+
+    def track_time_ratio_vs_cpu_sampler(self, root, sampler):
+        _, ours = best_wall_seconds(self.sample_fused)
+        _, peer = best_wall_seconds(lambda: self.cpu.sample(self.seeds))
+        return ours / peer
+
+    track_time_ratio_vs_cpu_sampler.unit = "ratio"
