@@ -84,7 +84,7 @@ _NAMES = {
     "host_fraction": lambda value: "no disk tier" if pd.isna(value) else f"host budget {100 * value:g}%",
     "pipeline": lambda value: "pipeline" if value else "no pipeline",
     "sampling": "{} sampling".format,
-    "sampler_kernels": lambda value: "no GPU sampler kernels" if pd.isna(value) else f"{value} sampler kernels",
+    "sampler_kernels": lambda value: "" if pd.isna(value) else f"{value} kernels",  # none: said by the sampling
     "processes": lambda value: f"{value} process" + ("" if value == 1 else "es"),
     "gpus": lambda value: f"{value} GPU" + ("" if value == 1 else "s"),
     "batch_size": "batch {}".format,
@@ -187,8 +187,13 @@ def settings_of(records: pd.DataFrame) -> list[str]:
 
 
 def _describe(column: str, value) -> str:
-    """A setting's value as a reader names it: "hot 10%", "pipeline", "2 processes"."""
+    """A setting's value as a reader names it: "hot 10%", "pipeline", "2 processes" ("" where another says it)."""
     return _NAMES.get(column, str)(value)
+
+
+def _words(row, columns: list[str]) -> str:
+    """``row``'s values of ``columns`` as a reader names them, comma-separated."""
+    return ", ".join(filter(None, (_describe(column, row[column]) for column in columns)))
 
 
 def varying(records: pd.DataFrame, columns: list[str], within: list[str] | None = None) -> list[str]:
@@ -207,7 +212,7 @@ def common_settings(records: pd.DataFrame, settings: list[str]) -> str:
     shared = [column for column in settings if records[column].nunique(dropna=False) == 1]
     if not shared:
         return ""
-    return "Every row: " + ", ".join(_describe(column, records[column].iloc[0]) for column in shared) + ".\n\n"
+    return "Every row: " + _words(records.iloc[0], shared) + ".\n\n"
 
 
 def labelled(records: pd.DataFrame, columns: list[str], name: str) -> tuple[pd.DataFrame, list[str] | None]:
@@ -220,7 +225,7 @@ def labelled(records: pd.DataFrame, columns: list[str], name: str) -> tuple[pd.D
         return records, None
 
     def text(row) -> str:
-        return ", ".join(_describe(column, row[column]) for column in columns)
+        return _words(row, columns)
 
     order = [text(row) for _, row in records[columns].drop_duplicates().sort_values(columns).iterrows()]
     return records.assign(**{name: records.apply(text, axis=1)}), order
