@@ -52,8 +52,9 @@ from the estimates alone.  A device lent for a few minutes at a time then spends
 The datasets steps write into the machine's dataset cache, not the records, so a fresh machine resuming a suite has
 none of their output.  A datasets step done earlier whose dataset that cache lacks runs again where a step left to
 run reads the dataset (``refills``), so that step's time is its own and not also the dataset's; making a dataset
-again redoes none of the steps done with it, since ``prepare`` makes the same entry whenever it runs.  A step whose
-datasets step is left out (``--skip``, ``--only``) is left out too where the cache lacks its dataset, with the reason.
+again redoes none of the steps done with it, since ``prepare`` makes the same entry whenever it runs.  A step that
+reads a dataset whose datasets step is left out (``--skip``, ``--only``) is left out too where the cache lacks the
+dataset, with the reason.
 
 The state file ``gpu-suite.json`` records each step's status, return code, wall time, log and command; it is
 written through a temporary file and a rename, under a file lock that also keeps two suites out of one folder.
@@ -358,7 +359,8 @@ def decide(step: Step, state: dict, *, gpu: str | None, rerun: set[str], skip: s
     planned); ``datasets``: the datasets steps, each with its dataset, whose redoing redoes no step that reads their
     dataset (``prepare`` makes the same entry whenever it runs), only a report of their records; a step that reads
     the dataset of one left out (``skip``) is left out too where this machine's cache lacks the dataset, which the
-    step would otherwise make inside its own time and timeout.
+    step would otherwise make inside its own time and timeout (a datasets step reads none: papers-100m's needs
+    papers-xs's route done, not its entry).
     """
     run, why = _decide(step, state, gpu=gpu, rerun=rerun, skip=skip, planned=planned, later=later, refill=refill or {},
                        datasets=datasets or {})
@@ -385,7 +387,7 @@ def _decide(step: Step, state: dict, *, gpu, rerun, skip, planned, later, refill
                       else steps.get(missing[0], {}).get("status", "not run"))
             return False, f"its input {missing[0]} is not done ({status})"
         absent = [name for name in step.inputs if name in skip and name in datasets and not step.any_input
-                  and not _is_prepared(datasets[name])]
+                  and step.dataset is None and not _is_prepared(datasets[name])]  # a datasets step reads none
         if absent:
             return False, (f"its input {absent[0]} is left out (--skip, --only) and this machine's dataset cache "
                            f"lacks {datasets[absent[0]]}: let {absent[0]} run too")

@@ -522,6 +522,9 @@ def test_a_step_whose_datasets_step_is_left_out_runs_only_where_the_cache_holds_
     cache["names"] = set()
     assert _suite(tmp_path, [], only=["datasets-papers-s", "fig8-papers-s"], rerun=["fig8-papers-s"]) == 0
     assert runner.names == ["datasets-papers-s", "fig8-papers-s"]  # made again first, as a refill
+    runner.names.clear()
+    assert _suite(tmp_path, [], only=["datasets-papers-100m"], rerun=["datasets-papers-100m"]) == 0
+    assert runner.names == ["datasets-papers-100m"]  # its input's route was done; it reads none of its entry
 
 
 def test_every_step_runs_with_the_revision_the_suite_started_at(tmp_path, fake_gpu, runner, monkeypatch):
