@@ -33,12 +33,12 @@ def _cmd_costs(args) -> int:
     from suite.experiments.costs import measure, read_records, summary
     from suite.io.provenance import machine_profile_name
     from suite.sweep.sampler_choice import sampler_kernels
-    from suite.training.sampling import check_single_process, launched_kernels
+    from suite.training.sampling import check_single_process
 
     check_single_process(args.sampling, args.device)  # before the kernels are chosen and named
     choice = sampler_kernels(args.sampler_kernels, [args.sampling], args.device)
-    if launched_kernels(args.sampling, choice.kernels):
-        print(f"the fused GPU sampler launches its {choice.kernels} kernels ({choice.basis})")
+    if choice.line([args.sampling]):
+        print(choice.line([args.sampling]))
     profile = args.machine or f"{args.machines}/{machine_profile_name(args.device)}"
     path = measure(args.dataset, args.out or f"out/costs/{args.dataset}", profile, device=args.device,
                    loader=args.loader, sampling=args.sampling, sampler_kernels=choice.kernels,

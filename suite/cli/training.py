@@ -75,8 +75,8 @@ def _cmd_train(args) -> int:
     args.sampler_kernels = choice.kernels
     check_kernels(args.sampling, args.sampler_kernels, device)
     kernels = launched_kernels(args.sampling, args.sampler_kernels)
-    if kernels:
-        print(f"the fused GPU sampler launches its {kernels} kernels ({choice.basis})")
+    if choice.line([args.sampling]):
+        print(choice.line([args.sampling]))
     sampled_by = {"sampling": args.sampling, **({"sampler_kernels": kernels} if kernels else {})}
     _plan_paper_scale(cell, args.hidden, device)
     try:

@@ -65,6 +65,7 @@ from suite.sweep.records import (
     records_path,
     store_records,
 )
+from suite.sweep.sampler_choice import KernelChoice
 from suite.sweep.variants import VariantChoice, kernel_variant
 from suite.training.sampling import GRAPH_MEMORY, NEEDS_GPU, launched_kernels
 from suite.training.trainer import EpochResult, Trainer
@@ -213,9 +214,13 @@ class Sweep:
     device: torch.device | str
     pipeline: bool
     processes: int
+    kernels: KernelChoice  # the fused GPU sampler's, for the cells it samples, and why
     batch_limit: int | None = None  # minibatches each epoch stops at; None: whole epochs
-    sampler_kernels: str = DEFAULT_KERNELS  # the fused GPU sampler's, for the cells it samples
-    kernels_basis: str = "default"  # why those (suite.sweep.sampler_choice.KernelChoice)
+
+    @property
+    def sampler_kernels(self) -> str:
+        """The fused GPU sampler's kernels, for the cells it samples."""
+        return self.kernels.kernels
 
     @functools.cached_property
     def device_name(self) -> str:
@@ -232,9 +237,8 @@ class Sweep:
     def describe_kernels(self) -> str | None:
         """The line that says which kernels the fused sampler launches in this sweep and why; ``None`` where no
         cell samples with it."""
-        if not any(cell.sampling in GRAPH_MEMORY for cell in self.cells):
-            return None
-        return f"{self.path.stem}: the fused GPU sampler launches its {self.sampler_kernels} kernels ({self.kernels_basis})"
+        line = self.kernels.line(cell.sampling for cell in self.cells)
+        return line and f"{self.path.stem}: {line}"
 
     def is_recorded(self, cell: Cell) -> bool:
         return bool(self.rows_of(cell)(read_records(self.path)).any())
@@ -285,7 +289,7 @@ def plan_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None
     kernels = check_sampler_kernels(todo, sampler_kernels, device, launcher)
     check_writable(path)
     read_records(path)  # a records file that does not parse is refused now, not after the first cell
-    return Sweep(path, todo, epochs, warmup, device, pipeline, processes, batch_limit, kernels.kernels, kernels.basis)
+    return Sweep(path, todo, epochs, warmup, device, pipeline, processes, kernels, batch_limit)
 
 
 def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None, hot_fractions=None,

@@ -42,6 +42,13 @@ class KernelChoice:
     kernels: str
     basis: str
 
+    def line(self, samplings) -> str | None:
+        """What a command says of this choice: the kernels the fused sampler launches, and why; ``None`` where none
+        of ``samplings`` samples with it."""
+        if not any(sampling in GRAPH_MEMORY for sampling in samplings):
+            return None
+        return f"the fused GPU sampler launches its {self.kernels} kernels ({self.basis})"
+
 
 def samplerbench_records(device: str, roots=GPUBENCH_ROOTS) -> Path | None:
     """The table samplerbench wrote for ``device`` (``"cuda: NVIDIA H100 ..."``), or ``None``."""

@@ -16,6 +16,7 @@ from suite.figures import write_report
 from suite.sweep.cells import cells
 from suite.sweep.records import read_records, store_records
 from suite.sweep.run import run_sweep
+from suite.sweep.sampler_choice import KernelChoice
 from tiering.features.zero_copy import DEFAULT_VARIANT
 
 FIELDS = [
@@ -213,7 +214,7 @@ def test_records_name_the_fused_samplers_kernels_and_each_sweep_finds_only_its_o
     cell = cells(["tiny"], ["tiered"], [0.25], [(5, 5)])[0]
     for sampling, kernels, found in [("cpu", "numba", 1), ("cpu", "cupy", 1), ("gpu", "numba", 1), ("gpu", "cupy", 1),
                                      ("uva", "numba", 0)]:
-        sweep = harness.Sweep(path, [cell], 1, 0, "cpu", False, 1, sampler_kernels=kernels)
+        sweep = harness.Sweep(path, [cell], 1, 0, "cpu", False, 1, kernels=KernelChoice(kernels, "named"))
         sampled = dataclasses.replace(cell, sampling=sampling)
         assert sweep.rows_of(sampled)(read_records(path)).sum() == found, (sampling, kernels)
     assert len(harness.summarize_runs(read_records(path))) == 3  # never averaged across kernels

@@ -108,7 +108,7 @@ def test_the_launcher_of_a_process_group_leaves_measured_to_its_processes(tiny, 
     monkeypatch.setattr(sampler_choice, "device_name", no_gpu)
     sweep = plan_sweep("k", tmp_path, datasets=["tiny"], loaders=["in-memory"], fanouts=[(4, 4)], samplings=["uva"],
                        device="cuda", processes=2, sampler_kernels="measured")
-    assert (sweep.sampler_kernels, sweep.kernels_basis) == ("measured", "resolved by each process of the group")
+    assert sweep.kernels == sampler_choice.KernelChoice("measured", "resolved by each process of the group")
 
 
 def test_a_sweep_on_a_cpu_resolves_measured_to_the_default_and_names_no_kernels(tiny, tmp_path):
