@@ -14,15 +14,13 @@ lower-is-better; for the edges/s and minibatches/s tracks a drop is the
 regression.
 """
 
-import importlib.util
-
 import numba
 import torch
 
 from benchmarks.workloads import NODES, load_graph, make_graphs, relabel_workload
 from suite.experiments.sampler_bench import FUSED_SAMPLERS
 from suite.measure.timing import best_wall_seconds
-from suite.training.sampling import build_sampler
+from suite.training.sampling import build_sampler, installed
 from tiering.sampling.neighbors import (
     NeighborSampler,
     append_new_nodes,
@@ -134,7 +132,7 @@ class FusedMinibatch:
 
     def setup(self, root, sampler):
         sampling, kernels = FUSED_SAMPLERS[sampler]
-        if not torch.cuda.is_available() or (kernels == "cupy" and importlib.util.find_spec("cupy") is None):
+        if not torch.cuda.is_available() or not installed(kernels):
             raise NotImplementedError(f"{sampler} needs a CUDA GPU" + (" and CuPy" if kernels == "cupy" else ""))
         graph = load_graph(root, NODES)
         self.fused = build_sampler(sampling, graph, (12, 12, 12), "cuda", kernels=kernels)

@@ -15,7 +15,6 @@ CPU, where numba's simulator runs only the numba kernels, or a GPU samplerbench 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
@@ -24,7 +23,7 @@ import torch
 from suite.errors import BadValue
 from suite.io.provenance import device_name
 from suite.sweep.variants import GPUBENCH_ROOTS, device_records
-from suite.training.sampling import GRAPH_MEMORY
+from suite.training.sampling import GRAPH_MEMORY, installed
 from tiering.sampling.fused import DEFAULT_KERNELS, KERNELS
 
 MEASURED = "measured"
@@ -93,7 +92,7 @@ def sampler_kernels(option: str, samplings, device) -> KernelChoice:
         choice = choose(sampler_bench.read_records(path).table, str(path))
     except (BadValue, KeyError) as err:  # records of another version, or without their sidecar
         return KernelChoice(DEFAULT_KERNELS, f"default: {path} cannot be read ({err})")
-    if choice.kernels == "cupy" and importlib.util.find_spec("cupy") is None:
+    if not installed(choice.kernels):
         return KernelChoice(DEFAULT_KERNELS, f"default: CuPy, which launches the cupy kernels, is not installed "
                                              f"(those were {choice.basis})")
     return choice

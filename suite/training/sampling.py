@@ -71,9 +71,15 @@ def check_kernels(sampling: str, kernels, device) -> None:
             raise BadValue(f"--sampler-kernels {kernels} chooses the fused GPU sampler's kernels, which {sampling} "
                            f"sampling does not run: use it with --sampling {' or '.join(GRAPH_MEMORY)}")
         check_device(sampling, device)
-    if kernels == "cupy" and importlib.util.find_spec("cupy") is None:
+    if not installed(kernels):
         raise BadValue("--sampler-kernels cupy launches the kernels through CuPy, which is not installed: install "
                        "tierbench's gpu extra (pip install 'tierbench[gpu]')")
+
+
+def installed(kernels: str) -> bool:
+    """Whether this machine has what launches ``kernels``: CuPy for the CUDA C++ ones (numba-cuda is a
+    dependency)."""
+    return kernels != "cupy" or importlib.util.find_spec("cupy") is not None
 
 
 def launched_kernels(sampling: str, kernels: str) -> str | None:
