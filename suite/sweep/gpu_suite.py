@@ -411,6 +411,11 @@ def _decide(step: Step, state: dict, *, gpu, rerun, skip, planned, later, refill
     return False, f"done at {previous['finished']}, rc 0; --rerun {step.name} to redo"
 
 
+def datasets_of(steps: list[Step]) -> dict[str, str]:
+    """The datasets steps among ``steps``, each with the dataset it prepares (``decide``'s ``datasets``)."""
+    return {step.name: step.dataset for step in steps if step.dataset is not None}
+
+
 def refills(steps: list[Step], state: dict, *, gpu: str | None, rerun: set[str], skip: set[str]) -> dict[str, str]:
     """The datasets steps done earlier whose dataset this machine's dataset cache lacks (a fresh machine resuming a
     suite) and that a step left to run reads, each with the first such step: running them again first keeps the
@@ -418,7 +423,7 @@ def refills(steps: list[Step], state: dict, *, gpu: str | None, rerun: set[str],
     A step is left to run where ``decide`` would run it after the steps before it (those redone because an input is
     redone included); steps left out (``skip``) are neither made again nor counted as readers, and neither are the
     reports, which read the records of their inputs, not the datasets."""
-    datasets = {step.name: step.dataset for step in steps if step.dataset is not None}
+    datasets = datasets_of(steps)
     done = {name for name, entry in state["steps"].items() if entry["status"] == "done"}
     will_run, readers = set(), {}
     for step in steps:
@@ -579,7 +584,7 @@ def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), o
     state = read_state(folder)
     refill = refills(steps, state, gpu=gpu, rerun=rerun, skip=skip)
     choice = {"gpu": gpu, "rerun": rerun, "skip": skip, "refill": refill,
-              "datasets": {step.name: step.dataset for step in steps if step.dataset is not None}}
+              "datasets": datasets_of(steps)}
     cold = set(refill) | {step.name for step in steps if step.dataset is not None and step.name in rerun - skip
                           and gpu is not None and not _is_prepared(step.dataset)}
     echo(f"gpu-suite for {gpu or device_name('cpu') + ' (no CUDA GPU visible)'}: results in {folder}; "
