@@ -331,20 +331,23 @@ def paper_fig10_rows(folder: Path, sources: Sources) -> list[Row]:
 
 
 def build_row(folder: Path, sources: Sources) -> list[Row]:
-    """Goal 5: the wall time of the step that built papers-100m, from the state file, where it finished with rc 0."""
+    """Goal 5: the wall time of the step that built papers-100m from nothing, from the state file: its last run that
+    finished with rc 0 into a dataset cache that lacked the dataset (``gpu_suite.last_build``)."""
     state = gpu_suite.read_state(folder)
     name = f"datasets-{gpu_suite.PAPER_SCALE}"
     step = state["steps"].get(name)
     if step is None:
         return [_not_yet(5, f"{gpu_suite.STATE_FILE} has no step {name}")]
-    if step.get("status") != "done" or step.get("seconds") is None:
-        return [_not_yet(5, f"its last run {step.get('status')} (rc {step.get('rc')}, {step.get('seconds')} s): no "
-                            "complete build timed")]
-    sources.add(step.get("device", state.get("device")), step.get("git_revision", state.get("git_revision")),
-                step.get("finished"))
-    seconds = float(step["seconds"])
+    build = gpu_suite.last_build(step)
+    if build is None:
+        held = " into a dataset cache that held it" if step.get("cache_held") else ""
+        return [_not_yet(5, f"its last run {step['status']}{held} (rc {step.get('rc')}, {step.get('seconds')} s): "
+                            "no complete build timed")]
+    sources.add(build.get("device", state.get("device")), build.get("git_revision", state.get("git_revision")),
+                build.get("finished"))
+    seconds = float(build["seconds"])
     return [Row(5, "", f"{seconds:.0f} s ({seconds / 60:.1f} min)", _verdict(seconds <= BUILD_S),
-                f"{gpu_suite.STATE_FILE}: step {name}, wall time, finished {step.get('finished')}", seconds,
+                f"{gpu_suite.STATE_FILE}: step {name}, wall time, finished {build.get('finished')}", seconds,
                 BUILD_S / seconds if seconds > 0 else math.inf)]
 
 

@@ -56,7 +56,11 @@ again redoes none of the steps done with it, since ``prepare`` makes the same en
 reads a dataset whose datasets step is left out (``--skip``, ``--only``) is left out too where the cache lacks the
 dataset, with the reason.
 
-The state file ``gpu-suite.json`` records each step's status, return code, wall time, log and command; it is
+The state file ``gpu-suite.json`` records each step's status, return code, wall time, log and command (a datasets
+step's also whether the cache held its dataset, or its base entry, when it started, so that only a run that made
+it from nothing times a build); an
+entry keeps the step's last successful run and last build until a new run replaces them, so that a run that fails,
+times out or is cut off loses no measured time (``last_done``, ``last_build``).  It is
 written through a temporary file and a rename, under a file lock that also keeps two suites out of one folder.
 A rerun skips the steps done (and says when they were; ``--rerun`` runs a sweep step with ``tierbench run
 --rerun``, ``Step.redo``), runs the failed, timed-out and interrupted ones again,
@@ -186,12 +190,40 @@ class Estimate:
         return f"~{self.seconds} s, {self.source}"
 
 
+def last_done(entry: dict | None) -> dict | None:
+    """A step's last run that finished with rc 0, from its state file entry: the entry itself, or the run it keeps
+    (``earlier_done``) while a later run failed, timed out or was cut off, so that no measured time is lost."""
+    if entry is None:
+        return None
+    return entry if entry["status"] == "done" else entry.get("earlier_done")
+
+
+def last_build(entry: dict | None) -> dict | None:
+    """A datasets step's last run that finished with rc 0 and made its dataset (``cache_held`` false: the cache
+    lacked it when the run started), so that its wall time is a build's; the entry itself, or the run it keeps
+    (``earlier_build``).  A run into a cache that held the dataset takes seconds and times no build."""
+    if entry is None:
+        return None
+    if entry["status"] == "done" and entry.get("cache_held") is False:
+        return entry
+    return entry.get("earlier_build")
+
+
+def _earlier_runs(previous: dict | None) -> dict:
+    """What a step's new entry keeps of ``previous`` until the new run replaces it: its last successful run and its
+    last build (``last_done``, ``last_build``), each without the runs it kept in turn."""
+    kept = {"earlier_done": last_done(previous), "earlier_build": last_build(previous)}
+    return {key: {k: v for k, v in run.items() if k not in kept} for key, run in kept.items() if run is not None}
+
+
 def estimate(step: Step, state: dict, cold: bool = False) -> Estimate:
     """The wall time the state file recorded for ``step``'s last successful run, rounded up; ``TYPED_S`` without one.
-    A datasets step run into an empty cache (``cold``) takes at least its typed time, whatever its last run took (in
-    a cache that held the dataset: seconds)."""
-    previous = state["steps"].get(step.name, {})
-    if previous.get("status") == "done" and previous.get("seconds") is not None:
+    A datasets step run into an empty cache (``cold``) takes its last build's time (``last_build``), else at least its
+    typed time, whatever its last run took (in a cache that held the dataset: seconds)."""
+    previous = last_done(state["steps"].get(step.name))
+    if cold and last_build(state["steps"].get(step.name)) is not None:
+        return Estimate(math.ceil(last_build(state["steps"][step.name])["seconds"]), "measured: its last build")
+    if previous is not None and previous.get("seconds") is not None:
         measured = math.ceil(previous["seconds"])
         if cold and measured < TYPED_S[step.name]:
             return Estimate(TYPED_S[step.name], "typed: made again into an empty cache")
@@ -442,6 +474,15 @@ def _is_prepared(dataset: str) -> bool:
     from suite.datasets.reordered import is_prepared  # the dataset code only where a cache is looked at
 
     return is_prepared(dataset, SCORER)
+
+
+def _is_begun(dataset: str) -> bool:
+    """Whether this machine's dataset cache holds ``dataset``'s base entry (reordered or not): a datasets step that
+    starts from it does not time the whole build."""
+    from suite.datasets import cache  # the dataset code only where a cache is looked at
+    from suite.datasets.build import entry_path
+
+    return cache.is_complete(entry_path(dataset))
 
 
 def waits_for_later(step: Step, state: dict, *, later: frozenset[str], planned: frozenset[str] = frozenset(),
@@ -721,7 +762,10 @@ class _StepRunner:
                   f"    $ {shlex.join(command)}")
         entry = {"status": "running", "command": list(command), "log": str(log), "started": _now(),
                  "finished": None, "rc": None, "seconds": None, **self.stamp}
+        if step.dataset is not None:
+            entry["cache_held"] = _is_begun(step.dataset)
         with self.lock:
+            entry.update(_earlier_runs(self.state["steps"].get(step.name)))
             self.state["steps"][step.name] = entry
             write_state(self.folder, self.state)
         start = time.monotonic()
@@ -731,6 +775,9 @@ class _StepRunner:
         status = "done" if rc == 0 else "timed out" if rc == TIMEOUT_RC else "failed"
         with self.lock:
             entry.update(status=status, rc=rc, seconds=round(time.monotonic() - start, 1), finished=_now())
+            for key, last in (("earlier_done", last_done), ("earlier_build", last_build)):
+                if last(entry) is entry:  # it is now the run it kept an earlier one of
+                    entry.pop(key, None)
             write_state(self.folder, self.state)
             self.failed |= rc != 0
         if rc != 0:

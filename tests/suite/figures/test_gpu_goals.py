@@ -96,7 +96,7 @@ def write_reach(folder: Path) -> None:
 
 def write_state(folder: Path, build_s: float) -> None:
     gpu_suite.write_state(folder, {"device": DEVICE, "git_revision": RECORD["git_revision"], "steps": {
-        "datasets-papers-100m": {"status": "done", "rc": 0, "seconds": build_s, "device": DEVICE,
+        "datasets-papers-100m": {"status": "done", "rc": 0, "seconds": build_s, "cache_held": False, "device": DEVICE,
                                  "git_revision": RECORD["git_revision"], "started": "2027-01-02T09:00:00+00:00",
                                  "finished": "2027-01-02T09:05:00+00:00"}}})
 
@@ -191,6 +191,19 @@ def test_a_build_slower_than_five_minutes_is_missed_with_its_value(tmp_path):
     folder = visit(tmp_path, build_s=400.0)
     row = _row(report(folder), 5)
     assert row["verdict"] == "missed" and row["value"] == 400.0 and row["measured"].startswith("400 s")
+
+
+def test_a_run_into_a_cache_that_held_papers_100m_times_no_build_but_keeps_the_last_one(tmp_path):
+    folder = visit(tmp_path, build_s=250.0)
+    state = gpu_suite.read_state(folder)
+    build = state["steps"]["datasets-papers-100m"]
+    rerun = {**build, "seconds": 4.0, "cache_held": True, "finished": "2027-01-03T09:00:00+00:00"}
+    gpu_suite.write_state(folder, {**state, "steps": {"datasets-papers-100m": rerun}})
+    row = _row(report(folder), 5)
+    assert row["verdict"] == "not yet run" and "into a dataset cache that held it" in row["source"]
+    gpu_suite.write_state(folder, {**state, "steps": {"datasets-papers-100m": {**rerun, "earlier_build": build}}})
+    row = _row(report(folder), 5)
+    assert row["verdict"] == "met" and row["value"] == 250.0 and "finished 2027-01-02T09:05:00" in row["source"]
 
 
 def test_goals_without_records_say_not_yet_run_and_name_their_step(tmp_path):

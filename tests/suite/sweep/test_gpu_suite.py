@@ -72,6 +72,7 @@ def cache(monkeypatch):
     monkeypatch.setattr(reordered, "is_prepared",
                         lambda name, scorer: scorer == gpu_suite.SCORER and (held["names"] is None
                                                                             or name in held["names"]))
+    monkeypatch.setattr(gpu_suite, "_is_begun", lambda name: held["names"] is None or name in held["names"])
     return held
 
 
@@ -681,3 +682,34 @@ def test_report_goals_waits_on_every_step_a_goal_names():
     steps = {step.name for step in gpu_suite.plan(Path("gpu"), Path("machines"))}
     named = {word.strip("`,") for _, _, text in GOALS.values() for word in text.split()} & steps
     assert named == set(gpu_suite.GOAL_STEPS)
+
+
+def test_a_run_that_fails_keeps_the_last_successful_run_and_the_last_build(tmp_path, fake_gpu, runner, cache):
+    _all_done(tmp_path)
+    cache["names"] = set()  # papers-100m made from nothing: a build
+    only = ["datasets-papers-100m"]
+    runner.statuses["datasets-papers-100m"] = 0
+    assert _suite(tmp_path, [], only=only, rerun=only) == 0
+    built = _state(tmp_path)["steps"]["datasets-papers-100m"]
+    assert built["status"] == "done" and built["cache_held"] is False
+    assert "earlier_done" not in built and "earlier_build" not in built  # it replaced them
+
+    cache["names"] = {"papers-100m"}  # run again into the cache it made: seconds, no build
+    assert _suite(tmp_path, [], only=only, rerun=only) == 0
+    again = _state(tmp_path)["steps"]["datasets-papers-100m"]
+    assert again["cache_held"] is True and "earlier_done" not in again
+    assert again["earlier_build"]["finished"] == built["finished"]
+    assert gpu_suite.last_build(again) == again["earlier_build"]
+
+    cache["names"] = set()
+    runner.statuses["datasets-papers-100m"] = 1  # a build that fails loses neither
+    assert _suite(tmp_path, [], only=only, rerun=only) == 1
+    failed = _state(tmp_path)["steps"]["datasets-papers-100m"]
+    assert failed["status"] == "failed"
+    assert gpu_suite.last_done(failed)["finished"] == again["finished"]
+    assert gpu_suite.last_build(failed)["finished"] == built["finished"]
+    assert "earlier_done" not in failed["earlier_done"] and "earlier_build" not in failed["earlier_build"]
+    (step,) = [s for s in gpu_suite.plan(tmp_path, tmp_path) if s.name == "datasets-papers-100m"]
+    state = _state(tmp_path)
+    assert gpu_suite.estimate(step, state).source == "measured"  # the last successful run's time
+    assert gpu_suite.estimate(step, state, cold=True).source == "measured: its last build"
