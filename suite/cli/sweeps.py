@@ -21,7 +21,7 @@ def _interrupted(sweep, rerun: bool) -> str:
 
 
 def _cmd_run(args) -> int:
-    from suite.sweep.run import datasets_kept_open, plan_sweep, prepare_datasets, run_sweep
+    from suite.sweep.run import datasets_kept_open, plan_sweep, prepare_datasets, run_planned
     from suite.training import distributed
     from tiering.features.multi_gpu import check_shm_dir
 
@@ -64,11 +64,11 @@ def _cmd_run(args) -> int:
             if reporter and sweep.describe_kernels():
                 print(sweep.describe_kernels(), flush=True)
         with datasets_kept_open() as opened:  # a dataset one sweep opened stays open, its table pinned, for the next
-            for (name, chosen), sweep in zip(sweeps, planned):
+            for sweep in planned:
                 try:
-                    path, summary = run_sweep(name, args.runs, **chosen, device=device, seed=args.seed,
-                                              rerun=args.rerun, progress=not args.quiet, shm_dir=args.shm_dir,
-                                              validate=args.validate, opened=opened)
+                    path, summary = run_planned(sweep, seed=args.seed, rerun=args.rerun, ogb_root=args.ogb_root,
+                                                progress=not args.quiet, shm_dir=args.shm_dir,
+                                                validate=args.validate, opened=opened)
                 except KeyboardInterrupt:
                     if reporter and args.gpus is None:  # under --gpus, the process that launched the group says it
                         print(_interrupted(sweep, args.rerun), file=sys.stderr)

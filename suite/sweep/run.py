@@ -299,25 +299,34 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
               shm_dir: str = "/dev/shm", batch_limit: int | None = None,
               validate: bool = True, opened: dict | None = None,
               sampler_kernels: str = DEFAULT_KERNELS) -> tuple[Path, pd.DataFrame]:
-    """Run (or resume) a sweep; returns the CSV path and a summary table of the cells run or found.
-
-    The whole sweep is checked first (``plan_sweep``).  Inside a process
-    group (``tierbench run --gpus G``) every process runs every cell and
-    rank 0 alone reads and writes the records; ``shm_dir`` is where the
-    multi-GPU host tier's shared-memory segment goes.  ``validate=False`` runs no
-    validation pass (records' ``valid_accuracy`` empty); it is not a setting of a cell,
-    since the epoch's times never include the pass.  ``opened``: the datasets open in this process
-    (``datasets_kept_open``), which the sweep uses and adds to and leaves open for the next; by default
-    its own, let go at its end.  ``sampler_kernels``: the fused GPU sampler's kernels, for the cells it samples
-    (recorded per row, empty in the others'), or ``measured`` (``plan_sweep``).
-    """
+    """Check a sweep whole (``plan_sweep``) and run or resume it (``run_planned``); returns the CSV path and a summary
+    table of the cells run or found.  ``sampler_kernels``: the fused GPU sampler's kernels, for the cells it samples
+    (recorded per row, empty in the others'), or ``measured`` (``plan_sweep``)."""
     sweep = plan_sweep(experiment, out_dir, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions,
                        host_fractions=host_fractions,
                        fanouts=fanouts, samplings=samplings, epochs=epochs, warmup=warmup, batch_size=batch_size,
                        regime=regime, device=device, scorer=scorer, pipeline=pipeline, ogb_root=ogb_root,
                        batch_limit=batch_limit, sampler_kernels=sampler_kernels)
+    return run_planned(sweep, seed=seed, rerun=rerun, ogb_root=ogb_root, progress=progress, shm_dir=shm_dir,
+                       validate=validate, opened=opened)
+
+
+def run_planned(sweep: Sweep, *, seed: int = 0, rerun: bool = False, ogb_root=None, progress: bool = True,
+                shm_dir: str = "/dev/shm", validate: bool = True,
+                opened: dict | None = None) -> tuple[Path, pd.DataFrame]:
+    """Run (or resume) the sweep ``plan_sweep`` checked; returns the CSV path and a summary table of the cells run or
+    found.
+
+    Inside a process group (``tierbench run --gpus G``) every process runs every cell and
+    rank 0 alone reads and writes the records; ``shm_dir`` is where the
+    multi-GPU host tier's shared-memory segment goes.  ``validate=False`` runs no
+    validation pass (records' ``valid_accuracy`` empty); it is not a setting of a cell,
+    since the epoch's times never include the pass.  ``opened``: the datasets open in this process
+    (``datasets_kept_open``), which the sweep uses and adds to and leaves open for the next; by default
+    its own, let go at its end.
+    """
     writer = not dist.is_initialized() or dist.get_rank() == 0
-    with contextlib.ExitStack() as sweep_end, tqdm(sweep.cells, desc=experiment, unit="cell",
+    with contextlib.ExitStack() as sweep_end, tqdm(sweep.cells, desc=sweep.path.stem, unit="cell",
                                                    disable=not (progress and writer)) as bar:
         if opened is None:
             opened = sweep_end.enter_context(datasets_kept_open())
@@ -336,10 +345,10 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
                 _let_go(opened, [k for k, (dataset, _) in opened.items() if dataset.features_in_memory])
                 # held by ``opened`` alone (no local name), so that letting it go frees it
                 opened[key] = open_dataset(cell, ogb_root, progress=False), contextlib.ExitStack()
-                opened[key][1].enter_context(pinned_for_the_sweep(opened[key][0], device))
-            rows = run_cell(cell, opened[key][0], epochs=sweep.epochs, warmup=sweep.warmup, device=device,
-                            seed=seed, pipeline=pipeline, progress=False, shm_dir=shm_dir, batch_limit=batch_limit,
-                            validate=validate, sampler_kernels=sweep.sampler_kernels)
+                opened[key][1].enter_context(pinned_for_the_sweep(opened[key][0], sweep.device))
+            rows = run_cell(cell, opened[key][0], epochs=sweep.epochs, warmup=sweep.warmup, device=sweep.device,
+                            seed=seed, pipeline=sweep.pipeline, progress=False, shm_dir=shm_dir,
+                            batch_limit=sweep.batch_limit, validate=validate, sampler_kernels=sweep.sampler_kernels)
             if writer:  # a rerun replaces the cell's earlier rows, chosen under the file's lock
                 store_records(sweep.path, rows, sweep.rows_of(cell) if rerun else None)
     return sweep.path, summarize_runs(read_records(sweep.path))

@@ -58,7 +58,7 @@ def no_measuring(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a figure measured")
 
-    for name in ("run_sweep", "train_cell", "plan_sweep"):
+    for name in ("run_sweep", "run_planned", "train_cell", "plan_sweep"):
         monkeypatch.setattr(suite.sweep.run, name, refuse)
     monkeypatch.setattr("subprocess.run", refuse)
     monkeypatch.setattr("subprocess.Popen", refuse)

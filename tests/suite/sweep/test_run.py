@@ -270,15 +270,18 @@ def test_run_refuses_a_bad_setting_in_one_line_before_any_cell_runs(tmp_path, ca
 
 def test_and_then_runs_a_second_sweep_with_its_own_loaders_and_fractions_on_the_datasets_left_open(tiny, tmp_path,
                                                                                                  capsys, monkeypatch):
-    real_open = harness.open_dataset
-    opened = []
+    real_open, real_plan = harness.open_dataset, harness.plan_sweep
+    opened, planned = [], []
     monkeypatch.setattr(harness, "open_dataset", lambda cell, *args, **kwargs: opened.append(cell.scorer) or real_open(
         cell, *args, **kwargs))
+    monkeypatch.setattr(harness, "plan_sweep", lambda name, *args, **kwargs: planned.append(name) or real_plan(
+        name, *args, **kwargs))
     runs = tmp_path / "runs"
     assert main(["run", "--experiment", "first", "--datasets", "tiny", "--loaders", "cpu-gather,tiered",
                  "--hot-fractions", "0.1", "--fanout", "4,4", "--epochs", "1", "--warmup", "0", "--and-then", "fig10",
                  "--runs", str(runs), "-q"]) == 0
     assert opened == ["none", "wrpr"]  # Figure 10's six tiered cells find the reordered tiny still open
+    assert planned == ["first", "fig10"]  # each checked once, both before the first cell runs
     first, fig10 = read_records(runs / "first.csv"), read_records(runs / "fig10.csv")
     assert list(first["loader"]) == ["cpu-gather", "tiered"] and set(first["hot_fraction"]) == {0.0, 0.1}
     assert set(fig10["loader"]) == {"tiered"} and sorted(fig10["hot_fraction"]) == [0.0, 0.05, 0.1, 0.15, 0.2, 0.25]
@@ -316,7 +319,7 @@ def test_an_interrupted_run_says_what_it_kept_and_how_to_resume(tiny, tmp_path, 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(harness, "run_sweep", interrupted)
+    monkeypatch.setattr(harness, "run_planned", interrupted)
     assert main(["run", "--experiment", "e", *RUN, "--runs", str(runs)]) == 130
     err = capsys.readouterr().err
     assert err == (f"tierbench: interrupted: 1 of 2 cells recorded in {runs / 'e.csv'}; run the same command again "
