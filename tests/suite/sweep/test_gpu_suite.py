@@ -22,6 +22,8 @@ STEPS = ["doctor", "gpu-tests", "gpubench", "datasets-papers-s", "datasets-produ
          "report-fig10", "report-lookahead", "report-goals"]
 
 
+IS_BEGUN = gpu_suite._is_begun
+"""Whether the cache holds a dataset's base entry, as the suite asks it (the tests' ``cache`` fixture replaces it)."""
 BESIDE_GPU_TESTS = ("datasets-papers-s", "datasets-products-s")
 """The steps that run alongside gpu-tests, from a thread of their own: they start together with it."""
 
@@ -713,3 +715,8 @@ def test_a_run_that_fails_keeps_the_last_successful_run_and_the_last_build(tmp_p
     state = _state(tmp_path)
     assert gpu_suite.estimate(step, state).source == "measured"  # the last successful run's time
     assert gpu_suite.estimate(step, state, cold=True).source == "measured: its last build"
+
+
+def test_a_datasets_run_is_a_build_only_where_the_cache_lacked_the_dataset_s_base_entry(tiny):
+    assert IS_BEGUN("tiny")  # prepared by the session's fixture: a run now would time no build
+    assert not IS_BEGUN("papers-s")  # nothing of it in this test session's cache
