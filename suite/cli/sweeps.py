@@ -66,9 +66,8 @@ def _cmd_run(args) -> int:
         with datasets_kept_open() as opened:  # a dataset one sweep opened stays open, its table pinned, for the next
             for sweep in planned:
                 try:
-                    path, summary = run_planned(sweep, seed=args.seed, rerun=args.rerun, ogb_root=args.ogb_root,
-                                                progress=not args.quiet, shm_dir=args.shm_dir,
-                                                validate=args.validate, opened=opened)
+                    path, summary = run_planned(sweep, seed=args.seed, rerun=args.rerun, progress=not args.quiet,
+                                                shm_dir=args.shm_dir, validate=args.validate, opened=opened)
                 except KeyboardInterrupt:
                     if reporter and args.gpus is None:  # under --gpus, the process that launched the group says it
                         print(_interrupted(sweep, args.rerun), file=sys.stderr)

@@ -220,9 +220,10 @@ def estimate(step: Step, state: dict, cold: bool = False) -> Estimate:
     """The wall time the state file recorded for ``step``'s last successful run, rounded up; ``TYPED_S`` without one.
     A datasets step run into an empty cache (``cold``) takes its last build's time (``last_build``), else at least its
     typed time, whatever its last run took (in a cache that held the dataset: seconds)."""
-    previous = last_done(state["steps"].get(step.name))
-    if cold and last_build(state["steps"].get(step.name)) is not None:
-        return Estimate(math.ceil(last_build(state["steps"][step.name])["seconds"]), "measured: its last build")
+    entry = state["steps"].get(step.name)
+    build, previous = last_build(entry), last_done(entry)
+    if cold and build is not None:
+        return Estimate(math.ceil(build["seconds"]), "measured: its last build")
     if previous is not None and previous.get("seconds") is not None:
         measured = math.ceil(previous["seconds"])
         if cold and measured < TYPED_S[step.name]:

@@ -216,6 +216,7 @@ class Sweep:
     processes: int
     kernels: KernelChoice  # the fused GPU sampler's, for the cells it samples, and why
     batch_limit: int | None = None  # minibatches each epoch stops at; None: whole epochs
+    ogb_root: str | None = None  # where the real OGB datasets its cells were checked against are read from
 
     @property
     def sampler_kernels(self) -> str:
@@ -289,7 +290,7 @@ def plan_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None
     kernels = check_sampler_kernels(todo, sampler_kernels, device, launcher)
     check_writable(path)
     read_records(path)  # a records file that does not parse is refused now, not after the first cell
-    return Sweep(path, todo, epochs, warmup, device, pipeline, processes, kernels, batch_limit)
+    return Sweep(path, todo, epochs, warmup, device, pipeline, processes, kernels, batch_limit, ogb_root)
 
 
 def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None, hot_fractions=None,
@@ -307,11 +308,11 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
                        fanouts=fanouts, samplings=samplings, epochs=epochs, warmup=warmup, batch_size=batch_size,
                        regime=regime, device=device, scorer=scorer, pipeline=pipeline, ogb_root=ogb_root,
                        batch_limit=batch_limit, sampler_kernels=sampler_kernels)
-    return run_planned(sweep, seed=seed, rerun=rerun, ogb_root=ogb_root, progress=progress, shm_dir=shm_dir,
-                       validate=validate, opened=opened)
+    return run_planned(sweep, seed=seed, rerun=rerun, progress=progress, shm_dir=shm_dir, validate=validate,
+                       opened=opened)
 
 
-def run_planned(sweep: Sweep, *, seed: int = 0, rerun: bool = False, ogb_root=None, progress: bool = True,
+def run_planned(sweep: Sweep, *, seed: int = 0, rerun: bool = False, progress: bool = True,
                 shm_dir: str = "/dev/shm", validate: bool = True,
                 opened: dict | None = None) -> tuple[Path, pd.DataFrame]:
     """Run (or resume) the sweep ``plan_sweep`` checked; returns the CSV path and a summary table of the cells run or
@@ -344,7 +345,7 @@ def run_planned(sweep: Sweep, *, seed: int = 0, rerun: bool = False, ogb_root=No
                 # original order's and the reordered order's tables do not fit in host memory side by side
                 _let_go(opened, [k for k, (dataset, _) in opened.items() if dataset.features_in_memory])
                 # held by ``opened`` alone (no local name), so that letting it go frees it
-                opened[key] = open_dataset(cell, ogb_root, progress=False), contextlib.ExitStack()
+                opened[key] = open_dataset(cell, sweep.ogb_root, progress=False), contextlib.ExitStack()
                 opened[key][1].enter_context(pinned_for_the_sweep(opened[key][0], sweep.device))
             rows = run_cell(cell, opened[key][0], epochs=sweep.epochs, warmup=sweep.warmup, device=sweep.device,
                             seed=seed, pipeline=sweep.pipeline, progress=False, shm_dir=shm_dir,
