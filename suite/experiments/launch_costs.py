@@ -1,11 +1,11 @@
 """What the host spends launching the fused GPU sampler's work (``tierbench samplerbench``'s second table).
 
 A hop of the fused sampler (``tiering.sampling.fused``) launches three kernels, ``sample``, ``marks`` and ``write``,
-with 8, 4 and 12 arrays among their arguments: numba-cuda kernels taking torch tensors wrapped as numba device arrays
-(``cuda.as_cuda_array``; the graph's and the hash tables' once, the hop's own 16 at every launch), or the same
-kernels in CUDA C++ launched by CuPy, each tensor its address and size; then two torch scans, and it reads two
-numbers back.  On a minibatch of 1,024 seeds
-such fixed costs, more than the GPU's work, may decide whether a (12,12,12) minibatch samples within a millisecond,
+with 9, 5 and 14 arrays among their arguments: numba-cuda kernels taking torch tensors wrapped as numba device arrays
+(``cuda.as_cuda_array``; the graph's, the hash tables' and the minibatch's sizes once, the hop's own 16 at every
+launch), or the same kernels in CUDA C++ launched by CuPy, each tensor its address and size; then two torch scans.
+A minibatch sets its seeds' count on the device (one fill) and reads every hop's totals back once, at its end.  On a
+minibatch of 1,024 seeds such fixed costs, more than the GPU's work, may decide whether a (12,12,12) minibatch samples within a millisecond,
 so ``samplerbench`` measures them beside its rates for each fused sampler over the CSR in GPU memory, each as the
 host's microseconds per repetition, the best of ``repeat`` timings of ``LAUNCHES`` repetitions launched back to back
 and then waited for:
@@ -16,7 +16,7 @@ and then waited for:
   keeping all of them would leave of the first (the sampler keeps those of the graph and the hash tables);
 * ``hop scans``: the hop's two torch ``cumsum`` on empty tensors: torch's own launch cost, for comparison;
 * ``minibatch of one seed``: a whole (12,12,12) minibatch of one seed through the sampler: every fixed cost of its
-  three hops, the reads back included, with almost no work.
+  three hops, the fill and the read back included, with almost no work.
 
 The rows are measured on the sampler's device; where the kernels run on the CPU (the tests) the times mean nothing
 of a GPU's.
@@ -51,13 +51,15 @@ def _hop_arguments(graph, device: torch.device) -> dict[str, tuple]:
         return torch.empty(0, dtype=torch.int64, device=device)
 
     indptr, indices = graph.indptr[:0], graph.indices[:0]
-    frontier, keys, positions, counts, sampled, slots, ranks, row_ends, nodes = (empty() for _ in range(9))
-    stale = (empty(), empty(), empty())
-    edges = torch.empty((2, 0), dtype=torch.int64, device=device)
-    fanout, seed = 12, np.uint64(0)
-    return {"sample": (indptr, indices, frontier, fanout, seed, keys, positions, counts, sampled, slots),
-            "marks": (counts, fanout, 0, slots, positions, ranks),
-            "write": (frontier, counts, fanout, sampled, slots, positions, row_ends, ranks, nodes, edges, *stale)}
+    frontier, keys, positions, counts, sampled, slots, ranks, row_ends, nodes, edges, stale_slots = (
+        empty() for _ in range(11))
+    sizes = torch.zeros(3, dtype=torch.int64, device=device)  # an empty frontier's size; the totals it leaves
+    left = torch.zeros(2, dtype=torch.int64, device=device)
+    fanout, seed, hop, table = 12, np.uint64(0), 0, 0
+    return {"sample": (indptr, indices, frontier, fanout, seed, sizes, hop, keys, positions, counts, sampled, slots),
+            "marks": (counts, fanout, sizes, hop, slots, positions, ranks),
+            "write": (frontier, counts, fanout, sampled, slots, positions, row_ends, ranks, nodes, edges, sizes, hop,
+                      keys, positions, stale_slots, left, table)}
 
 
 def _per_repetition_us(run, device: torch.device, repeat: int, launches: int) -> float:
@@ -77,7 +79,7 @@ def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches
     """The rows of the module docstring for the fused ``sampler`` (on its device, with its kernels), ``seed_node``
     one node of its graph, each timing ``launches`` repetitions (``LAUNCHES`` by default): ``kernels``, ``what``,
     ``launches`` (the kernels and scans of one repetition; a minibatch also checks its seeds, allocates and reads back
-    once a hop) and ``host_us`` (microseconds per repetition)."""
+    once) and ``host_us`` (microseconds per repetition)."""
     device, launches = sampler.device, launches or LAUNCHES
     kernels = sampler.launches
     arguments = _hop_arguments(sampler.graph, device)
@@ -102,7 +104,7 @@ def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches
     cases = (("hop kernels, tensors at each launch", 3, hop_kernels(arguments)),
              ("hop kernels, arguments made once", 3, hop_kernels(made)),
              ("hop scans", 2, scans),
-             (ONE_SEED, 3 * len(MINIBATCH_FANOUTS) + 2 * len(MINIBATCH_FANOUTS),
+             (ONE_SEED, 1 + 3 * len(MINIBATCH_FANOUTS) + 2 * len(MINIBATCH_FANOUTS),
               lambda: minibatch.sample(seed_node, generator)))
     with made_current(device):  # once, as the sampler makes its device current once a minibatch
         return [{"kernels": sampler.kernels, "what": what, "launches": count,

@@ -31,8 +31,8 @@ counters and range check (``tiering.features.loader``) are read once, by
 * the stage timing: without ``pipeline`` the trainer waits for its stream after
   the gather and after the step (``_sync``) so that ``gather_s`` and ``train_s``
   are the stages' wall times (the CUDA events need no wait);
-* the fused GPU sampler reads two totals per hop to size its outputs
-  (``tiering.sampling.fused``);
+* the fused GPU sampler reads its hops' sizes once, after its last hop, to cut
+  its blocks from buffers sized by their bounds (``tiering.sampling.fused``);
 * the progress bar's loss (only when the bar is shown), read every
   ``LOSS_SHOWN_EVERY`` minibatches;
 * loaders that decide on the host which rows to read (``baselines.degree_cache``,

@@ -81,14 +81,20 @@ __device__ __forceinline__ i64 insert(i64* keys, i64 capacity, i64* positions, i
     return slot;
 }
 
-// Kernel 1 of a hop: frontier node i's draws (Floyd) into sampled[i*fanout : i*fanout + counts[i]], and every
-// candidate into the table.
+// Kernel 1 of a hop, over the frontier's bound (num_bound; its size is sizes[2 * hop]): frontier node i's draws
+// (Floyd) into sampled[i*fanout : i*fanout + counts[i]], and every candidate into the table; a count of 0 for each
+// row past the frontier.
 template <typename Index>
-__global__ void sample(const i64* indptr, i64, const Index* indices, i64, const i64* frontier, i64 num_frontier,
-                       i64 fanout, u64 seed, i64* keys, i64 capacity, i64* positions, i64, i64* counts, i64,
-                       i64* sampled, i64, i64* slots, i64)
+__global__ void sample(const i64* indptr, i64, const Index* indices, i64, const i64* frontier, i64 num_bound,
+                       i64 fanout, u64 seed, const i64* sizes, i64, i64 hop, i64* keys, i64 capacity, i64* positions,
+                       i64, i64* counts, i64, i64* sampled, i64, i64* slots, i64)
 {
-    for (i64 i = thread_index(); i < num_frontier; i += thread_count()) {
+    const i64 num_frontier = sizes[2 * hop];
+    for (i64 i = thread_index(); i < num_bound; i += thread_count()) {
+        if (i >= num_frontier) {
+            counts[i] = 0;
+            continue;
+        }
         const i64 v = frontier[i];
         slots[i] = insert(keys, capacity, positions, v, i);
         const i64 start = indptr[v];
@@ -137,25 +143,30 @@ __global__ void insert_all(const i64* frontier, i64 num_frontier, const i64* nei
 
 // Kernel 2 of a hop: ranks[q] = 1 where candidate q (row q / width, draw q % width) is its id's first position and
 // not in the frontier (a new node), else 0.
-__global__ void marks(const i64* counts, i64 rows, i64 width, i64 num_frontier, const i64* slots, i64,
+__global__ void marks(const i64* counts, i64 rows, i64 width, const i64* sizes, i64, i64 hop, const i64* slots, i64,
                       const i64* positions, i64, i64* ranks, i64)
 {
+    const i64 num_frontier = sizes[2 * hop];
     for (i64 q = thread_index(); q < rows * width; q += thread_count()) {
         const i64 row = q / width;
         ranks[q] = q - row * width < counts[row] && positions[slots[num_frontier + q]] == num_frontier + q ? 1 : 0;
     }
 }
 
-// Kernel 3 of a hop: the edges (local source, row) in row order, the next frontier, and the other table's entries
-// of the previous hop cleared.  row_ends and ranks are inclusive prefix sums: of the rows' edge counts and of the
-// new-node marks (a new node's rank counted from 1).  edges is (2, E), row-major.
-__global__ void write(const i64* frontier, i64 num_frontier, const i64* counts, i64 rows, i64 width,
-                      const i64* sampled, i64, const i64* slots, i64, const i64* positions, i64, const i64* row_ends,
-                      i64, const i64* ranks, i64, i64* nodes, i64, i64* edges, i64 edges_size, i64* stale_keys, i64,
-                      i64* stale_positions, i64, const i64* stale_slots, i64 num_stale)
+// Kernel 3 of a hop: the edges (local source, row) in row order, the next frontier, the hop's totals, and the other
+// table's entries of the previous hop cleared.  row_ends and ranks are inclusive prefix sums: of the rows' edge counts
+// and of the new-node marks (a new node's rank counted from 1).  edges holds the hop's E edges as a (2, E) array
+// from its start: sources, then destinations.  The totals: E in sizes[2 * hop + 1], the next frontier's size in
+// sizes[2 * hop + 2], and in left[table] how many of slots the next hop's clearing of this table reads;
+// left[1 - table] is that of stale_slots.
+__global__ void write(const i64* frontier, i64, const i64* counts, i64 rows, i64 width, const i64* sampled, i64,
+                      const i64* slots, i64, const i64* positions, i64, const i64* row_ends, i64, const i64* ranks,
+                      i64 num_ranks, i64* nodes, i64, i64* edges, i64, i64* sizes, i64, i64 hop, i64* stale_keys, i64,
+                      i64* stale_positions, i64, const i64* stale_slots, i64, i64* left, i64, i64 table)
 {
     const i64 g = thread_index(), stride = thread_count();
-    const i64 num_edges = edges_size / 2;
+    const i64 num_frontier = sizes[2 * hop];
+    const i64 num_edges = rows > 0 ? row_ends[rows - 1] : 0;
     for (i64 q = g; q < rows * width; q += stride) {
         const i64 row = q / width;
         const i64 r = q - row * width;
@@ -169,11 +180,17 @@ __global__ void write(const i64* frontier, i64 num_frontier, const i64* counts, 
         }
     }
     for (i64 i = g; i < num_frontier; i += stride) nodes[i] = frontier[i];
+    const i64 num_stale = left[1 - table];
     for (i64 p = g; p < num_stale; p += stride) {
         const i64 slot = stale_slots[p];
         if (slot >= 0) {
             stale_keys[slot] = EMPTY;
             stale_positions[slot] = NO_POSITION;
         }
+    }
+    if (g == 0) {
+        sizes[2 * hop + 1] = num_edges;
+        sizes[2 * hop + 2] = num_frontier + (num_ranks > 0 ? ranks[num_ranks - 1] : 0);
+        left[table] = num_frontier * (1 + width);
     }
 }

@@ -15,7 +15,18 @@ sorting (``torch.unique``).  One hop of a frontier of F nodes and fanout k
 lays its candidates out as the sequence ``frontier + sampled``, node i's
 draws at positions F + i*k + r (padded to k per node; the padding keeps the
 order of the concatenated sample, so "first in the sequence" is "smallest
-position").  The launches of a hop, whatever F:
+position").
+
+The host never waits for a hop.  It knows only a bound of each frontier's
+size (the seeds, then at most ``min(num_nodes, F * (1 + k))`` nodes after a
+frontier of at most F), so it sizes every buffer of a hop by the bound and
+launches over it; the frontier's true size lies in GPU memory (``sizes``),
+written by the hop before, and the kernels read it there.  A minibatch
+enqueues all its hops and then reads every hop's totals (its frontier's size
+and edges) in one copy, its one synchronisation, and its blocks are views of
+the starts of the hops' buffers.  Threads past a frontier return at once, so
+a bound above the true size costs idle threads, not work.  The launches of a
+hop, whatever F:
 
 1. ``sample``, one thread per frontier node: insert the node (compare-and-swap
    of its id into a slot, then atomic minimum of its position into the
@@ -25,32 +36,32 @@ position").  The launches of a hop, whatever F:
    not in the frontier, else 0.  Then torch's ``cumsum`` (a device-wide scan)
    twice: over the per-node counts (where each node's edges end) and over the
    marks (each new node's rank, so new nodes are numbered in first-seen
-   order).  Their last elements, the hop's edges and new nodes, are the one
-   read of a hop by the host (its one synchronisation), which allocates the
-   outputs at their exact sizes.  A scan within one kernel of one block would
+   order); their last elements are the hop's edges and new nodes.  A scan
+   within one kernel of one block would
    leave a hop's F x k candidates to that block's 1,024 threads, each walking
    F x k / 1,024 of them one dependent read of the table after another: about
    1,900 at the third hop of a (12,12,12) minibatch of 1,024 seeds.
 3. ``write``, grid-stride: each sample's local id (its id's first position
    if that is in the frontier, else F plus its rank) and destination, the
-   next frontier (frontier, then new nodes), and the clearing of the other
-   table (below).
+   next frontier (frontier, then new nodes), the hop's totals into ``sizes``,
+   and the clearing of the other table (below).
 
 A table must be empty when a hop starts, and clearing it would be one more
 launch (a memset).  So the sampler keeps two tables and alternates them: the
 ``write`` kernel of a hop clears, slot by slot, the entries the previous hop
-left in the other table (at most that hop's candidates, so the clearing costs
-what inserting did).  Tables are sized for the largest hop a minibatch can
-reach (at most ``min(num_nodes, F * (1 + k))`` distinct ids, at most
-``max_load`` of the slots) and grow, filled by ``torch.full``, when a larger
-minibatch comes.  Outside the hops, a minibatch launches only torch's checks
-of its seeds (in range, distinct) and, when the tables grow, their fills.  A
-hop with an empty frontier launches nothing.  The sampler keeps this state
-between minibatches: use one sampler per sampling thread.  A minibatch sampled
-on another stream than the previous one (the pipeline's sampler thread, then
-the validation pass on the training stream) first makes its stream wait for
-the previous one, whose last ``write`` may still be clearing a table, and
-marks the tables as used on it for the caching allocator.
+left in the other table (that hop's frontier and candidates, their count kept
+in GPU memory, so the clearing costs what inserting did).  Tables are sized
+for the largest hop a minibatch can reach (at most
+``min(num_nodes, F * (1 + k))`` distinct ids, at most ``max_load`` of the
+slots) and grow, filled by ``torch.full``, when a larger minibatch comes.  Outside the hops, a minibatch
+launches only the fill of its seeds' count into ``sizes`` and, when the tables
+grow, their fills; its seeds are checked (in range, distinct) where they are,
+in host memory.  An empty minibatch launches nothing.  The sampler keeps this
+state between minibatches: use one sampler per sampling thread.  A minibatch
+sampled on another stream than the previous one (the pipeline's sampler
+thread, then the validation pass on the training stream) first makes its
+stream wait for the previous one, whose last ``write`` may still be clearing a
+table, and marks the tables as used on it for the caching allocator.
 
 The graph lives in GPU memory (``graph_memory="gpu"``, copied once) or stays
 in pinned host memory read over PCIe (``"host"``, UVA sampling:
@@ -66,9 +77,9 @@ and ``tierbench samplerbench`` measures both side by side:
 
 * ``"numba"`` (the default): numba-cuda kernels (``fused_kernels``) taking
   torch tensors wrapped as numba arrays (``cuda.as_cuda_array``).  Wrapping
-  is a host cost of every launch, so the graph's and the hash tables'
-  wrappers (8 of a hop's 24 array arguments) are made once and kept; the rest
-  are a hop's own tensors, wrapped as it launches.
+  is a host cost of every launch, so the wrappers of the graph, the hash
+  tables and the minibatch's sizes (12 of a hop's 28 array arguments) are made
+  once and kept; the rest are a hop's own tensors, wrapped as it launches.
 * ``"cupy"``: the same kernels in CUDA C++ (``fused.cu``, launched by
   ``fused_cupy`` through CuPy's ``RawKernel``), each tensor passed as its
   address and size.
@@ -225,26 +236,31 @@ def _blocks(items: int, threads: int) -> int:
     return max(1, (items + threads - 1) // threads)
 
 
-def _relabel(launches, stream, frontier, counts, width, sampled, slots, positions, stale, device):
+def _relabel(launches, stream, frontier, counts, width, sampled, slots, positions, sizes, hop, stale, node_bound,
+             device):
     """Kernels 2 and 3 of a hop and the scans between them, after kernel 1 filled ``counts``, ``sampled``, ``slots``
-    and the table: ``(next frontier, edge_index)``.  ``stale``: (keys, positions, slots) of the other table's entries
-    to clear."""
+    and the table: ``(nodes, edges)``, the next frontier (of at most ``node_bound`` nodes) and the hop's edges (as a
+    flat (2, E) array) at the start of buffers of their bounds, their sizes written into ``sizes`` (``write`` in
+    ``fused_kernels``).  ``stale``: (keys, positions, slots) of the other table's entries to clear, then ``left`` and
+    the index of this hop's table (``write``'s last arguments)."""
     rows = len(counts)
     ranks = torch.empty(rows * width, dtype=torch.int64, device=device)
     row_ends = torch.cumsum(counts, 0)  # on torch's current stream of the device, where the kernels launch too
-    num_edges = num_new = 0
     if rows:
-        launches.launch("marks", _blocks(rows * width, launches.threads), stream, counts, width, len(frontier),
-                        slots, positions, ranks)
+        launches.launch("marks", _blocks(rows * width, launches.threads), stream, counts, width, sizes, hop, slots,
+                        positions, ranks)
         ranks.cumsum_(0)
-        num_edges, num_new = torch.stack((row_ends[-1], ranks[-1])).tolist()  # the hop's one read
-    nodes = torch.empty(len(frontier) + num_new, dtype=torch.int64, device=device)
-    edges = torch.empty((2, num_edges), dtype=torch.int64, device=device)
-    stale_keys, stale_positions, stale_slots = stale
-    grid = _blocks(max(rows * width, len(frontier), len(stale_slots)), launches.threads)
+    nodes = torch.empty(node_bound, dtype=torch.int64, device=device)
+    edges = torch.empty(2 * rows * width, dtype=torch.int64, device=device)
+    grid = _blocks(max(rows * width, len(frontier), len(stale[2])), launches.threads)
     launches.launch("write", grid, stream, frontier, counts, width, sampled, slots, positions, row_ends, ranks, nodes,
-                    edges, stale_keys, stale_positions, stale_slots)
+                    edges, sizes, hop, *stale)
     return nodes, edges
+
+
+def _edge_index(edges: torch.Tensor, num_edges: int) -> torch.Tensor:
+    """The (2, ``num_edges``) edge index ``write`` left at the start of ``edges``."""
+    return edges[: 2 * num_edges].view(2, num_edges)
 
 
 def append_new_nodes_hashed(frontier: torch.Tensor, neighbors: torch.Tensor, max_load: float = 0.5,
@@ -253,7 +269,8 @@ def append_new_nodes_hashed(frontier: torch.Tensor, neighbors: torch.Tensor, max
 
     The relabelling of ``FusedNeighborSampler`` on given neighbours: insert, mark, scan and write into a fresh
     table of at most ``max_load`` of its slots used (filling it is two more), by the kernels ``kernels``
-    (``kernel_launches``).  Tensors on a CUDA device, or CPU tensors where the kernels run on the host.
+    (``kernel_launches``), and one read of the number of nodes.  Tensors on a CUDA device, or CPU tensors where the
+    kernels run on the host.
     """
     device = frontier.device
     frontier = frontier.to(torch.int64).contiguous()
@@ -269,9 +286,13 @@ def append_new_nodes_hashed(frontier: torch.Tensor, neighbors: torch.Tensor, max
         slots = torch.empty(size, dtype=torch.int64, device=device)
         launches.launch("insert_all", _blocks(size, launches.threads), stream, frontier, neighbors, keys, positions,
                         counts, slots)
-        no_stale = (keys, positions, torch.empty(0, dtype=torch.int64, device=device))
-        nodes, edges = _relabel(launches, stream, frontier, counts, 1, neighbors, slots, positions, no_stale, device)
-    return nodes, edges[0]
+        sizes = torch.tensor([len(frontier), 0, 0], dtype=torch.int64, device=device)
+        nothing_stale = (keys, positions, torch.empty(0, dtype=torch.int64, device=device),
+                         torch.zeros(2, dtype=torch.int64, device=device), 0)
+        nodes, edges = _relabel(launches, stream, frontier, counts, 1, neighbors, slots, positions, sizes, 0,
+                                nothing_stale, size, device)
+        num_edges, num_nodes = sizes[1:].tolist()  # the one read
+    return nodes[:num_nodes], _edge_index(edges, num_edges)[0]
 
 
 class FusedNeighborSampler:
@@ -321,6 +342,10 @@ class FusedNeighborSampler:
         self._table_arrays: list[tuple] = []  # the tables as the kernels take them (_kernel_arrays)
         self._current = 0  # the table the next hop inserts into
         self._stale = torch.empty(0, dtype=torch.int64, device=self.device)  # slots the other table still holds
+        self._left = torch.zeros(2, dtype=torch.int64, device=self.device)  # how many of each table's slots to clear
+        # each hop's frontier size and edges, then the input nodes' count: the minibatch's one read
+        self._sizes = torch.zeros(2 * len(self.fanouts) + 1, dtype=torch.int64, device=self.device)
+        self._size_arrays = self._kernel_arrays(self._sizes, self._left)
         self._stream = None  # the CUDA stream the last minibatch launched on
 
     def with_fanouts(self, fanouts) -> FusedNeighborSampler:
@@ -338,52 +363,66 @@ class FusedNeighborSampler:
         current = torch.cuda.current_stream(self.device)
         if self._stream is not None and current != self._stream:
             current.wait_stream(self._stream)
-            for tensor in (*(t for table in self._tables for t in table), self._stale):
+            for tensor in (*(t for table in self._tables for t in table), self._stale, self._left, self._sizes):
                 tensor.record_stream(current)
         self._stream = current
 
-    def _reserve(self, num_seeds: int) -> None:
-        """Tables large enough for every hop of a minibatch of ``num_seeds`` seeds (new, empty ones if not)."""
-        largest, frontier = 0, num_seeds
+    def _bounds(self, num_seeds: int) -> list[int]:
+        """The most nodes each hop's frontier of a minibatch of ``num_seeds`` seeds may have, then its input nodes:
+        ``min(num_nodes, F * (1 + fanout))`` after a frontier of F."""
+        bounds = [num_seeds]
         for fanout in self.fanouts:
-            candidates = min(self.num_nodes, frontier * (1 + fanout))
-            largest, frontier = max(largest, candidates), candidates
-        capacity = _capacity(max(largest, 1), self.max_load)
+            bounds.append(min(self.num_nodes, bounds[-1] * (1 + fanout)))
+        return bounds
+
+    def _reserve(self, bounds: list[int]) -> None:
+        """Tables large enough for every hop of a minibatch of frontiers within ``bounds`` (new, empty ones if not)."""
+        capacity = _capacity(max(*bounds[1:], 1), self.max_load)
         if not self._tables or len(self._tables[0][0]) < capacity:
             self._tables = [_table(capacity, self.device), _table(capacity, self.device)]
             self._table_arrays = [self._kernel_arrays(*table) for table in self._tables]
             self._current = 0
             self._stale = self._stale[:0]
+            self._left.zero_()
 
     def sample(self, seeds, generator: torch.Generator | None = None) -> MiniBatch:
         seeds = torch.as_tensor(seeds)
         check_nodes(self.graph, seeds, 1)
         check_distinct(seeds)  # where the seeds are: in host memory (the trainer's), no wait
         seeds = seeds.to(device=self.device, dtype=torch.int64, non_blocking=True)
-        nodes, blocks = seeds, []
+        hop_seeds = [np.uint64(seed_from(generator)) for _ in self.fanouts]  # one per hop, as NeighborSampler draws
+        if len(seeds) == 0:
+            nothing = torch.empty((2, 0), dtype=torch.int64, device=self.device)
+            return MiniBatch(seeds=seeds, input_nodes=seeds, blocks=[Block(nothing, 0, 0) for _ in self.fanouts])
+        bounds = self._bounds(len(seeds))
+        nodes, hops = seeds, []
         with made_current(self.device):
             self._follow_stream()
-            self._reserve(len(seeds))
+            self._reserve(bounds)
             stream = self.launches.stream(self.device)
-            for fanout in self.fanouts:
-                seed = np.uint64(seed_from(generator))  # drawn for every hop, as NeighborSampler does
-                if len(nodes) == 0:
-                    blocks.append(Block(torch.empty((2, 0), dtype=torch.int64, device=self.device), 0, 0))
-                    continue
-                nodes, block = self._hop(stream, nodes, fanout, seed)
-                blocks.append(block)
-        return MiniBatch(seeds=seeds, input_nodes=nodes, blocks=blocks[::-1])
+            self._sizes[:1].fill_(len(seeds))
+            for hop, (fanout, seed) in enumerate(zip(self.fanouts, hop_seeds)):
+                nodes, edges = self._hop(stream, hop, nodes, fanout, seed, bounds[hop + 1])
+                hops.append(edges)
+            sizes = self._sizes.tolist()  # the minibatch's one read
+        blocks = [Block(_edge_index(edges, sizes[2 * hop + 1]), sizes[2 * hop + 2], sizes[2 * hop])
+                  for hop, edges in enumerate(hops)]
+        return MiniBatch(seeds=seeds, input_nodes=nodes[: sizes[-1]], blocks=blocks[::-1])
 
-    def _hop(self, stream, frontier: torch.Tensor, fanout: int, seed: np.uint64) -> tuple[torch.Tensor, Block]:
+    def _hop(self, stream, hop: int, frontier: torch.Tensor, fanout: int, seed: np.uint64, node_bound: int):
+        """Hop ``hop`` from ``frontier`` (a buffer of its bound; its size in ``sizes``): the next frontier's and the
+        edges' buffers (``_relabel``)."""
         size, device, launches = len(frontier), self.device, self.launches
         keys, positions = self._table_arrays[self._current]
+        sizes, left = self._size_arrays
         counts = torch.empty(size, dtype=torch.int64, device=device)
         sampled = torch.empty(size * fanout, dtype=torch.int64, device=device)
         slots = torch.empty(size * (1 + fanout), dtype=torch.int64, device=device)
         launches.launch("sample", _blocks(size, launches.threads), stream, *self._graph_arrays, frontier, fanout, seed,
-                        keys, positions, counts, sampled, slots)
+                        sizes, hop, keys, positions, counts, sampled, slots)
         other = self._table_arrays[1 - self._current]
-        nodes, edges = _relabel(launches, stream, frontier, counts, fanout, sampled, slots, positions,
-                                (other[0], other[1], self._stale), device)
+        stale = (other[0], other[1], self._stale, left, self._current)
+        nodes, edges = _relabel(launches, stream, frontier, counts, fanout, sampled, slots, positions, sizes, hop,
+                                stale, node_bound, device)
         self._current, self._stale = 1 - self._current, slots
-        return nodes, Block(edges, len(nodes), size)
+        return nodes, edges

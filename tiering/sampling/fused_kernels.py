@@ -57,12 +57,16 @@ def insert(keys, positions, key, position):
     return slot
 
 @cuda.jit
-def sample(indptr, indices, frontier, fanout, seed, keys, positions, counts, sampled, slots):
-    """Kernel 1 of a hop: frontier node i's draws (Floyd, as ``neighbors._sample_kernel``) into
-    ``sampled[i*fanout : i*fanout + counts[i]]``, and every candidate into the table."""
+def sample(indptr, indices, frontier, fanout, seed, sizes, hop, keys, positions, counts, sampled, slots):
+    """Kernel 1 of a hop, over the frontier's bound (``frontier.size``; its size is ``sizes[2 * hop]``): frontier node
+    i's draws (Floyd, as ``neighbors._sample_kernel``) into ``sampled[i*fanout : i*fanout + counts[i]]``, and every
+    candidate into the table; a count of 0 for each row past the frontier."""
     i = cuda.grid(1)
-    num_frontier = frontier.size
+    if i >= frontier.size:
+        return
+    num_frontier = sizes[2 * hop]
     if i >= num_frontier:
+        counts[i] = 0
         return
     v = frontier[i]
     slots[i] = insert(keys, positions, v, np.int64(i))
@@ -112,39 +116,49 @@ def is_first(counts, width, num_frontier, slots, positions, q):
     return 1 if positions[slots[num_frontier + q]] == num_frontier + q else 0
 
 @cuda.jit
-def marks(counts, width, num_frontier, slots, positions, ranks):
+def marks(counts, width, sizes, hop, slots, positions, ranks):
     """Kernel 2 of a hop, grid-stride: ``ranks[q]`` = 1 where candidate q is its id's first position and not in the
     frontier (a new node), else 0; torch's ``cumsum`` then turns the marks into each new node's rank, counted from
     1."""
     g = cuda.grid(1)
     stride = cuda.gridsize(1)
+    num_frontier = sizes[2 * hop]
     for q in range(g, counts.size * width, stride):
         ranks[q] = is_first(counts, width, num_frontier, slots, positions, q)
 
 @cuda.jit
-def write(frontier, counts, width, sampled, slots, positions, row_ends, ranks, nodes, edges, stale_keys,
-          stale_positions, stale_slots):
-    """Kernel 3 of a hop: the edges (local source, row) in row order, the next frontier, and the other
-    table's entries of the previous hop cleared.  ``row_ends`` and ``ranks`` are inclusive prefix sums: of the
-    rows' edge counts (row r's edges end there) and of the new-node marks (a new node's rank counted from 1)."""
+def write(frontier, counts, width, sampled, slots, positions, row_ends, ranks, nodes, edges, sizes, hop, stale_keys,
+          stale_positions, stale_slots, left, table):
+    """Kernel 3 of a hop: the edges (local source, row) in row order, the next frontier, the hop's totals, and the
+    other table's entries of the previous hop cleared.  ``row_ends`` and ``ranks`` are inclusive prefix sums: of the
+    rows' edge counts (row r's edges end there) and of the new-node marks (a new node's rank counted from 1).
+    ``edges`` holds the hop's E edges as a (2, E) array from its start: sources, then destinations.  The totals:
+    E in ``sizes[2 * hop + 1]``, the next frontier's size in ``sizes[2 * hop + 2]``, and in ``left[table]`` how many
+    of ``slots`` the next hop's clearing of this table reads; ``left[1 - table]`` is that of ``stale_slots``."""
     g = cuda.grid(1)
     stride = cuda.gridsize(1)
-    num_frontier = frontier.size
-    for q in range(g, counts.size * width, stride):
+    num_frontier = sizes[2 * hop]
+    rows = counts.size
+    num_edges = row_ends[rows - 1] if rows > 0 else 0
+    for q in range(g, rows * width, stride):
         row = q // width
         r = q - row * width
         if r < counts[row]:
             first = positions[slots[num_frontier + q]]
             local = first if first < num_frontier else num_frontier + ranks[first - num_frontier] - 1
             e = row_ends[row] - counts[row] + r
-            edges[0, e] = local
-            edges[1, e] = row
+            edges[e] = local
+            edges[num_edges + e] = row
             if first == num_frontier + q:
                 nodes[num_frontier + ranks[q] - 1] = sampled[q]
     for i in range(g, num_frontier, stride):
         nodes[i] = frontier[i]
-    for p in range(g, stale_slots.size, stride):
+    for p in range(g, left[1 - table], stride):
         slot = stale_slots[p]
         if slot >= 0:
             stale_keys[slot] = EMPTY
             stale_positions[slot] = NO_POSITION
+    if g == 0:
+        sizes[2 * hop + 1] = num_edges
+        sizes[2 * hop + 2] = num_frontier + (ranks[ranks.size - 1] if ranks.size > 0 else 0)
+        left[table] = num_frontier * (1 + width)

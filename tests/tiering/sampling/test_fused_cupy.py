@@ -55,10 +55,10 @@ def test_sample_is_instantiated_for_the_graphs_index_type():
 def test_a_launch_with_an_argument_too_few_or_too_many_is_refused(tmp_path):
     launches = host_kernels.HostLaunches(host_kernels.build(tmp_path))
     ranks = torch.zeros(4, dtype=torch.int64)
-    with pytest.raises(AssertionError, match="marks: launched with 8 words, takes 10"):
-        launches.launch("marks", 1, None, ranks, 4, 0, ranks, ranks)  # ranks left out
-    with pytest.raises(AssertionError, match="marks: launched with 11 words, takes 10"):
-        launches.launch("marks", 1, None, ranks, 4, 0, ranks, ranks, ranks, 1)
+    with pytest.raises(AssertionError, match="marks: launched with 10 words, takes 12"):
+        launches.launch("marks", 1, None, ranks, 4, ranks, 0, ranks, ranks)  # ranks left out
+    with pytest.raises(AssertionError, match="marks: launched with 13 words, takes 12"):
+        launches.launch("marks", 1, None, ranks, 4, ranks, 0, ranks, ranks, ranks, 1)
     with pytest.raises(AssertionError, match="no kernel named"):
         launches.function("gather")((1,), (32,), [])
     g = CSRGraph.from_edges([0, 1], [1, 0], 2)

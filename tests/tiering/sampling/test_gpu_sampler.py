@@ -62,7 +62,7 @@ def assert_same(expected, got):
     assert len(got.blocks) == len(expected.blocks)
     for want, have in zip(expected.blocks, got.blocks):
         assert (have.num_src, have.num_dst) == (want.num_src, want.num_dst)
-        assert torch.equal(have.edge_index.cpu(), want.edge_index)
+        assert torch.equal(have.edge_index.cpu(), want.edge_index) and have.edge_index.is_contiguous()
         assert have.edge_weight is None
 
 
@@ -145,14 +145,15 @@ def test_a_sampler_with_other_fanouts_shares_the_placed_graph_and_samples_as_a_n
 
 
 def test_the_sampler_wraps_the_graph_and_its_tables_once_and_a_hop_only_its_own_tensors(monkeypatch):
-    # wrapping a tensor for numba is a host cost of every launch: the graph's two arrays and the two tables' four are
-    # wrapped when they are made, a hop's own 16 array arguments (of its three launches' 24) as it launches
+    # wrapping a tensor for numba is a host cost of every launch: the graph's two arrays, the minibatch's sizes and the
+    # tables' counts to clear, and the two tables' four are wrapped when they are made, a hop's own 16 array arguments
+    # (of its three launches' 28) as it launches
     wrapped = []
     real = fused.kernel_array
     monkeypatch.setattr(fused, "kernel_array", lambda tensor: wrapped.append(tuple(tensor.shape)) or real(tensor))
     g, fanouts = graph(), (3, 2, 2)
     sampler = FusedNeighborSampler(g, fanouts)
-    assert wrapped == [(g.num_nodes + 1,), (g.num_edges,)]
+    assert wrapped == [(g.num_nodes + 1,), (g.num_edges,), (2 * len(fanouts) + 1,), (2,)]
     seeds, expected = torch.tensor(list(range(20, 40))), NeighborSampler(g, fanouts)
     for seed in (1, 2):  # the first minibatch makes the tables: their four arrays are wrapped then, once
         wrapped.clear()
@@ -233,6 +234,30 @@ def test_the_sampler_takes_its_stream_and_launches_with_its_device_made_current(
     append_new_nodes_hashed(torch.tensor([3, 1], device=DEVICE), torch.tensor([1, 5, 5], device=DEVICE),
                             kernels=launches)
     assert len(seen) == 1 + 3 and all(seen)
+
+
+def test_a_minibatch_reads_the_device_once_after_its_last_launch(monkeypatch, kernels):
+    # each hop's outputs are sized by their bound and its kernels read the frontier's size from device memory, so the
+    # host enqueues every hop without waiting and reads all the totals at the end (before the first launch it reads
+    # only host tensors: the seeds' checks and the hops' draws from the generator)
+    events = []
+
+    def noted(name, real):
+        return lambda *args: events.append(name) or real(*args)
+
+    launches = fused.kernel_launches(kernels)
+    monkeypatch.setattr(launches, "launch", lambda name, *args, real=launches.launch: events.append(name) or real(
+        name, *args))
+    # every way to read a tensor but numpy(), which under the simulator is how a launch takes a CPU tensor
+    for read in ("tolist", "item", "__int__", "__float__", "__bool__", "__index__", "cpu"):
+        monkeypatch.setattr(torch.Tensor, read, noted(read, getattr(torch.Tensor, read)))
+    g, seeds = graph(), torch.tensor([0, 7, 30, 99])
+    sampler = FusedNeighborSampler(g, (3, 2, 2), kernels=launches)
+    for seed in (1, 2):  # the second minibatch reuses the tables the first made
+        events.clear()
+        got = sampler.sample(seeds, torch.Generator().manual_seed(seed))
+        assert events[events.index("sample"):] == ["sample", "marks", "write"] * 3 + ["tolist"]
+        assert_same(NeighborSampler(g, (3, 2, 2)).sample(seeds, torch.Generator().manual_seed(seed)), got)
 
 
 def test_numba_stream_and_launch_make_the_device_current(monkeypatch):
