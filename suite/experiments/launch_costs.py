@@ -2,18 +2,19 @@
 
 A hop of the fused sampler (``tiering.sampling.fused``) launches three kernels, ``sample``, ``marks`` and ``write``,
 with 9, 5 and 14 arrays among their arguments: numba-cuda kernels taking torch tensors wrapped as numba device arrays
-(``cuda.as_cuda_array``; the graph's, the hash tables' and the minibatch's sizes once, the hop's own 16 at every
-launch), or the same kernels in CUDA C++ launched by CuPy, each tensor its address and size; then two torch scans.
-A minibatch sets its seeds' count on the device (one fill) and reads every hop's totals back once, at its end.  On a
-minibatch of 1,024 seeds such fixed costs, more than the GPU's work, may decide whether a (12,12,12) minibatch samples within a millisecond,
-so ``samplerbench`` measures them beside its rates for each fused sampler over the CSR in GPU memory, each as the
-host's microseconds per repetition, the best of ``repeat`` timings of ``LAUNCHES`` repetitions launched back to back
-and then waited for:
+(``cuda.as_cuda_array``; the sampler wraps each tensor once, where it is made, and keeps its work buffers, so that a
+hop wraps only its two outputs), or the same kernels in CUDA C++ launched by CuPy, each tensor its address and size;
+then two torch scans.  A minibatch sets its seeds' count on the device (one fill) and reads every hop's totals back
+once, at its end.  On a minibatch of 1,024 seeds such fixed costs, more than the GPU's work, may decide whether a
+(12,12,12) minibatch samples within a millisecond, so ``samplerbench`` measures them beside its rates for each fused
+sampler over the CSR in GPU memory, each as the host's microseconds per repetition, the best of ``repeat`` timings of
+``LAUNCHES`` repetitions launched back to back and then waited for:
 
 * ``hop kernels, tensors at each launch``: the hop's three kernels on empty inputs (each one block that does
   nothing), every torch tensor made into what the kernel takes at each launch;
 * ``hop kernels, arguments made once``: the same launches with every tensor made into it once beforehand: what
-  keeping all of them would leave of the first (the sampler keeps those of the graph and the hash tables);
+  making them once leaves of the first (the sampler makes all but a hop's two outputs once per sampler or per
+  minibatch size);
 * ``hop scans``: the hop's two torch ``cumsum`` on empty tensors: torch's own launch cost, for comparison;
 * ``minibatch of one seed``: a whole (12,12,12) minibatch of one seed through the sampler: every fixed cost of its
   three hops, the fill and the read back included, with almost no work.

@@ -56,8 +56,12 @@ for the largest hop a minibatch can reach (at most
 slots) and grow, filled by ``torch.full``, when a larger minibatch comes.  Outside the hops, a minibatch
 launches only the fill of its seeds' count into ``sizes`` and, when the tables
 grow, their fills; its seeds are checked (in range, distinct) where they are,
-in host memory.  An empty minibatch launches nothing.  The sampler keeps this
-state between minibatches: use one sampler per sampling thread.  A minibatch
+in host memory.  An empty minibatch launches nothing.  Each hop's work
+buffers (counts, prefix sums, candidates, slots), sized by the bounds, are kept
+for the next minibatch of the same size (the one read at a minibatch's end
+means its kernels are done with them), so a minibatch allocates only its
+outputs.  The sampler keeps this state between minibatches: use one sampler
+per sampling thread.  A minibatch
 sampled on another stream than the previous one (the pipeline's sampler
 thread, then the validation pass on the training stream) first makes its
 stream wait for the previous one, whose last ``write`` may still be clearing a
@@ -77,9 +81,11 @@ and ``tierbench samplerbench`` measures both side by side:
 
 * ``"numba"`` (the default): numba-cuda kernels (``fused_kernels``) taking
   torch tensors wrapped as numba arrays (``cuda.as_cuda_array``).  Wrapping
-  is a host cost of every launch, so the wrappers of the graph, the hash
-  tables and the minibatch's sizes (12 of a hop's 28 array arguments) are made
-  once and kept; the rest are a hop's own tensors, wrapped as it launches.
+  is a host cost of every launch, so every tensor a launch takes is wrapped
+  once, where it is made (``_Buffer``), and the sampler keeps its work buffers
+  between minibatches of the same size: a (12,12,12) minibatch wraps its seeds
+  and each hop's two outputs (the next frontier and the edges), 7 tensors, of
+  its nine launches' 84 array arguments.
 * ``"cupy"``: the same kernels in CUDA C++ (``fused.cu``, launched by
   ``fused_cupy`` through CuPy's ``RawKernel``), each tensor passed as its
   address and size.
@@ -104,6 +110,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -236,26 +243,58 @@ def _blocks(items: int, threads: int) -> int:
     return max(1, (items + threads - 1) // threads)
 
 
-def _relabel(launches, stream, frontier, counts, width, sampled, slots, positions, sizes, hop, stale, node_bound,
-             device):
-    """Kernels 2 and 3 of a hop and the scans between them, after kernel 1 filled ``counts``, ``sampled``, ``slots``
-    and the table: ``(nodes, edges)``, the next frontier (of at most ``node_bound`` nodes) and the hop's edges (as a
-    flat (2, E) array) at the start of buffers of their bounds, their sizes written into ``sizes`` (``write`` in
-    ``fused_kernels``).  ``stale``: (keys, positions, slots) of the other table's entries to clear, then ``left`` and
-    the index of this hop's table (``write``'s last arguments)."""
-    rows = len(counts)
-    ranks = torch.empty(rows * width, dtype=torch.int64, device=device)
-    row_ends = torch.cumsum(counts, 0)  # on torch's current stream of the device, where the kernels launch too
+class _Buffer(NamedTuple):
+    """A tensor and what the kernels take for it (``NumbaLaunches.arrays``), made once for every launch that passes
+    it: numba-cuda would otherwise wrap the tensor again at each launch, a host cost of every launch."""
+
+    tensor: torch.Tensor
+    array: object
+
+
+def _buffers(launches, *tensors: torch.Tensor) -> list[_Buffer]:
+    """``tensors`` with what the kernels take for them, in the current CUDA context."""
+    return [_Buffer(tensor, array) for tensor, array in zip(tensors, launches.arrays(tensors))]
+
+
+class _HopWork:
+    """The work buffers of a hop of ``rows`` rows of ``width`` candidates: ``counts`` and ``row_ends`` per row,
+    ``ranks`` per candidate, and ``sampled``, the candidates (drawn into it, unless given), each a ``_Buffer``.  The
+    sampler keeps one per hop between minibatches of the same frontier bounds."""
+
+    def __init__(self, launches, rows: int, width: int, device: torch.device, sampled: torch.Tensor | None = None):
+        def buffer(size):
+            return torch.empty(size, dtype=torch.int64, device=device)
+
+        self.rows, self.width = rows, width
+        self.counts, self.row_ends, self.ranks, self.sampled = _buffers(
+            launches, buffer(rows), buffer(rows), buffer(rows * width),
+            buffer(rows * width) if sampled is None else sampled)
+
+    def tensors(self) -> tuple[torch.Tensor, ...]:
+        return self.counts.tensor, self.row_ends.tensor, self.ranks.tensor, self.sampled.tensor
+
+
+def _relabel(launches, stream, work: _HopWork, frontier: _Buffer, slots, positions, sizes, hop, stale,
+             stale_bound: int, node_bound: int, device):
+    """Kernels 2 and 3 of a hop and the scans between them, after kernel 1 filled ``work``'s counts and candidates,
+    ``slots`` and the table: the next frontier (of at most ``node_bound`` nodes, a ``_Buffer``) and the hop's edges
+    (as a flat (2, E) array), at the starts of buffers of their bounds, their sizes written into ``sizes`` (``write``
+    in ``fused_kernels``).  ``frontier``'s tensor is a buffer of its bound; ``slots``, ``positions``, ``sizes`` and
+    ``stale`` are as the kernels take them.  ``stale``: (keys, positions, slots) of the other table's entries to
+    clear, at most ``stale_bound`` of them, then ``left`` and the index of this hop's table (``write``'s last
+    arguments)."""
+    rows, width = work.rows, work.width
+    torch.cumsum(work.counts.tensor, 0, out=work.row_ends.tensor)  # on torch's current stream, where kernels launch
     if rows:
-        launches.launch("marks", _blocks(rows * width, launches.threads), stream, counts, width, sizes, hop, slots,
-                        positions, ranks)
-        ranks.cumsum_(0)
-    nodes = torch.empty(node_bound, dtype=torch.int64, device=device)
-    edges = torch.empty(2 * rows * width, dtype=torch.int64, device=device)
-    grid = _blocks(max(rows * width, len(frontier), len(stale[2])), launches.threads)
-    launches.launch("write", grid, stream, frontier, counts, width, sampled, slots, positions, row_ends, ranks, nodes,
-                    edges, sizes, hop, *stale)
-    return nodes, edges
+        launches.launch("marks", _blocks(rows * width, launches.threads), stream, work.counts.array, width, sizes,
+                        hop, slots, positions, work.ranks.array)
+        work.ranks.tensor.cumsum_(0)
+    nodes, edges = _buffers(launches, torch.empty(node_bound, dtype=torch.int64, device=device),
+                            torch.empty(2 * rows * width, dtype=torch.int64, device=device))
+    grid = _blocks(max(rows * width, len(frontier.tensor), stale_bound), launches.threads)
+    launches.launch("write", grid, stream, frontier.array, work.counts.array, width, work.sampled.array, slots,
+                    positions, work.row_ends.array, work.ranks.array, nodes.array, edges.array, sizes, hop, *stale)
+    return nodes, edges.tensor
 
 
 def _edge_index(edges: torch.Tensor, num_edges: int) -> torch.Tensor:
@@ -281,18 +320,19 @@ def append_new_nodes_hashed(frontier: torch.Tensor, neighbors: torch.Tensor, max
     launches = kernel_launches(kernels)
     with made_current(device):
         stream = launches.stream(device)
-        keys, positions = _table(_capacity(size, max_load), device)
-        counts = torch.empty(len(neighbors), dtype=torch.int64, device=device)
-        slots = torch.empty(size, dtype=torch.int64, device=device)
-        launches.launch("insert_all", _blocks(size, launches.threads), stream, frontier, neighbors, keys, positions,
-                        counts, slots)
-        sizes = torch.tensor([len(frontier), 0, 0], dtype=torch.int64, device=device)
-        nothing_stale = (keys, positions, torch.empty(0, dtype=torch.int64, device=device),
-                         torch.zeros(2, dtype=torch.int64, device=device), 0)
-        nodes, edges = _relabel(launches, stream, frontier, counts, 1, neighbors, slots, positions, sizes, 0,
-                                nothing_stale, size, device)
-        num_edges, num_nodes = sizes[1:].tolist()  # the one read
-    return nodes[:num_nodes], _edge_index(edges, num_edges)[0]
+        keys, positions, slots, sizes, left = _buffers(
+            launches, *_table(_capacity(size, max_load), device), torch.empty(size, dtype=torch.int64, device=device),
+            torch.tensor([len(frontier), 0, 0], dtype=torch.int64, device=device),
+            torch.zeros(2, dtype=torch.int64, device=device))
+        work = _HopWork(launches, len(neighbors), 1, device, sampled=neighbors)
+        frontier = _buffers(launches, frontier)[0]
+        launches.launch("insert_all", _blocks(size, launches.threads), stream, frontier.array, work.sampled.array,
+                        keys.array, positions.array, work.counts.array, slots.array)
+        nothing_stale = (keys.array, positions.array, slots.array, left.array, 0)  # left: nothing to clear
+        nodes, edges = _relabel(launches, stream, work, frontier, slots.array, positions.array, sizes.array, 0,
+                                nothing_stale, 0, size, device)
+        num_edges, num_nodes = sizes.tensor[1:].tolist()  # the one read
+    return nodes.tensor[:num_nodes], _edge_index(edges, num_edges)[0]
 
 
 class FusedNeighborSampler:
@@ -332,8 +372,7 @@ class FusedNeighborSampler:
         self._fresh_tables()
 
     def _kernel_arrays(self, *tensors: torch.Tensor) -> tuple:
-        """``tensors`` as the kernels take them, made once for every launch that passes them: numba-cuda would
-        otherwise wrap each tensor again at each launch, a host cost of every launch."""
+        """``tensors`` as the kernels take them, made once for every launch that passes them (``_Buffer``)."""
         with made_current(self.device):
             return self.launches.arrays(tensors)
 
@@ -341,11 +380,16 @@ class FusedNeighborSampler:
         self._tables: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._table_arrays: list[tuple] = []  # the tables as the kernels take them (_kernel_arrays)
         self._current = 0  # the table the next hop inserts into
-        self._stale = torch.empty(0, dtype=torch.int64, device=self.device)  # slots the other table still holds
         self._left = torch.zeros(2, dtype=torch.int64, device=self.device)  # how many of each table's slots to clear
         # each hop's frontier size and edges, then the input nodes' count: the minibatch's one read
         self._sizes = torch.zeros(2 * len(self.fanouts) + 1, dtype=torch.int64, device=self.device)
         self._size_arrays = self._kernel_arrays(self._sizes, self._left)
+        self._work_bounds: list[int] = []  # the frontier bounds the work buffers below were made for
+        self._work: list[_HopWork] = []  # each hop's
+        self._slots: list[_Buffer] = []  # each table's slots of a hop's frontier and candidates, written by its hops
+        nothing = torch.empty(0, dtype=torch.int64, device=self.device)
+        self._stale = _Buffer(nothing, *self._kernel_arrays(nothing))  # the other table's last hop's slots, to clear by
+        self._stale_bound = 0  # at most how many of them it filled
         self._stream = None  # the CUDA stream the last minibatch launched on
 
     def with_fanouts(self, fanouts) -> FusedNeighborSampler:
@@ -356,6 +400,13 @@ class FusedNeighborSampler:
         other._fresh_tables()
         return other
 
+    def _held(self):
+        """The tensors this sampler keeps between minibatches."""
+        yield from (t for table in self._tables for t in table)
+        yield from (self._left, self._sizes, self._stale.tensor, *(slots.tensor for slots in self._slots))
+        for work in self._work:
+            yield from work.tensors()
+
     def _follow_stream(self) -> None:
         """Order this minibatch's launches after the previous minibatch's when torch's current stream changed."""
         if self.device.type != "cuda":
@@ -363,7 +414,7 @@ class FusedNeighborSampler:
         current = torch.cuda.current_stream(self.device)
         if self._stream is not None and current != self._stream:
             current.wait_stream(self._stream)
-            for tensor in (*(t for table in self._tables for t in table), self._stale, self._left, self._sizes):
+            for tensor in self._held():
                 tensor.record_stream(current)
         self._stream = current
 
@@ -376,14 +427,22 @@ class FusedNeighborSampler:
         return bounds
 
     def _reserve(self, bounds: list[int]) -> None:
-        """Tables large enough for every hop of a minibatch of frontiers within ``bounds`` (new, empty ones if not)."""
+        """Tables large enough for every hop of a minibatch of frontiers within ``bounds`` (new, empty ones if not),
+        and work buffers for them (made again where the bounds differ from the last minibatch's)."""
         capacity = _capacity(max(*bounds[1:], 1), self.max_load)
         if not self._tables or len(self._tables[0][0]) < capacity:
             self._tables = [_table(capacity, self.device), _table(capacity, self.device)]
             self._table_arrays = [self._kernel_arrays(*table) for table in self._tables]
             self._current = 0
-            self._stale = self._stale[:0]
-            self._left.zero_()
+            self._left.zero_()  # new tables: nothing to clear by the stale slots
+            self._stale_bound = 0
+        if bounds != self._work_bounds:
+            self._work = [_HopWork(self.launches, bound, fanout, self.device)
+                          for bound, fanout in zip(bounds, self.fanouts)]
+            size = max(bound * (1 + fanout) for bound, fanout in zip(bounds, self.fanouts))
+            self._slots = _buffers(self.launches, *(torch.empty(size, dtype=torch.int64, device=self.device)
+                                                    for _ in range(2)))
+            self._work_bounds = bounds
 
     def sample(self, seeds, generator: torch.Generator | None = None) -> MiniBatch:
         seeds = torch.as_tensor(seeds)
@@ -395,34 +454,32 @@ class FusedNeighborSampler:
             nothing = torch.empty((2, 0), dtype=torch.int64, device=self.device)
             return MiniBatch(seeds=seeds, input_nodes=seeds, blocks=[Block(nothing, 0, 0) for _ in self.fanouts])
         bounds = self._bounds(len(seeds))
-        nodes, hops = seeds, []
+        hops = []
         with made_current(self.device):
             self._follow_stream()
             self._reserve(bounds)
             stream = self.launches.stream(self.device)
             self._sizes[:1].fill_(len(seeds))
+            nodes = _buffers(self.launches, seeds)[0]
             for hop, (fanout, seed) in enumerate(zip(self.fanouts, hop_seeds)):
                 nodes, edges = self._hop(stream, hop, nodes, fanout, seed, bounds[hop + 1])
                 hops.append(edges)
             sizes = self._sizes.tolist()  # the minibatch's one read
         blocks = [Block(_edge_index(edges, sizes[2 * hop + 1]), sizes[2 * hop + 2], sizes[2 * hop])
                   for hop, edges in enumerate(hops)]
-        return MiniBatch(seeds=seeds, input_nodes=nodes[: sizes[-1]], blocks=blocks[::-1])
+        return MiniBatch(seeds=seeds, input_nodes=nodes.tensor[: sizes[-1]], blocks=blocks[::-1])
 
-    def _hop(self, stream, hop: int, frontier: torch.Tensor, fanout: int, seed: np.uint64, node_bound: int):
+    def _hop(self, stream, hop: int, frontier: _Buffer, fanout: int, seed: np.uint64, node_bound: int):
         """Hop ``hop`` from ``frontier`` (a buffer of its bound; its size in ``sizes``): the next frontier's and the
         edges' buffers (``_relabel``)."""
-        size, device, launches = len(frontier), self.device, self.launches
+        work, slots, launches = self._work[hop], self._slots[self._current], self.launches
         keys, positions = self._table_arrays[self._current]
         sizes, left = self._size_arrays
-        counts = torch.empty(size, dtype=torch.int64, device=device)
-        sampled = torch.empty(size * fanout, dtype=torch.int64, device=device)
-        slots = torch.empty(size * (1 + fanout), dtype=torch.int64, device=device)
-        launches.launch("sample", _blocks(size, launches.threads), stream, *self._graph_arrays, frontier, fanout, seed,
-                        sizes, hop, keys, positions, counts, sampled, slots)
-        other = self._table_arrays[1 - self._current]
-        stale = (other[0], other[1], self._stale, left, self._current)
-        nodes, edges = _relabel(launches, stream, frontier, counts, fanout, sampled, slots, positions, sizes, hop,
-                                stale, node_bound, device)
-        self._current, self._stale = 1 - self._current, slots
+        launches.launch("sample", _blocks(work.rows, launches.threads), stream, *self._graph_arrays, frontier.array,
+                        fanout, seed, sizes, hop, keys, positions, work.counts.array, work.sampled.array, slots.array)
+        other_keys, other_positions = self._table_arrays[1 - self._current]
+        stale = (other_keys, other_positions, self._stale.array, left, self._current)
+        nodes, edges = _relabel(launches, stream, work, frontier, slots.array, positions, sizes, hop, stale,
+                                self._stale_bound, node_bound, self.device)
+        self._current, self._stale, self._stale_bound = 1 - self._current, slots, work.rows * (1 + fanout)
         return nodes, edges

@@ -119,12 +119,14 @@ def test_an_empty_minibatch_and_an_isolated_one(kernels):
         assert all(block.edge_index.shape == (2, 0) for block in got.blocks)
 
 
-def test_one_sampler_reused_across_minibatches_of_growing_and_shrinking_size(kernels):
-    # each hop clears what the hop before left in the other table, and the tables grow with the minibatch
+@pytest.mark.parametrize("fanouts", [(3, 2), (3,)])
+def test_one_sampler_reused_across_minibatches_of_growing_and_shrinking_size(fanouts, kernels):
+    # each hop clears what the hop before left in the other table, the tables grow with the minibatch, and the work
+    # buffers are kept between minibatches of one size (the first minibatch of another makes them again)
     g = graph()
-    cpu, gpu = NeighborSampler(g, (3, 2)), FusedNeighborSampler(g, (3, 2), kernels=kernels)
+    cpu, gpu = NeighborSampler(g, fanouts), FusedNeighborSampler(g, fanouts, kernels=kernels)
     cpu_generator, gpu_generator = torch.Generator().manual_seed(9), torch.Generator().manual_seed(9)
-    for seeds in ([5], list(range(20, 60)), [1, 2, 3], [0], list(range(100, 150))):
+    for seeds in ([5], list(range(20, 60)), list(range(60, 100)), [1, 2, 3], [4, 6, 8], [0], list(range(100, 150))):
         assert_same(cpu.sample(torch.tensor(seeds), cpu_generator), gpu.sample(torch.tensor(seeds), gpu_generator))
 
 
@@ -144,22 +146,26 @@ def test_a_sampler_with_other_fanouts_shares_the_placed_graph_and_samples_as_a_n
         first.with_fanouts(())
 
 
-def test_the_sampler_wraps_the_graph_and_its_tables_once_and_a_hop_only_its_own_tensors(monkeypatch):
-    # wrapping a tensor for numba is a host cost of every launch: the graph's two arrays, the minibatch's sizes and the
-    # tables' counts to clear, and the two tables' four are wrapped when they are made, a hop's own 16 array arguments
-    # (of its three launches' 28) as it launches
+def test_the_sampler_wraps_what_it_keeps_once_and_a_minibatch_only_its_seeds_and_outputs(monkeypatch):
+    # wrapping a tensor for numba is a host cost of every launch: the graph's two arrays, the minibatch's sizes, the
+    # tables' counts to clear and an empty list of slots are wrapped when the sampler is made; the two tables' four
+    # arrays when they are made; each hop's four work buffers and the two tables' slots when the frontier bounds
+    # change (a minibatch of another size); and at each minibatch only its seeds and each hop's two outputs
     wrapped = []
     real = fused.kernel_array
     monkeypatch.setattr(fused, "kernel_array", lambda tensor: wrapped.append(tuple(tensor.shape)) or real(tensor))
     g, fanouts = graph(), (3, 2, 2)
     sampler = FusedNeighborSampler(g, fanouts)
-    assert wrapped == [(g.num_nodes + 1,), (g.num_edges,), (2 * len(fanouts) + 1,), (2,)]
-    seeds, expected = torch.tensor(list(range(20, 40))), NeighborSampler(g, fanouts)
-    for seed in (1, 2):  # the first minibatch makes the tables: their four arrays are wrapped then, once
+    assert wrapped == [(g.num_nodes + 1,), (g.num_edges,), (2 * len(fanouts) + 1,), (2,), (0,)]
+    expected = NeighborSampler(g, fanouts)
+    outputs, work = 1 + 2 * len(fanouts), 4 * len(fanouts) + 2
+    for seed, num_seeds, count in ((1, 20, 4 + work + outputs), (2, 20, outputs), (3, 30, work + outputs),
+                                   (4, 30, outputs)):
         wrapped.clear()
+        seeds = torch.arange(20, 20 + num_seeds)
         assert_same(expected.sample(seeds, torch.Generator().manual_seed(seed)),
                     sampler.sample(seeds, torch.Generator().manual_seed(seed)))
-        assert len(wrapped) == 16 * len(fanouts) + (4 if seed == 1 else 0)
+        assert len(wrapped) == count
 
 
 def test_a_table_filled_near_its_limit_still_relabels_exactly(kernels):
