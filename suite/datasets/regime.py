@@ -185,6 +185,22 @@ def _sample_hop(nodes, fanout, hop_seed, cum_col, row_total, symmetric, alpha, e
             out[i * fanout + r] = u
 
 
+@numba.njit(cache=True)
+def _new_nodes(seen, candidates, counts, fanout):
+    """The candidates (row i's first ``counts[i]`` of its ``fanout``) not marked in ``seen``, each once, marked now:
+    a frontier grows by them, in no particular order (a node's draws depend on its id alone)."""
+    new = np.empty(len(candidates), dtype=np.int64)
+    found = 0
+    for i in range(len(counts)):
+        for r in range(counts[i]):
+            u = candidates[i * fanout + r]
+            if not seen[u]:
+                seen[u] = True
+                new[found] = u
+                found += 1
+    return new[:found]
+
+
 def _class_blocks(preset: Preset, num_nodes: int) -> np.ndarray:
     """Class boundaries in a class-sorted numbering: each class as large as its expected share."""
     weights = np.arange(1, preset.num_classes + 1, dtype=np.float64) ** -preset.class_skew
@@ -210,17 +226,19 @@ def footprint_model(preset: Preset, num_nodes: int, batch_size: int, fanouts: tu
     cum_block = np.cumsum([cum_col[hi - 1] - (cum_col[lo - 1] if lo else 0.0)
                            for lo, hi in zip(block_ptr[:-1], block_ptr[1:])])
     draw = np.random.default_rng([seed, num_nodes, batch_size])
+    seen = np.zeros(num_nodes, dtype=np.bool_)  # the nodes of the minibatch drawn so far
     shares = []
     for b in range(batches):
         nodes = np.sort(draw.choice(num_nodes, size=min(batch_size, num_nodes), replace=False))
+        seen[nodes] = True
         for hop, fanout in enumerate(fanouts):
             out = np.empty(len(nodes) * fanout, dtype=np.int64)
             counts = np.empty(len(nodes), dtype=np.int64)
             hop_seed = np.uint64((seed * 7919 + b) * 31 + hop)
             _sample_hop(nodes, fanout, hop_seed, cum_col, row_total, preset.symmetric, alpha, entries, block_ptr,
                         cum_block, preset.homophily, rng_seed, out, counts)
-            keep = (np.arange(fanout)[None, :] < counts[:, None]).ravel()
-            nodes = np.union1d(nodes, out[keep])
+            nodes = np.concatenate([nodes, _new_nodes(seen, out, counts, fanout)])
+        seen[nodes] = False
         shares.append(len(nodes) / num_nodes)
     return float(np.mean(shares))
 
