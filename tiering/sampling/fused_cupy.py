@@ -61,7 +61,12 @@ def kernel_words(args) -> tuple:
 
 def name_expression(name: str, args) -> str:
     """Kernel ``name``'s instantiation for ``args``: ``sample`` by the dtype of the graph's ``indices`` (its
-    second argument)."""
+    second argument).  Every other array must be int64, which is all the kernels read them as."""
+    for position, arg in enumerate(args):
+        if isinstance(arg, (torch.Tensor, KernelArray)) and arg.dtype != torch.int64 and (name, position) != (
+                "sample", 1):
+            raise ValueError(f"{name}: argument {position} is {arg.dtype}; the kernels read every array but the "
+                             "graph's indices as int64")
     if name != "sample":
         return name
     return f"sample<{INDEX_TYPES[args[1].dtype]}>"

@@ -42,12 +42,17 @@ def test_a_tensor_is_its_address_and_size_and_a_number_an_int64_unless_typed():
         KernelArray(torch.zeros(3))
 
 
-def test_sample_is_instantiated_for_the_graphs_index_type():
+def test_sample_is_instantiated_for_the_graphs_index_type_and_every_other_array_is_int64():
     for dtype, c_type in ((torch.int32, "int"), (torch.int64, "long long")):
         indices = torch.zeros(3, dtype=dtype)
-        assert name_expression("sample", (torch.zeros(2), KernelArray(indices))) == f"sample<{c_type}>"
-        assert name_expression("sample", (torch.zeros(2), indices)) == f"sample<{c_type}>"
+        indptr = torch.zeros(2, dtype=torch.int64)
+        assert name_expression("sample", (indptr, KernelArray(indices))) == f"sample<{c_type}>"
+        assert name_expression("sample", (indptr, indices)) == f"sample<{c_type}>"
     assert name_expression("marks", ()) == "marks"
+    with pytest.raises(ValueError, match="marks: argument 0 is torch.int32; the kernels read every array but"):
+        name_expression("marks", (torch.zeros(2, dtype=torch.int32), 4))
+    with pytest.raises(ValueError, match="sample: argument 2 is torch.int32"):
+        name_expression("sample", (indptr, indices, KernelArray(torch.zeros(3, dtype=torch.int32))))
     assert set(fused_cupy.NAME_EXPRESSIONS) == {"sample<int>", "sample<long long>", "insert_all", "marks", "write"}
 
 
