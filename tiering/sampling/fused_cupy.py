@@ -44,15 +44,22 @@ class KernelArray:
         self.dtype = tensor.dtype
 
 
-def kernel_words(args) -> tuple:
-    """``args`` (tensors, ``KernelArray``, integers) as the kernel's arguments: each array its address and size,
-    each integer an ``int64`` but a ``uint64`` (the hop's seed), so that every word is the 8 bytes the kernel's
-    parameters take."""
+INDICES = ("sample", 1)
+"""(kernel, position) of the one array the kernels take as int32 or int64: ``sample``'s graph indices."""
+
+
+def kernel_words(args, name: str = "") -> tuple:
+    """``args`` (tensors, ``KernelArray``, integers) of kernel ``name`` as its arguments: each array its address and
+    size, each integer an ``int64`` but a ``uint64`` (the hop's seed), so that every word is the 8 bytes the kernel's
+    parameters take.  Every array but ``INDICES`` must be int64, which is how the kernels read them."""
     words = []
-    for arg in args:
+    for position, arg in enumerate(args):
         if isinstance(arg, torch.Tensor):
             arg = KernelArray(arg)
         if isinstance(arg, KernelArray):
+            if arg.dtype is not torch.int64 and (name, position) != INDICES:
+                raise ValueError(f"{name}: argument {position} is {arg.dtype}; the kernels read every array but the "
+                                 "graph's indices as int64")
             words.extend(arg.words)
         else:
             words.append(arg if isinstance(arg, np.uint64) else np.int64(arg))
@@ -61,15 +68,10 @@ def kernel_words(args) -> tuple:
 
 def name_expression(name: str, args) -> str:
     """Kernel ``name``'s instantiation for ``args``: ``sample`` by the dtype of the graph's ``indices`` (its
-    second argument).  Every other array must be int64, which is all the kernels read them as."""
-    for position, arg in enumerate(args):
-        if isinstance(arg, (torch.Tensor, KernelArray)) and arg.dtype != torch.int64 and (name, position) != (
-                "sample", 1):
-            raise ValueError(f"{name}: argument {position} is {arg.dtype}; the kernels read every array but the "
-                             "graph's indices as int64")
-    if name != "sample":
+    second argument)."""
+    if name != INDICES[0]:
         return name
-    return f"sample<{INDEX_TYPES[args[1].dtype]}>"
+    return f"sample<{INDEX_TYPES[args[INDICES[1]].dtype]}>"
 
 
 class CupyLaunches:
@@ -91,4 +93,5 @@ class CupyLaunches:
         return SAMPLER.function(expression)
 
     def launch(self, name: str, blocks: int, stream, *args) -> None:
-        self.function(name_expression(name, args))((blocks,), (self.threads,), kernel_words(args), stream=stream)
+        kernel = self.function(name_expression(name, args))
+        kernel((blocks,), (self.threads,), kernel_words(args, name), stream=stream)

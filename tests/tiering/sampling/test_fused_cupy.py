@@ -49,10 +49,12 @@ def test_sample_is_instantiated_for_the_graphs_index_type_and_every_other_array_
         assert name_expression("sample", (indptr, KernelArray(indices))) == f"sample<{c_type}>"
         assert name_expression("sample", (indptr, indices)) == f"sample<{c_type}>"
     assert name_expression("marks", ()) == "marks"
+    small = torch.zeros(3, dtype=torch.int32)
+    assert kernel_words((indptr, small), "sample")[2:] == (small.data_ptr(), 3)  # the graph's indices
     with pytest.raises(ValueError, match="marks: argument 0 is torch.int32; the kernels read every array but"):
-        name_expression("marks", (torch.zeros(2, dtype=torch.int32), 4))
+        kernel_words((small, 4), "marks")
     with pytest.raises(ValueError, match="sample: argument 2 is torch.int32"):
-        name_expression("sample", (indptr, indices, KernelArray(torch.zeros(3, dtype=torch.int32))))
+        kernel_words((indptr, small, KernelArray(small)), "sample")
     assert set(fused_cupy.NAME_EXPRESSIONS) == {"sample<int>", "sample<long long>", "insert_all", "marks", "write"}
 
 
