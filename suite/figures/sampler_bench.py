@@ -64,8 +64,8 @@ def _launch_costs_markdown(fixed) -> str:
             f"{fixed.facts['repeat']} timings of {fixed.facts['repetitions']} repetitions launched back to back "
             "(`suite.experiments.launch_costs`), for each fused sampler over the CSR in GPU memory: a hop's three "
             "kernels on empty inputs with every torch tensor made into what the kernels take (a numba array, or an "
-            "address and a size for CuPy) at each launch and once beforehand (the sampler keeps the graph's and "
-            "hash tables', and makes the rest at each launch); a hop's two torch scans; and a "
+            "address and a size for CuPy) at each launch and once beforehand (the sampler makes each once, but for "
+            "a minibatch's seeds and each hop's two outputs); a hop's two torch scans; and a "
             f"({','.join(map(str, launch_costs.MINIBATCH_FANOUTS))}) minibatch of one seed; "
             f"{caption(fixed.provenance)}.\n\n" + table.to_markdown(index=False, floatfmt=".4g") + "\n")
 
