@@ -37,10 +37,10 @@ hop, whatever F:
    twice: over the per-node counts (where each node's edges end) and over the
    marks (each new node's rank, so new nodes are numbered in first-seen
    order); their last elements are the hop's edges and new nodes.  A scan
-   within one kernel of one block would
-   leave a hop's F x k candidates to that block's 1,024 threads, each walking
-   F x k / 1,024 of them one dependent read of the table after another: about
-   1,900 at the third hop of a (12,12,12) minibatch of 1,024 seeds.
+   within one kernel of one block would leave a hop's F x k candidates to
+   that block's 1,024 threads, each walking F x k / 1,024 of them one
+   dependent read of the table after another: about 1,900 at the third hop of
+   a (12,12,12) minibatch of 1,024 seeds.
 3. ``write``, grid-stride: each sample's local id (its id's first position
    if that is in the frontier, else F plus its rank) and destination, the
    next frontier (frontier, then new nodes), the hop's totals into ``sizes``,
@@ -53,19 +53,19 @@ left in the other table (that hop's frontier and candidates, their count kept
 in GPU memory, so the clearing costs what inserting did).  Tables are sized
 for the largest hop a minibatch can reach (at most
 ``min(num_nodes, F * (1 + k))`` distinct ids, at most ``max_load`` of the
-slots) and grow, filled by ``torch.full``, when a larger minibatch comes.  Outside the hops, a minibatch
-launches only the fill of its seeds' count into ``sizes`` and, when the tables
-grow, their fills; its seeds are checked (in range, distinct) where they are,
-in host memory.  An empty minibatch launches nothing.  Each hop's work
-buffers (counts, prefix sums, candidates, slots), sized by the bounds, are kept
-for the next minibatch of the same size (the one read at a minibatch's end
-means its kernels are done with them), so a minibatch allocates only its
-outputs.  The sampler keeps this state between minibatches: use one sampler
-per sampling thread.  A minibatch
-sampled on another stream than the previous one (the pipeline's sampler
-thread, then the validation pass on the training stream) first makes its
-stream wait for the previous one, whose last ``write`` may still be clearing a
-table, and marks the tables as used on it for the caching allocator.
+slots) and grow, filled by ``torch.full``, when a larger minibatch comes.
+Outside the hops, a minibatch launches only the fill of its seeds' count into
+``sizes`` and, when the tables grow, their fills; its seeds are checked (in
+range, distinct) where they are, in host memory.  An empty minibatch launches
+nothing.  Each hop's work buffers (counts, prefix sums, candidates, slots),
+sized by the bounds, are kept for the next minibatch of the same size (the one
+read at a minibatch's end means its kernels are done with them), so a
+minibatch allocates only its outputs.  The sampler keeps this state between
+minibatches: use one sampler per sampling thread.  A minibatch sampled on
+another stream than the previous one (the pipeline's sampler thread, then the
+validation pass on the training stream) first makes its stream wait for the
+previous one, whose last ``write`` may still be clearing a table, and marks
+the tensors it keeps as used on it for the caching allocator.
 
 The graph lives in GPU memory (``graph_memory="gpu"``, copied once) or stays
 in pinned host memory read over PCIe (``"host"``, UVA sampling:
