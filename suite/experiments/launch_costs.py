@@ -33,7 +33,7 @@ import torch
 
 from suite.io import records
 from suite.measure.timing import best_wall_seconds, wait_for
-from tiering.sampling.fused import made_current
+from tiering.sampling.fused import kernel_parameters, made_current
 
 STEM = "launch-costs"
 FACTS = ("command", "dataset", "repeat", "repetitions")
@@ -45,22 +45,17 @@ ONE_SEED = "minibatch of one seed"
 """The row of a ``MINIBATCH_FANOUTS`` minibatch of one seed: the fixed costs under a minibatch of any size."""
 
 
-def _hop_arguments(graph, device: torch.device) -> dict[str, tuple]:
-    """The three kernels' arguments for a hop of an empty frontier over ``graph`` (``tiering.sampling.fused``'s
-    order): empty arrays of the types the sampler's own launches pass, so that no kernel compiles again."""
-    def empty():
-        return torch.empty(0, dtype=torch.int64, device=device)
-
-    indptr, indices = graph.indptr[:0], graph.indices[:0]
-    frontier, keys, positions, counts, sampled, slots, ranks, row_ends, nodes, edges, stale_slots = (
-        empty() for _ in range(11))
-    sizes = torch.zeros(3, dtype=torch.int64, device=device)  # an empty frontier's size; the totals it leaves
-    left = torch.zeros(2, dtype=torch.int64, device=device)
-    fanout, seed, hop, table = 12, np.uint64(0), 0, 0
-    return {"sample": (indptr, indices, frontier, fanout, seed, sizes, hop, keys, positions, counts, sampled, slots),
-            "marks": (counts, fanout, sizes, hop, slots, positions, ranks),
-            "write": (frontier, counts, fanout, sampled, slots, positions, row_ends, ranks, nodes, edges, sizes, hop,
-                      keys, positions, stale_slots, left, table)}
+def _hop_arguments(graph, counts: torch.Tensor) -> dict[str, tuple]:
+    """The three kernels' arguments for a hop of an empty frontier over ``graph``, ``counts`` (empty) its rows'
+    counts: empty arrays of the types the sampler's own launches pass, so that no kernel compiles again, each
+    kernel's in its order (``kernel_parameters``)."""
+    device = counts.device
+    given = {"indptr": graph.indptr[:0], "indices": graph.indices[:0], "counts": counts, "fanout": 12, "width": 12,
+             "seed": np.uint64(0), "hop": 0, "table": 0,
+             "sizes": torch.zeros(3, dtype=torch.int64, device=device),  # an empty frontier's size; the totals it leaves
+             "left": torch.zeros(2, dtype=torch.int64, device=device)}
+    return {name: tuple(given[p] if p in given else torch.empty(0, dtype=torch.int64, device=device)
+                        for p in kernel_parameters(name)) for name in ("sample", "marks", "write")}
 
 
 def _per_repetition_us(run, device: torch.device, repeat: int, launches: int) -> float:
@@ -83,7 +78,8 @@ def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches
     once) and ``host_us`` (microseconds per repetition)."""
     device, launches = sampler.device, launches or LAUNCHES
     kernels = sampler.launches
-    arguments = _hop_arguments(sampler.graph, device)
+    counts = torch.empty(0, dtype=torch.int64, device=device)
+    arguments = _hop_arguments(sampler.graph, counts)
     with made_current(device):
         stream = kernels.stream(device)
         made = {name: kernels.arrays(args) for name, args in arguments.items()}
@@ -93,8 +89,6 @@ def measure_launch_costs(sampler, seed_node: torch.Tensor, repeat: int, launches
             for name, args in by_name.items():
                 kernels.launch(name, 1, stream, *args)
         return run
-
-    counts = arguments["marks"][0]
 
     def scans():
         torch.cumsum(counts, 0)

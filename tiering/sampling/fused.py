@@ -110,6 +110,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 from typing import NamedTuple
 
 import numpy as np
@@ -140,6 +141,12 @@ def device_code():
     from tiering.sampling import fused_kernels
 
     return fused_kernels
+
+
+def kernel_parameters(name: str) -> tuple[str, ...]:
+    """The parameters of kernel ``name`` in the order it takes them: that of its definition in ``fused_kernels``,
+    which the kernels of ``fused.cu`` follow."""
+    return tuple(inspect.signature(getattr(device_code(), name).py_func).parameters)
 
 
 def kernel_array(tensor: torch.Tensor):
