@@ -368,7 +368,9 @@ class FusedNeighborSampler:
             self.device = torch.device("cpu")
             self.graph = graph
         else:
-            self.device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+            self.device = torch.device("cuda" if device is None else device)
+            if self.device.index is None:  # "cuda": the current device, named, so that made_current makes it current
+                self.device = torch.device("cuda", torch.cuda.current_device())
             if graph_memory == "gpu":
                 self.graph = CSRGraph(graph.indptr.to(self.device), graph.indices.to(self.device), validate=False)
             else:

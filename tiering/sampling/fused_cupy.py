@@ -86,7 +86,16 @@ class CupyLaunches:
         return cupy_stream(device)
 
     def arrays(self, args) -> tuple:
-        return tuple(KernelArray(arg) if isinstance(arg, torch.Tensor) else arg for arg in args)
+        return tuple(self.array(arg) if isinstance(arg, torch.Tensor) else arg for arg in args)
+
+    def array(self, tensor: torch.Tensor) -> KernelArray:
+        """``tensor`` as the kernels take it, refused unless it lies in the current CUDA device's memory (a mapped
+        view of pinned host memory counts): a kernel that reads an address of the host or of another GPU faults, and
+        the fault leaves the device's context unusable for the rest of the process."""
+        if not (tensor.is_cuda and tensor.device.index == torch.cuda.current_device()):
+            raise ValueError(f"the CUDA C++ kernels read tensors of the current CUDA device; this one is on "
+                             f"{tensor.device}")
+        return KernelArray(tensor)
 
     def function(self, expression: str):
         """The launchable kernel ``expression``: called as ``(grid, block, words, stream=...)``, CuPy's way."""

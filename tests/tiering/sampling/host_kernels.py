@@ -50,6 +50,7 @@ void call(void (*kernel)(A...), const u64* words, std::index_sequence<I...>)
 template <typename... A>
 int run(void (*kernel)(A...), i64 threads, const u64* words, int count)
 {
+    static_assert(((sizeof(A) == 8) && ...), "CuPy passes every argument as 8 bytes: every parameter must take 8");
     if (count != (int)sizeof...(A)) return (int)sizeof...(A);
     threads_total = threads;
     for (current_thread = 0; current_thread < threads; ++current_thread)
@@ -109,6 +110,9 @@ class HostLaunches(CupyLaunches):
 
     def stream(self, device):
         return None
+
+    def array(self, tensor):
+        return fused_cupy.KernelArray(tensor)  # CPU tensors, where these kernels run
 
     def function(self, expression: str):
         def run(grid, block, words, stream=None):

@@ -42,6 +42,11 @@ def test_a_tensor_is_its_address_and_size_and_a_number_an_int64_unless_typed():
         KernelArray(torch.zeros(3))
 
 
+def test_an_array_outside_the_current_cuda_devices_memory_is_refused():
+    with pytest.raises(ValueError, match="read tensors of the current CUDA device; this one is on cpu"):
+        fused_cupy.CupyLaunches().arrays((torch.zeros(3, dtype=torch.int64), 5))
+
+
 def test_sample_is_instantiated_for_the_graphs_index_type_and_every_other_array_is_int64():
     for dtype, c_type in ((torch.int32, "int"), (torch.int64, "long long")):
         indices = torch.zeros(3, dtype=dtype)

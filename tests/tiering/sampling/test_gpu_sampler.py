@@ -307,8 +307,9 @@ def test_real_kernels_on_a_larger_graph_return_cuda_tensors(graph_memory, index_
     g = CSRGraph(g.indptr, g.indices.to(index_dtype))  # each instantiation of the C++ sample kernel
     seeds = torch.from_numpy(draws.permutation(n)[:512])
     expected = NeighborSampler(g, (10, 5, 3)).sample(seeds, torch.Generator().manual_seed(3))
-    got = FusedNeighborSampler(g, (10, 5, 3), graph_memory, kernels=kernels).sample(seeds,
-                                                                                   torch.Generator().manual_seed(3))
+    sampler = FusedNeighborSampler(g, (10, 5, 3), graph_memory, device="cuda", kernels=kernels)
+    assert sampler.device == torch.device("cuda", torch.cuda.current_device())  # "cuda" named: made current later
+    got = sampler.sample(seeds, torch.Generator().manual_seed(3))
     assert got.input_nodes.is_cuda and all(block.edge_index.is_cuda for block in got.blocks)
     assert_same(expected, got)
 
