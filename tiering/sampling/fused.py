@@ -470,10 +470,16 @@ class FusedNeighborSampler:
             stream = self.launches.stream(self.device)
             self._sizes[:1].fill_(len(seeds))
             nodes = _buffers(self.launches, seeds)[0]
-            for hop, (fanout, seed) in enumerate(zip(self.fanouts, hop_seeds)):
-                nodes, edges = self._hop(stream, hop, nodes, fanout, seed, bounds[hop + 1])
-                hops.append(edges)
-            sizes = self._sizes.tolist()  # the minibatch's one read
+            try:
+                for hop, (fanout, seed) in enumerate(zip(self.fanouts, hop_seeds)):
+                    nodes, edges = self._hop(stream, hop, nodes, fanout, seed, bounds[hop + 1])
+                    hops.append(edges)
+                sizes = self._sizes.tolist()  # the minibatch's one read
+            except BaseException:
+                # a hop cut short (out of memory, an interrupt) may have left its keys in a table that no write
+                # cleared: the next minibatch starts from fresh tables
+                self._tables = []
+                raise
         blocks = [Block(_edge_index(edges, sizes[2 * hop + 1]), sizes[2 * hop + 2], sizes[2 * hop])
                   for hop, edges in enumerate(hops)]
         return MiniBatch(seeds=seeds, input_nodes=nodes.tensor[: sizes[-1]], blocks=blocks[::-1])

@@ -266,6 +266,26 @@ def test_a_minibatch_reads_the_device_once_after_its_last_launch(monkeypatch, ke
         assert_same(NeighborSampler(g, (3, 2, 2)).sample(seeds, torch.Generator().manual_seed(seed)), got)
 
 
+def test_a_minibatch_cut_short_between_its_kernels_leaves_the_next_one_exact(monkeypatch, kernels):
+    # the failed hop's sample kernel filled a table that its write never cleared
+    launches = fused.kernel_launches(kernels)
+
+    def fail_at_marks(name, *args, real=launches.launch):
+        if name == "marks":
+            raise KeyboardInterrupt
+        real(name, *args)
+
+    g, seeds = graph(), torch.tensor([0, 7, 30, 99, 5, 60])
+    sampler = FusedNeighborSampler(g, (3, 2), kernels=launches)
+    for cut, then in ((10, 20), (11, 21), (12, 22)):
+        with monkeypatch.context() as patched:
+            patched.setattr(launches, "launch", fail_at_marks)
+            with pytest.raises(KeyboardInterrupt):
+                sampler.sample(seeds, torch.Generator().manual_seed(cut))
+        got = sampler.sample(seeds, torch.Generator().manual_seed(then))
+        assert_same(NeighborSampler(g, (3, 2)).sample(seeds, torch.Generator().manual_seed(then)), got)
+
+
 def test_numba_stream_and_launch_make_the_device_current(monkeypatch):
     # numba works in the current CUDA context: the feature table's kernels (suite.datasets.node_data_cuda) launch
     # through fused.launch, which makes the device current around wrapping torch's stream and around the launch
