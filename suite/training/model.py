@@ -26,6 +26,9 @@ class GraphSAGE(torch.nn.Module):
         self.dropout = dropout
 
     def forward(self, x: torch.Tensor, blocks) -> torch.Tensor:
+        """Logits of the seeds of ``blocks`` from the input nodes' rows ``x``, widened to the layers' dtype where the
+        table holds fewer bits (float16, bfloat16): the rows travel at their size, the model computes in float32."""
+        x = x.to(next(self.parameters()).dtype)
         for i, (conv, block) in enumerate(zip(self.convs, blocks)):
             if self.weighted:
                 x = conv((x, x[: block.num_dst]), block.edge_index, edge_weight=block.edge_weight)

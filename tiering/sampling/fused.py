@@ -399,7 +399,8 @@ class FusedNeighborSampler:
         nothing = torch.empty(0, dtype=torch.int64, device=self.device)
         self._stale = _Buffer(nothing, *self._kernel_arrays(nothing))  # the other table's last hop's slots, to clear by
         self._stale_bound = 0  # at most how many of them it filled
-        self._stream = None  # the CUDA stream the last minibatch launched on
+        # the CUDA stream the last minibatch launched on, or where the buffers above were made and zeroed
+        self._stream = torch.cuda.current_stream(self.device) if self.device.type == "cuda" else None
 
     def with_fanouts(self, fanouts) -> FusedNeighborSampler:
         """A sampler of other ``fanouts`` over this one's graph where it already is (no second copy into GPU or

@@ -43,6 +43,14 @@ def test_an_epoch_counts_the_rows_its_training_minibatches_gather_and_their_size
     assert r.row_bytes == tiny.feature_dim * 4  # float32 rows
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_half_precision_table_trains_as_the_same_values_in_float32_do(tiny, dtype):
+    rows = tiny.features.to(dtype)
+    half, wide = (Trainer(tiny, InMemoryLoader(table), (10, 5), batch_size=256, seed=0).train_epoch(0, progress=False)
+                  for table in (rows, rows.float()))  # each trainer made (seeded) just before its epoch
+    assert half.loss == wide.loss  # the rows widened as they enter the model
+
+
 def count_rows_over_two_processes(rank, world):
     from suite.datasets import load_dataset
     from suite.training.distributed import DistributedTrainer
