@@ -141,6 +141,11 @@ def _goal(config: Config) -> float | None:
     return HOT_GOAL if config.study == "hot" else None
 
 
+SPEED_COLUMNS = ("study", "path", "dtype", "row bytes", "variant", "ours (GB/s)", "peer", "peer (GB/s)", "ours / peer",
+                 "ceiling", "ours / ceiling", *TEXT_COLUMNS)
+"""The speed table's columns (``speed_table``), which its readers check a file for."""
+
+
 def speed_table(results: list[tuple[Config, float, float]], ceilings: dict) -> pd.DataFrame:
     """One row per measurement ``(config, ours B/s, peer B/s)``: both speeds, their ratio, the ceiling share, goals."""
     rows = []
@@ -401,6 +406,9 @@ def read_records(path) -> tuple[records.Records, records.Records, records.Record
     it (the first visit's)."""
     path = Path(path)
     speeds = records.read_records(path / f"{STEM}.csv" if path.is_dir() else path, FACTS)
+    missing = [column for column in SPEED_COLUMNS if column not in speeds.table]
+    if missing:
+        raise BadValue(f"{speeds.path} lacks the speed table's columns {', '.join(missing)}: not gpubench's records")
     kept = list(records.PROVENANCE_COLUMNS)
     table = speeds.table.drop(columns=kept, errors="ignore")
     table[list(TEXT_COLUMNS)] = table[list(TEXT_COLUMNS)].fillna("")

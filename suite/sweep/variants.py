@@ -4,13 +4,15 @@
 rows (in GPU memory) and cold rows (zero-copy from host memory) of each size.  On the first H100 visit ``wide`` came
 to 0.95-1.00 of the device-to-device copy for hot rows of 1 KiB and more where ``aligned`` reached 0.78-0.81, while
 cold rows are read at PCIe speed whichever variant reads them.  The fastest variant of each tier is read from the
-device's records at the measured row size nearest the table's (the largest not above it, else the smallest).
+device's records at the measured row size nearest the table's (the largest not above it, else the smallest) among
+the sizes measured in both tiers.
 
 One kernel launch gathers both tiers (``CombinedTensor.launch_kernel``) and takes one variant, so the loader
 launches the variant of the tier that dominates the gather's time: the tier with the larger expected time per
 gathered row, its share of the table's rows over its measured speed (accesses taken as uniform over rows; a
 reordered table's hot rows are accessed more than their share, which the choice leaves out).  Without records for
-the device (a CPU, or a GPU gpubench has not run on) it is ``tiering.features.zero_copy.DEFAULT_VARIANT``.
+the device (a CPU, or a GPU gpubench has not run on), or with records that cannot be read, it is
+``tiering.features.zero_copy.DEFAULT_VARIANT``, and the choice says why.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from suite.errors import BadValue
 from suite.io.provenance import device_name, slug
 from tiering.features.zero_copy import DEFAULT_VARIANT
 
@@ -67,9 +70,11 @@ def choose(table, row_bytes: int, dtype: str, hot_rows: int, num_rows: int, basi
 
     fastest = fastest_variants(table)
     fastest = fastest[fastest["dtype"] == dtype]
-    if fastest.empty:
-        return VariantChoice(DEFAULT_VARIANT, None, None, f"default: {basis} has no {dtype} rows")
-    size = measured_row_bytes(sorted(fastest["row bytes"].unique()), row_bytes)
+    both = fastest.groupby("row bytes")["study"].nunique().loc[lambda studies: studies == 2].index
+    if both.empty:
+        return VariantChoice(DEFAULT_VARIANT, None, None, f"default: {basis} has no {dtype} rows measured in both "
+                                                          "tiers")
+    size = measured_row_bytes(sorted(both), row_bytes)
     cases = fastest[fastest["row bytes"] == size].set_index("study")
     hot, cold = cases.loc["hot", "fastest"], cases.loc["cold", "fastest"]
     hot_time = hot_rows / cases.loc["hot", "GB/s"]
@@ -89,6 +94,9 @@ def kernel_variant(loader: str, features: torch.Tensor, hot_rows: int, device) -
         return VariantChoice(DEFAULT_VARIANT, None, None, f"default: no gpubench records for {name}")
     from suite.experiments.gpu import read_records
 
+    try:
+        table = read_records(path)[0].table
+    except BadValue as err:  # records of another version, or a file cut short
+        return VariantChoice(DEFAULT_VARIANT, None, None, f"default: {path} cannot be read ({err})")
     dtype = str(features.dtype).removeprefix("torch.")
-    return choose(read_records(path)[0].table, features.shape[1] * features.element_size(), dtype, hot_rows,
-                  features.shape[0], str(path))
+    return choose(table, features.shape[1] * features.element_size(), dtype, hot_rows, features.shape[0], str(path))

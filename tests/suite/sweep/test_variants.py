@@ -56,6 +56,28 @@ def test_the_cold_tier_dominates_unless_nearly_every_row_is_hot():
     assert choose(table, 512, "float32", hot_rows=0, num_rows=1000, basis="records").variant == "aligned"
 
 
+def test_a_row_size_measured_in_one_tier_only_is_passed_over():
+    table = _speed_table()
+    no_hot_512 = table[~((table["study"] == "hot") & (table["row bytes"] == 512))]
+    choice = choose(no_hot_512, 512, "float32", hot_rows=990, num_rows=1000, basis="records")
+    assert choice.variant == "wide" and choice.basis.startswith("fastest at 256 B float32 rows in records")
+    only_cold = table[table["study"] == "cold"]
+    choice = choose(only_cold, 512, "float32", hot_rows=100, num_rows=1000, basis="records")
+    assert (choice.variant, choice.hot, choice.cold) == (DEFAULT_VARIANT, None, None)
+    assert choice.basis == "default: records has no float32 rows measured in both tiers"
+
+
+def test_records_that_cannot_be_read_leave_the_default_and_say_why(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = _write(tmp_path, "cuda: Fake GPU 80GB")
+    assert set(_speed_table().columns) == set(gpu_bench.SPEED_COLUMNS)  # what the reader checks a file for
+    path.write_text("not,a\nspeed table\n")
+    monkeypatch.setattr(variants, "device_name", lambda device: "cuda: Fake GPU 80GB")
+    choice = kernel_variant("tiered", torch.zeros((1000, 128)), 100, "cuda")
+    assert choice.variant == DEFAULT_VARIANT and choice.basis.startswith(f"default: {path.relative_to(tmp_path)} "
+                                                                         "cannot be read (")
+
+
 def test_the_device_s_gpubench_records_are_found_and_used(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = _write(tmp_path, "cuda: Fake GPU 80GB")
