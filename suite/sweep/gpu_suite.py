@@ -51,8 +51,10 @@ from the estimates alone.  A device lent for a few minutes at a time then spends
 
 The datasets steps write into the machine's dataset cache, not the records, so a fresh machine resuming a suite has
 none of their output.  A datasets step done earlier whose dataset that cache lacks runs again where a step left to
-run reads the dataset (``refills``), so that step's time is its own and not also the dataset's; making a dataset
-again redoes none of the steps done with it, since ``prepare`` makes the same entry whenever it runs.  A step that
+run reads the dataset (``refills``), so that step's time is its own and not also the dataset's; the two are
+planned together where they fit in ``--max-minutes`` together, else the dataset is made on its own for the next run
+on this machine (``paired``).  Making a dataset again redoes none of the steps done with it, since ``prepare`` makes
+the same entry whenever it runs.  A step that
 reads a dataset whose datasets step is left out (``--skip``, ``--only``) is left out too where the cache lacks the
 dataset, with the reason.
 
@@ -493,6 +495,14 @@ def waits_for_later(step: Step, state: dict, *, later: frozenset[str], planned: 
     return bool(later & set(step.inputs)) and decide(step, state, planned=planned | later, later=later, **choice)[0]
 
 
+def paired(refill: dict, estimates: dict, budget: float) -> dict[str, str]:
+    """The datasets steps of ``refill`` that fit in ``budget`` together with the step they are made again for, each
+    with it: those planned as a pair.  One that fits only alone is made on its own, for a later run on this machine
+    to read (papers-100m's build and its sweeps take longer together than one command on a lent GPU may run)."""
+    return {name: reader for name, reader in refill.items()
+            if estimates[name].seconds + estimates[reader].seconds <= budget}
+
+
 def needed_seconds(step: Step, estimates: dict, refill: dict) -> int:
     """The seconds that must be left for ``step`` to start: its estimate, and a datasets step run again to refill the
     cache that of the step that reads the dataset first, which it is run again for (``refills``)."""
@@ -651,8 +661,8 @@ def run_suite(out_root="out/gpu", *, dry_run: bool = False, rerun=(), skip=(), o
 
 def _describe_plan(steps, state, choice, cold, budget, max_minutes, echo) -> None:
     """What a run would do, step by step in plan order, with each step's estimate standing for its time."""
-    refill = choice["refill"]
     estimates = estimates_of(steps, state, cold)
+    refill = paired(choice["refill"], estimates, budget)
     planned, later, used, beside = frozenset(), frozenset(), 0, {}  # beside: step -> (why, the step it runs beside)
     reserved = {}  # a step a dataset was made again for -> its seconds
     for step in steps:
@@ -695,6 +705,7 @@ def _run_steps(folder, steps, choice, cold, budget, max_minutes, echo) -> int:
              "source_sha256": source_digest()}
     state.update(stamp)
     estimates = estimates_of(steps, state, cold)  # before this run overwrites any step's time
+    timed = paired(choice["refill"], estimates, budget)  # the datasets made again planned with their readers
     reserved = {}  # a step a dataset was made again for -> its seconds
     began = time.monotonic()
     runner = _StepRunner(folder, state, stamp, echo, choice["rerun"])
@@ -713,13 +724,13 @@ def _run_steps(folder, steps, choice, cold, budget, max_minutes, echo) -> int:
             continue
         expected = estimates[step.name]
         left = budget - (time.monotonic() - began) - kept
-        if needed_seconds(step, estimates, choice["refill"]) > left:  # a later step may still fit
-            why = _later(step, estimates, choice["refill"], max_minutes)
+        if needed_seconds(step, estimates, timed) > left:  # a later step may still fit
+            why = _later(step, estimates, timed, max_minutes)
             echo(f"[later] {step.name}: {why}")
             summary.append((step.name, "not started", None, why))
             later |= {step.name}
             continue
-        chosen = companions(step, steps, estimates, choice["refill"], left,
+        chosen = companions(step, steps, estimates, timed, left,
                             functools.partial(_would_run, state=state, later=later, **choice))
         background = threading.Thread(target=runner.run_all, args=(chosen, step.name, estimates),
                                       daemon=True)  # its steps are killed with the suite (_die_with_parent)
@@ -731,7 +742,7 @@ def _run_steps(folder, steps, choice, cold, budget, max_minutes, echo) -> int:
             beside.update(other.name for other in chosen)
         summary.append(row)
         ran = {step.name, *(other.name for other in chosen)}
-        reserve_readers(ran, choice["refill"], estimates, reserved)
+        reserve_readers(ran, timed, estimates, reserved)
         if ran & set(choice["refill"]):  # made again: done for the steps that read it, as the state file says
             choice = {**choice, "refill": {name: reader for name, reader in choice["refill"].items()
                                            if name not in ran}}
