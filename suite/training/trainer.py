@@ -28,9 +28,11 @@ the nodes it touched are marked on the device and counted once; the loader's
 counters and range check (``tiering.features.loader``) are read once, by
 ``stats()``.  What still waits for the GPU in each minibatch, and why:
 
-* the stage timing: without ``pipeline`` the trainer waits for its stream after
-  the gather and after the step (``_sync``) so that ``gather_s`` and ``train_s``
-  are the stages' wall times (the CUDA events need no wait);
+* the stage timing: the trainer waits for its stream after the step, and without
+  ``pipeline`` after the gather too (``_sync``), so that ``train_s`` and
+  ``gather_s`` are the stages' wall times (the CUDA events need no wait); in a
+  pipelined epoch the training stream therefore idles while the host enqueues
+  the next step;
 * the fused GPU sampler reads its hops' sizes once, after its last hop, to cut
   its blocks from buffers sized by their bounds (``tiering.sampling.fused``);
 * the progress bar's loss (only when the bar is shown), read every
