@@ -88,7 +88,7 @@ def write_reach(folder: Path) -> None:
     ceilings = {"h2d_memcpy_bytes_per_s": 55e9, "zero_copy_read_bytes_per_s": 51e9, "d2d_copy_bytes_per_s": 1.5e12}
     table_bytes = 53 << 30
     reached = gpu.reach_table([(512, 128 << 20, 50e9), (512, table_bytes, 20e9)], table_bytes, ceilings)
-    speeds = pd.DataFrame([{column: "-" for column in gpu.TEXT_COLUMNS} | {"row bytes": 512}])
+    speeds = pd.DataFrame([{column: "-" for column in gpu.SPEED_COLUMNS} | {"row bytes": 512}])
     facts = {"command": "tierbench gpubench --table-gib 53", "ceilings": ceilings, "table_bytes": table_bytes,
              "repeat": 5, "default_variant": "aligned"}
     gpu.write_records(folder / "microbench-paper-scale", speeds, pd.DataFrame({"bytes": [1]}), reached, RECORD, facts)
