@@ -4,14 +4,15 @@ ogbn-papers100M on one GPU machine (Data Tiering §5: 111M nodes, 1.6B edges, a 
 trained from a feature table pinned whole in host memory and read zero-copy from the GPU, its hottest rows copied
 into GPU memory (Data Tiering §4.1; PyTorch-Direct §3.2).  For the ``gpu_built`` presets (``papers-100m``,
 ``papers-100m-half``) the table is generated straight into that memory whenever the entry is opened and never written
-to disk; only the CSR is cached.  A plan adds up, for the build or for a run setting (loader, hot fraction, sampling
-on the CPU or the GPU), what lands where:
+to disk; only the CSR is cached.  A plan adds up, for the build or for a run setting (loader, hot fraction, where
+neighbours are sampled), what lands where:
 
 * host RAM: the feature table (pinned for the zero-copy loaders), the CSR, labels and splits, and the sampler's
-  buffers for the largest minibatch; for the build, the generator's per-node arrays, and scoring's transposed CSR and
-  the reordered CSR of ``tierbench prepare``;
+  buffers for the largest minibatch; with UVA sampling a pinned copy of the CSR, each array rounded up to a power of
+  two as torch's pinned allocator takes it; for the build, the generator's per-node arrays, and scoring's transposed
+  CSR and the reordered CSR of ``tierbench prepare``;
 * GPU memory: the hot tier (all rows for ``in-memory``; a node -> slot map beside it for the loaders that keep one),
-  the CSR when sampling on the GPU, and the model's training state, minibatch and CUDA context
+  the CSR when sampling on the GPU from GPU memory, and the model's training state, minibatch and CUDA context
   (``suite.policies.planner.model_bytes``); for the build, the generator's masses, one part of the lists being
   sorted and one chunk of edges (in host RAM where the machine has no GPU and the build runs on the CPU);
 * disk, in the dataset cache: the CSR, labels and splits (the only files such an entry holds), and their reordered
@@ -62,11 +63,12 @@ class PlanDoesNotFit(UserError):
 
 @dataclasses.dataclass(frozen=True)
 class RunSetting:
-    """How a preset is trained: the feature loader, its hot fraction, where neighbours are sampled, the minibatch."""
+    """How a preset is trained: the feature loader, its hot fraction, where neighbours are sampled (the trainer's
+    ``sampling``), the minibatch."""
 
     loader: str = "tiered"
     hot_fraction: float = 0.0
-    sample_on_gpu: bool = False
+    sampling: str = "cpu"
     batch_size: int = 1024  # Data Tiering §5.1
     fanouts: tuple[int, ...] = (12, 12, 12)
     hidden: int = 256
@@ -158,14 +160,22 @@ def run_needs(preset: Preset, setting: RunSetting) -> list[Need]:
         needs.append(Need(GPU, f"hot tier ({hot:,} rows)", hot * preset.row_bytes))
     if hot and spec.slot_map:
         needs.append(Need(GPU, "node -> slot map", n * 8))
-    if setting.sample_on_gpu:
+    if setting.sampling == "gpu":
         needs.append(Need(GPU, "CSR, for sampling", preset.csr_bytes))
+    if setting.sampling == "uva":
+        needs.append(Need(HOST, "CSR pinned for UVA sampling", sum(map(pinned_allocation, preset.csr_arrays_bytes))))
     needs.append(Need(GPU, "model, minibatch, CUDA context", model_bytes(
         preset.feature_dim, preset.num_classes, len(setting.fanouts), setting.hidden, rows, preset.row_bytes)))
     needs.append(Need(DISK, "CSR, labels and splits" if preset.gpu_built else "the cache entry", preset.disk_bytes))
     if pinned:
         needs.append(Need(PINNED, "feature table", preset.feature_bytes))
     return needs
+
+
+def pinned_allocation(nbytes: int) -> int:
+    """What torch's pinned allocator takes for an array of ``nbytes`` (``Tensor.pin_memory``): the next power of
+    two."""
+    return 1 << max(nbytes - 1, 0).bit_length()
 
 
 def totals(needs: list[Need]) -> dict[str, int]:

@@ -140,10 +140,14 @@ class Preset:
         return self.num_nodes * self.row_bytes
 
     @property
-    def csr_bytes(self) -> int:
+    def csr_arrays_bytes(self) -> tuple[int, int]:
         """``indptr`` (int64, N + 1) and ``indices`` (int32 below 2**31 nodes, else int64) of the drawn entries."""
         index_bytes = 4 if self.num_nodes < 2**31 else 8
-        return (self.num_nodes + 1) * 8 + self.list_entries * index_bytes
+        return (self.num_nodes + 1) * 8, self.list_entries * index_bytes
+
+    @property
+    def csr_bytes(self) -> int:
+        return sum(self.csr_arrays_bytes)
 
     @property
     def label_bytes(self) -> int:

@@ -186,7 +186,7 @@ def is_paper_scale(dataset: str) -> bool:
 def run_needs_of(cell: Cell, hidden: int = RunSetting.hidden) -> list:
     """What training ``cell`` on its paper-scale dataset needs of the machine (``suite.datasets.memory_plan``), with a
     model of ``hidden`` units (the trainer's default unless told)."""
-    setting = RunSetting(cell.loader, cell.hot_fraction, cell.sampling == "gpu", cell.batch_size, tuple(cell.fanouts),
+    setting = RunSetting(cell.loader, cell.hot_fraction, cell.sampling, cell.batch_size, tuple(cell.fanouts),
                          hidden)
     return run_needs(get_preset(cell.dataset), setting)
 

@@ -59,7 +59,7 @@ def test_the_build_draws_on_the_gpu_keeps_the_csr_in_host_ram_and_writes_no_feat
 
 
 def test_run_needs_the_hot_tier_the_model_and_the_csr_on_the_gpu_when_sampling_there():
-    setting = RunSetting(loader="tiered", hot_fraction=0.1, sample_on_gpu=True)
+    setting = RunSetting(loader="tiered", hot_fraction=0.1, sampling="gpu")
     rows = 1024 * (1 + 12 + 144 + 1728)
     assert memory_plan.largest_minibatch_rows(setting) == rows
     total = totals(run_needs(PAPERS, setting))
@@ -69,6 +69,16 @@ def test_run_needs_the_hot_tier_the_model_and_the_csr_on_the_gpu_when_sampling_t
     assert total[PINNED] == N * 512
     on_cpu = totals(run_needs(HALF, RunSetting(loader="tiered", hot_fraction=0.1)))
     assert on_cpu[GPU] == hot * 256 + model_bytes(128, 172, 3, 256, rows, 256)
+
+
+def test_uva_sampling_pins_a_copy_of_the_csr_as_torchs_allocator_rounds_it():
+    assert [memory_plan.pinned_allocation(n) for n in (1, 4096, 4097, 3 << 30)] == [1, 4096, 8192, 4 << 30]
+    plain = totals(run_needs(PAPERS, RunSetting(hot_fraction=0.1)))
+    uva = totals(run_needs(PAPERS, RunSetting(hot_fraction=0.1, sampling="uva")))
+    indptr, indices = (N + 1) * 8, PAPERS.list_entries * 4
+    assert PAPERS.csr_bytes == indptr + indices == CSR
+    assert uva[HOST] - plain[HOST] == memory_plan.pinned_allocation(indptr) + memory_plan.pinned_allocation(indices)
+    assert uva[GPU] == plain[GPU]  # the GPU reads it over PCIe
 
 
 def test_in_memory_keeps_every_row_on_the_gpu_and_a_disk_loader_is_refused():
