@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -201,28 +202,48 @@ def _new_nodes(seen, candidates, counts, fanout):
     return new[:found]
 
 
-def _class_blocks(preset: Preset, num_nodes: int) -> np.ndarray:
+class _Generator(NamedTuple):
+    """What the footprint model reads of a preset: its generator's parameters, not its name, size or features, so
+    that presets of one generator (papers-xs, papers-s and papers-100m) share each modelled share."""
+
+    degree_exponent: float
+    avg_degree: float
+    symmetric: bool
+    num_classes: int
+    class_skew: float
+    homophily: float
+    seed: int
+
+
+def _class_blocks(generator: _Generator, num_nodes: int) -> np.ndarray:
     """Class boundaries in a class-sorted numbering: each class as large as its expected share."""
-    weights = np.arange(1, preset.num_classes + 1, dtype=np.float64) ** -preset.class_skew
+    weights = np.arange(1, generator.num_classes + 1, dtype=np.float64) ** -generator.class_skew
     sizes = np.floor(num_nodes * weights / weights.sum()).astype(np.int64)
     sizes[0] += num_nodes - sizes.sum()
     return np.concatenate([[0], np.cumsum(sizes)])
 
 
-@functools.lru_cache(maxsize=32)
 def footprint_model(preset: Preset, num_nodes: int, batch_size: int, fanouts: tuple[int, ...],
                     batches: int = MODEL_BATCHES, seed: int = 0) -> float:
     """Mean footprint share (unique input nodes ÷ N) of ``batches`` minibatches of ``batch_size`` seeds at
     ``fanouts``, on ``preset``'s generator at ``num_nodes`` nodes, drawn lazily (the module docstring)."""
     if preset.generator != "dcsbm":
         raise ValueError(f"the footprint model follows the dcsbm generator; {preset.name} is {preset.generator}")
-    alpha = preset.degree_exponent - 1.0
-    rng_seed = np.uint64(seed * 1_000_003 + preset.seed)
+    generator = _Generator(preset.degree_exponent, preset.avg_degree, preset.symmetric, preset.num_classes,
+                           preset.class_skew, preset.homophily, preset.seed)
+    return _footprint(generator, num_nodes, batch_size, tuple(fanouts), batches, seed)
+
+
+@functools.lru_cache(maxsize=256)  # a float each
+def _footprint(generator: _Generator, num_nodes: int, batch_size: int, fanouts: tuple[int, ...], batches: int,
+               seed: int) -> float:
+    alpha = generator.degree_exponent - 1.0
+    rng_seed = np.uint64(seed * 1_000_003 + generator.seed)
     cum_col = np.empty(num_nodes, dtype=np.float64)
     _pareto_cumsum(alpha, rng_seed, 1, cum_col)
-    row_total = cum_col[-1] if preset.symmetric else _pareto_sum(alpha, rng_seed, 2, num_nodes)
-    entries = num_nodes * preset.avg_degree
-    block_ptr = _class_blocks(preset, num_nodes)
+    row_total = cum_col[-1] if generator.symmetric else _pareto_sum(alpha, rng_seed, 2, num_nodes)
+    entries = num_nodes * generator.avg_degree
+    block_ptr = _class_blocks(generator, num_nodes)
     cum_block = np.cumsum([cum_col[hi - 1] - (cum_col[lo - 1] if lo else 0.0)
                            for lo, hi in zip(block_ptr[:-1], block_ptr[1:])])
     draw = np.random.default_rng([seed, num_nodes, batch_size])
@@ -235,8 +256,8 @@ def footprint_model(preset: Preset, num_nodes: int, batch_size: int, fanouts: tu
             out = np.empty(len(nodes) * fanout, dtype=np.int64)
             counts = np.empty(len(nodes), dtype=np.int64)
             hop_seed = np.uint64((seed * 7919 + b) * 31 + hop)
-            _sample_hop(nodes, fanout, hop_seed, cum_col, row_total, preset.symmetric, alpha, entries, block_ptr,
-                        cum_block, preset.homophily, rng_seed, out, counts)
+            _sample_hop(nodes, fanout, hop_seed, cum_col, row_total, generator.symmetric, alpha, entries, block_ptr,
+                        cum_block, generator.homophily, rng_seed, out, counts)
             nodes = np.concatenate([nodes, _new_nodes(seen, out, counts, fanout)])
         seen[nodes] = False
         shares.append(len(nodes) / num_nodes)
