@@ -52,7 +52,7 @@ def _hop_arguments(graph, counts: torch.Tensor) -> dict[str, tuple]:
     device = counts.device
     given = {"indptr": graph.indptr[:0], "indices": graph.indices[:0], "counts": counts, "fanout": 12, "width": 12,
              "seed": np.uint64(0), "hop": 0, "table": 0,
-             "sizes": torch.zeros(3, dtype=torch.int64, device=device),  # an empty frontier's size; the totals it leaves
+             "sizes": torch.zeros(4, dtype=torch.int64, device=device),  # an empty frontier's size, its totals, a flag
              "left": torch.zeros(2, dtype=torch.int64, device=device)}
     return {name: tuple(given[p] if p in given else torch.empty(0, dtype=torch.int64, device=device)
                         for p in kernel_parameters(name)) for name in ("sample", "marks", "write")}

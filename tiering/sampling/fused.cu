@@ -67,18 +67,22 @@ __device__ __forceinline__ void lower_to(i64* address, i64 value)
 }
 
 // Put key in the table of capacity slots (a power of two; linear probing) and lower its slot's position to
-// position; its slot.
-__device__ __forceinline__ i64 insert(i64* keys, i64 capacity, i64* positions, i64 key, i64 position)
+// position; its slot, or -1 with the flag *full set where every slot holds another key (the table is full: a sizing
+// bug, which the host then reports instead of a probe that never ends).
+__device__ __forceinline__ i64 insert(i64* keys, i64 capacity, i64* positions, i64 key, i64 position, i64* full)
 {
     const u64 mask = (u64)(capacity - 1);
     i64 slot = (i64)(splitmix64((u64)key) & mask);
-    while (true) {
+    for (i64 probe = 0; probe < capacity; ++probe) {
         const i64 found = compare_and_swap(keys + slot, EMPTY, key);
-        if (found == EMPTY || found == key) break;
+        if (found == EMPTY || found == key) {
+            lower_to(positions + slot, position);
+            return slot;
+        }
         slot = (i64)(((u64)slot + 1) & mask);
     }
-    lower_to(positions + slot, position);
-    return slot;
+    *full = 1;
+    return -1;
 }
 
 // Kernel 1 of a hop, over the frontier's bound (num_bound; its size is sizes[2 * hop]): frontier node i's draws
@@ -86,17 +90,18 @@ __device__ __forceinline__ i64 insert(i64* keys, i64 capacity, i64* positions, i
 // row past the frontier.
 template <typename Index>
 __global__ void sample(const i64* indptr, i64, const Index* indices, i64, const i64* frontier, i64 num_bound,
-                       i64 fanout, u64 seed, const i64* sizes, i64, i64 hop, i64* keys, i64 capacity, i64* positions,
-                       i64, i64* counts, i64, i64* sampled, i64, i64* slots, i64)
+                       i64 fanout, u64 seed, i64* sizes, i64 num_sizes, i64 hop, i64* keys, i64 capacity,
+                       i64* positions, i64, i64* counts, i64, i64* sampled, i64, i64* slots, i64)
 {
     const i64 num_frontier = sizes[2 * hop];
+    i64* full = sizes + num_sizes - 1;
     for (i64 i = thread_index(); i < num_bound; i += thread_count()) {
         if (i >= num_frontier) {
             counts[i] = 0;
             continue;
         }
         const i64 v = frontier[i];
-        slots[i] = insert(keys, capacity, positions, v, i);
+        slots[i] = insert(keys, capacity, positions, v, i, full);
         const i64 start = indptr[v];
         const i64 degree = indptr[v + 1] - start;
         const i64 base = i * fanout;
@@ -123,7 +128,7 @@ __global__ void sample(const i64* indptr, i64, const Index* indices, i64, const 
         for (i64 r = 0; r < count; ++r) {
             const i64 u = (i64)indices[start + sampled[base + r]];
             sampled[base + r] = u;
-            slots[num_frontier + base + r] = insert(keys, capacity, positions, u, num_frontier + base + r);
+            slots[num_frontier + base + r] = insert(keys, capacity, positions, u, num_frontier + base + r, full);
         }
         for (i64 r = count; r < fanout; ++r) slots[num_frontier + base + r] = -1;  // padding: nothing to clear
     }
@@ -131,25 +136,28 @@ __global__ void sample(const i64* indptr, i64, const Index* indices, i64, const 
 
 // Kernel 1 of append_new_nodes_hashed: the frontier and given neighbours (one per row) into the table.
 __global__ void insert_all(const i64* frontier, i64 num_frontier, const i64* neighbors, i64 num_neighbors, i64* keys,
-                           i64 capacity, i64* positions, i64, i64* counts, i64, i64* slots, i64)
+                           i64 capacity, i64* positions, i64, i64* counts, i64, i64* slots, i64, i64* sizes,
+                           i64 num_sizes)
 {
     const i64 g = thread_index(), stride = thread_count();
-    for (i64 i = g; i < num_frontier; i += stride) slots[i] = insert(keys, capacity, positions, frontier[i], i);
+    i64* full = sizes + num_sizes - 1;
+    for (i64 i = g; i < num_frontier; i += stride) slots[i] = insert(keys, capacity, positions, frontier[i], i, full);
     for (i64 q = g; q < num_neighbors; q += stride) {
         counts[q] = 1;
-        slots[num_frontier + q] = insert(keys, capacity, positions, neighbors[q], num_frontier + q);
+        slots[num_frontier + q] = insert(keys, capacity, positions, neighbors[q], num_frontier + q, full);
     }
 }
 
 // Kernel 2 of a hop: ranks[q] = 1 where candidate q (row q / width, draw q % width) is its id's first position and
-// not in the frontier (a new node), else 0.
+// not in the frontier (a new node), else 0 (0 too for a slot of -1: the table was full, the minibatch is refused).
 __global__ void marks(const i64* counts, i64 rows, i64 width, const i64* sizes, i64, i64 hop, const i64* slots, i64,
                       const i64* positions, i64, i64* ranks, i64)
 {
     const i64 num_frontier = sizes[2 * hop];
     for (i64 q = thread_index(); q < rows * width; q += thread_count()) {
         const i64 row = q / width;
-        ranks[q] = q - row * width < counts[row] && positions[slots[num_frontier + q]] == num_frontier + q ? 1 : 0;
+        const i64 slot = slots[num_frontier + q];
+        ranks[q] = q - row * width < counts[row] && slot >= 0 && positions[slot] == num_frontier + q ? 1 : 0;
     }
 }
 
@@ -170,8 +178,9 @@ __global__ void write(const i64* frontier, i64, const i64* counts, i64 rows, i64
     for (i64 q = g; q < rows * width; q += stride) {
         const i64 row = q / width;
         const i64 r = q - row * width;
-        if (r < counts[row]) {
-            const i64 first = positions[slots[num_frontier + q]];
+        const i64 slot = slots[num_frontier + q];
+        if (r < counts[row] && slot >= 0) {  // a slot of -1: the table was full, the minibatch is refused
+            const i64 first = positions[slot];
             const i64 local = first < num_frontier ? first : num_frontier + ranks[first - num_frontier] - 1;
             const i64 e = row_ends[row] - counts[row] + r;
             edges[e] = local;

@@ -53,7 +53,10 @@ left in the other table (that hop's frontier and candidates, their count kept
 in GPU memory, so the clearing costs what inserting did).  Tables are sized
 for the largest hop a minibatch can reach (at most
 ``min(num_nodes, F * (1 + k))`` distinct ids, at most ``max_load`` of the
-slots) and grow, filled by ``torch.full``, when a larger minibatch comes.
+slots) and grow, filled by ``torch.full``, when a larger minibatch comes.  A
+probe that found every slot taken, which the sizing rules out, gives up and
+sets a flag beside the totals in ``sizes``; the host refuses that minibatch
+at its one read rather than spin on a full table.
 Outside the hops, a minibatch launches only the fill of its seeds' count into
 ``sizes`` and, when the tables grow, their fills; its seeds are checked (in
 range, distinct) where they are, in host memory.  An empty minibatch launches
@@ -304,6 +307,14 @@ def _relabel(launches, stream, work: _HopWork, frontier: _Buffer, slots, positio
     return nodes, edges.tensor
 
 
+def _check_not_full(full: int) -> None:
+    """Refuse a minibatch whose kernels found a hash table full (``insert``'s flag): the tables are sized to hold
+    every id a hop can reach, so this is a bug in the sizing, reported rather than spun on."""
+    if full:
+        raise RuntimeError("the fused sampler found a hash table full, which its sizing should rule out; "
+                           "the minibatch is refused")
+
+
 def _edge_index(edges: torch.Tensor, num_edges: int) -> torch.Tensor:
     """The (2, ``num_edges``) edge index ``write`` left at the start of ``edges``."""
     return edges[: 2 * num_edges].view(2, num_edges)
@@ -329,16 +340,17 @@ def append_new_nodes_hashed(frontier: torch.Tensor, neighbors: torch.Tensor, max
         stream = launches.stream(device)
         keys, positions, slots, sizes, left = _buffers(
             launches, *_table(_capacity(size, max_load), device), torch.empty(size, dtype=torch.int64, device=device),
-            torch.tensor([len(frontier), 0, 0], dtype=torch.int64, device=device),
+            torch.tensor([len(frontier), 0, 0, 0], dtype=torch.int64, device=device),  # sizes, then "table full"
             torch.zeros(2, dtype=torch.int64, device=device))
         work = _HopWork(launches, len(neighbors), 1, device, sampled=neighbors)
         frontier = _buffers(launches, frontier)[0]
         launches.launch("insert_all", _blocks(size, launches.threads), stream, frontier.array, work.sampled.array,
-                        keys.array, positions.array, work.counts.array, slots.array)
+                        keys.array, positions.array, work.counts.array, slots.array, sizes.array)
         nothing_stale = (keys.array, positions.array, slots.array, left.array, 0)  # left: nothing to clear
         nodes, edges = _relabel(launches, stream, work, frontier, slots.array, positions.array, sizes.array, 0,
                                 nothing_stale, 0, size, device)
-        num_edges, num_nodes = sizes.tensor[1:].tolist()  # the one read
+        num_edges, num_nodes, full = sizes.tensor[1:].tolist()  # the one read
+    _check_not_full(full)
     return nodes.tensor[:num_nodes], _edge_index(edges, num_edges)[0]
 
 
@@ -390,8 +402,9 @@ class FusedNeighborSampler:
         self._table_arrays: list[tuple] = []  # the tables as the kernels take them (_kernel_arrays)
         self._current = 0  # the table the next hop inserts into
         self._left = torch.zeros(2, dtype=torch.int64, device=self.device)  # how many of each table's slots to clear
-        # each hop's frontier size and edges, then the input nodes' count: the minibatch's one read
-        self._sizes = torch.zeros(2 * len(self.fanouts) + 1, dtype=torch.int64, device=self.device)
+        # each hop's frontier size and edges, then the input nodes' count and the flag of a full table: the
+        # minibatch's one read
+        self._sizes = torch.zeros(2 * len(self.fanouts) + 2, dtype=torch.int64, device=self.device)
         self._size_arrays = self._kernel_arrays(self._sizes, self._left)
         self._work_bounds: list[int] = []  # the frontier bounds the work buffers below were made for
         self._work: list[_HopWork] = []  # each hop's
@@ -476,10 +489,12 @@ class FusedNeighborSampler:
                     nodes, edges = self._hop(stream, hop, nodes, fanout, seed, bounds[hop + 1])
                     hops.append(edges)
                 sizes = self._sizes.tolist()  # the minibatch's one read
+                _check_not_full(sizes.pop())
             except BaseException:
-                # a hop cut short (out of memory, an interrupt) may have left its keys in a table that no write
-                # cleared: the next minibatch starts from fresh tables
+                # a hop cut short (out of memory, an interrupt, a full table) may have left its keys in a table that
+                # no write cleared: the next minibatch starts from fresh tables, and with the flag cleared
                 self._tables = []
+                self._sizes[-1:].zero_()
                 raise
         blocks = [Block(_edge_index(edges, sizes[2 * hop + 1]), sizes[2 * hop + 2], sizes[2 * hop])
                   for hop, edges in enumerate(hops)]

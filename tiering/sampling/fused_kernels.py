@@ -44,17 +44,20 @@ def uniform(seed, stream, counter):
     return np.float64(h >> _S11) * _TWO_POW_MINUS_53
 
 @cuda.jit(device=True)
-def insert(keys, positions, key, position):
-    """Put ``key`` in the table (linear probing) and lower its slot's position to ``position``; its slot."""
+def insert(keys, positions, key, position, sizes):
+    """Put ``key`` in the table (linear probing) and lower its slot's position to ``position``; its slot, or -1 with
+    the flag ``sizes[sizes.size - 1]`` set where every slot holds another key (the table is full: a sizing bug, which
+    the host then reports instead of a probe that never ends)."""
     mask = np.uint64(keys.size - 1)
     slot = np.int64(splitmix64(np.uint64(key)) & mask)
-    while True:
+    for _ in range(keys.size):
         found = cuda.atomic.cas(keys, slot, EMPTY, key)
         if found == EMPTY or found == key:
-            break
+            cuda.atomic.min(positions, slot, position)
+            return slot
         slot = np.int64((np.uint64(slot) + np.uint64(1)) & mask)
-    cuda.atomic.min(positions, slot, position)
-    return slot
+    sizes[sizes.size - 1] = 1
+    return np.int64(-1)
 
 @cuda.jit
 def sample(indptr, indices, frontier, fanout, seed, sizes, hop, keys, positions, counts, sampled, slots):
@@ -69,7 +72,7 @@ def sample(indptr, indices, frontier, fanout, seed, sizes, hop, keys, positions,
         counts[i] = 0
         return
     v = frontier[i]
-    slots[i] = insert(keys, positions, v, np.int64(i))
+    slots[i] = insert(keys, positions, v, np.int64(i), sizes)
     start = indptr[v]
     degree = indptr[v + 1] - start
     base = i * fanout
@@ -91,29 +94,30 @@ def sample(indptr, indices, frontier, fanout, seed, sizes, hop, keys, positions,
     for r in range(count):
         u = np.int64(indices[start + sampled[base + r]])
         sampled[base + r] = u
-        slots[num_frontier + base + r] = insert(keys, positions, u, np.int64(num_frontier + base + r))
+        slots[num_frontier + base + r] = insert(keys, positions, u, np.int64(num_frontier + base + r), sizes)
     for r in range(count, fanout):
         slots[num_frontier + base + r] = -1  # padding: no entry to clear later
 
 @cuda.jit
-def insert_all(frontier, neighbors, keys, positions, counts, slots):
+def insert_all(frontier, neighbors, keys, positions, counts, slots, sizes):
     """Kernel 1 of ``append_new_nodes_hashed``: the frontier and given neighbours (one per row) into the table."""
     g = cuda.grid(1)
     stride = cuda.gridsize(1)
     num_frontier = frontier.size
     for i in range(g, num_frontier, stride):
-        slots[i] = insert(keys, positions, frontier[i], np.int64(i))
+        slots[i] = insert(keys, positions, frontier[i], np.int64(i), sizes)
     for q in range(g, neighbors.size, stride):
         counts[q] = 1
-        slots[num_frontier + q] = insert(keys, positions, neighbors[q], np.int64(num_frontier + q))
+        slots[num_frontier + q] = insert(keys, positions, neighbors[q], np.int64(num_frontier + q), sizes)
 
 @cuda.jit(device=True)
 def is_first(counts, width, num_frontier, slots, positions, q):
     """Whether candidate q (row q // width, draw q % width) is its id's first position and not in the frontier."""
     row = q // width
-    if q - row * width >= counts[row]:
+    slot = slots[num_frontier + q]
+    if q - row * width >= counts[row] or slot < 0:  # past the row's draws, or not in a full table
         return 0
-    return 1 if positions[slots[num_frontier + q]] == num_frontier + q else 0
+    return 1 if positions[slot] == num_frontier + q else 0
 
 @cuda.jit
 def marks(counts, width, sizes, hop, slots, positions, ranks):
@@ -143,8 +147,9 @@ def write(frontier, counts, width, sampled, slots, positions, row_ends, ranks, n
     for q in range(g, rows * width, stride):
         row = q // width
         r = q - row * width
-        if r < counts[row]:
-            first = positions[slots[num_frontier + q]]
+        slot = slots[num_frontier + q]
+        if r < counts[row] and slot >= 0:  # a slot of -1: the table was full, the minibatch is refused
+            first = positions[slot]
             local = first if first < num_frontier else num_frontier + ranks[first - num_frontier] - 1
             e = row_ends[row] - counts[row] + r
             edges[e] = local

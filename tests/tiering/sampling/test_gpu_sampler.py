@@ -156,7 +156,7 @@ def test_the_sampler_wraps_what_it_keeps_once_and_a_minibatch_only_its_seeds_and
     monkeypatch.setattr(fused, "kernel_array", lambda tensor: wrapped.append(tuple(tensor.shape)) or real(tensor))
     g, fanouts = graph(), (3, 2, 2)
     sampler = FusedNeighborSampler(g, fanouts)
-    assert wrapped == [(g.num_nodes + 1,), (g.num_edges,), (2 * len(fanouts) + 1,), (2,), (0,)]
+    assert wrapped == [(g.num_nodes + 1,), (g.num_edges,), (2 * len(fanouts) + 2,), (2,), (0,)]
     expected = NeighborSampler(g, fanouts)
     outputs, work = 1 + 2 * len(fanouts), 4 * len(fanouts) + 2
     for seed, num_seeds, count in ((1, 20, 4 + work + outputs), (2, 20, outputs), (3, 30, work + outputs),
@@ -284,6 +284,22 @@ def test_a_minibatch_cut_short_between_its_kernels_leaves_the_next_one_exact(mon
                 sampler.sample(seeds, torch.Generator().manual_seed(cut))
         got = sampler.sample(seeds, torch.Generator().manual_seed(then))
         assert_same(NeighborSampler(g, (3, 2)).sample(seeds, torch.Generator().manual_seed(then)), got)
+
+
+def test_a_full_table_refuses_the_minibatch_instead_of_probing_forever(monkeypatch, kernels):
+    # the sizing rules a full table out; one too small stands in for a bug in it
+    launches = fused.kernel_launches(kernels)
+    g, seeds = graph(), torch.tensor([0, 7, 30, 99, 5, 60])
+    sampler = FusedNeighborSampler(g, (3, 2), kernels=launches)
+    with monkeypatch.context() as patched:
+        patched.setattr(fused, "_capacity", lambda distinct, max_load: 8)
+        with pytest.raises(RuntimeError, match="found a hash table full, which its sizing should rule out"):
+            sampler.sample(seeds, torch.Generator().manual_seed(1))
+        with pytest.raises(RuntimeError, match="found a hash table full"):
+            append_new_nodes_hashed(torch.arange(6, device=DEVICE), torch.arange(6, 20, device=DEVICE),
+                                    kernels=launches)
+    got = sampler.sample(seeds, torch.Generator().manual_seed(2))  # new tables, the flag cleared
+    assert_same(NeighborSampler(g, (3, 2)).sample(seeds, torch.Generator().manual_seed(2)), got)
 
 
 def test_numba_stream_and_launch_make_the_device_current(monkeypatch):
