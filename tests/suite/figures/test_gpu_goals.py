@@ -46,7 +46,7 @@ def _epochs(profile: str, dataset: str, loader: str, epochs=(1.0, 1.0), *, hot=0
     } for k, epoch_s in enumerate(epochs)]
 
 
-def write_sampler_bench(folder: Path) -> None:
+def write_sampler_bench(folder: Path, cpu_threads: int = 16) -> None:
     rows = []
     for case, fanouts, seeds, timings in (("one hop", "12", 100_000,
                                            {"cpu": 3e8, "gpu": 3.6e9, "uva": 1.5e9, "gpu-cupy": 3.8e9}),
@@ -59,7 +59,7 @@ def write_sampler_bench(folder: Path) -> None:
                          "sampled_edges": edges, "best_s": best, "sampled_edges_per_second": edges / best,
                          "ms_per_batch": best * 1e3})
     facts = {"command": "tierbench samplerbench --dataset papers-s", "dataset": "papers-s", "seeds": 100_000,
-             "batch_size": 1024, "repeat": 5, "cpu_threads": 16}
+             "batch_size": 1024, "repeat": 5, "cpu_threads": cpu_threads}
     records.write_records(folder / "sampler-bench" / "sampler-bench.csv", pd.DataFrame(rows).assign(**RECORD),
                           RECORD, facts, index=False)
     fixed = [{"sampler": "gpu", "kernels": "numba", "what": "hop kernels, tensors at each launch", "launches": 3,
@@ -71,10 +71,10 @@ def write_sampler_bench(folder: Path) -> None:
                                                                  "repeat": 5, "repetitions": 100})
 
 
-def write_costs(folder: Path) -> None:
+def write_costs(folder: Path, sample_a_s: float = 1e-4) -> None:
     table = pd.DataFrame({"batch_size": [8, 16], "sample_s": [1e-3, 2e-3], "gather_s": [1e-3, 2e-3],
                           "gather_excess_s": [1e-4, 2e-4], "train_s": [1e-3, 2e-3]})
-    fits = {"sample": {"a_s": 1e-4, "b_s": 1e-9, "per": "sampled edge"},
+    fits = {"sample": {"a_s": sample_a_s, "b_s": 1e-9, "per": "sampled edge"},
             "gather": {"a_s": 2e-4, "b_s": 1e-9, "per": "input row"},
             "train": {"a_s": 5e-3, "b_s": 1e-9, "per": "input row"}}
     facts = {"command": "tierbench costs --dataset papers-s --sampling gpu", "dataset": "papers-s", "loader": "uva",
@@ -155,7 +155,8 @@ def test_every_goal_is_computed_from_the_visit_s_records_and_judged(tmp_path):
         (7, ""), (8, ""), (9, "PCIe bytes"), (9, "epoch time"), (10, "")]}
     assert verdicts == {(1, "gpu sampler"): "met", (1, "uva sampler"): "missed", (2, "gpu sampler"): "met",
                         (2, "uva sampler"): "missed", (3, ""): "met", (4, "cpu sampling, tiered"): "met",
-                        (4, "cpu sampling, best"): "met", (4, "gpu sampling, numba kernels, tiered"): "missed", (5, ""): "met",
+                        (4, "cpu sampling, best"): "report only", (4, "gpu sampling, numba kernels, tiered"): "missed",
+                        (5, ""): "met",
                         (6, "UVA ÷ CPU gather"): "met", (6, "tiered ÷ UVA"): "missed", (7, ""): "met",
                         (8, ""): "report only", (9, "PCIe bytes"): "met", (9, "epoch time"): "missed",
                         (10, ""): "not computed here"}
@@ -185,6 +186,27 @@ def test_every_goal_is_computed_from_the_visit_s_records_and_judged(tmp_path):
     assert f"Made by `tierbench report --figure gpu-goals --records {folder}`" in text
     assert f"device {DEVICE} | git 0123456789ab | 2027-01-02T09:05:00+00:00 to 2027-01-02T11:00:00+00:00" in text
     assert "sum of the sample and gather stages' fitted fixed costs per minibatch" in text
+
+
+def test_partial_epochs_are_named_and_what_cannot_be_judged_honestly_is_not(tmp_path):
+    folder = visit(tmp_path)
+    table = report(folder)
+    for goal, setting in ((6, "UVA ÷ CPU gather"), (6, "tiered ÷ UVA"), (7, "")):
+        assert _row(table, goal, setting)["setting"].startswith("first 50 minibatches")  # no whole epochs
+    write_costs(folder, sample_a_s=-3e-4)  # a line through the large batches that leaves the small ones below 0
+    write_sampler_bench(folder, cpu_threads=2)  # a CPU sampler weaker than the goal's
+    profile = _profile(folder)
+    store_records(folder / "runs" / "fig10.csv", [  # a second scorer's cell at 25% hot
+        {**row, "scorer": "degree"} for row in _epochs(profile, "papers-100m", "tiered", (1.6, 1.6), hot=0.25,
+                                                      sampling="gpu", batch_limit=50)])
+    table = report(folder)
+    fixed = _row(table, 3)
+    assert fixed["verdict"] == "not yet run" and "a fitted fixed cost is negative (sample -0.3 ms" in fixed["source"]
+    weaker = _row(table, 1, "gpu sampler")
+    assert weaker["verdict"] == "report only" and weaker["source"].endswith("the goal's CPU sampler runs on 16")
+    several = _row(table, 7)
+    assert several["verdict"] == "not yet run" and "2 cells of runs/fig10.csv match one side (scorers degree, wrpr)" \
+        in several["source"]
 
 
 def test_a_build_slower_than_five_minutes_is_missed_with_its_value(tmp_path):
