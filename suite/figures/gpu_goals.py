@@ -291,7 +291,8 @@ _PARTIAL = ("batch_limit",)
 def _several(cells: pd.DataFrame, path: Path, folder: Path) -> str:
     """Why a ratio is not judged where one side matches several cells (scorers, say): one row needs one cell."""
     scorers = ", ".join(sorted(map(str, cells["scorer"].unique()))) if "scorer" in cells else "?"
-    return f"{len(cells)} cells of {_relative(path, folder)} match one side (scorers {scorers}): a ratio needs one cell a side"
+    return (f"{len(cells)} cells of {_relative(path, folder)} match one side (scorers {scorers}): a ratio needs one "
+            "cell a side")
 
 
 def paper_fig8_rows(folder: Path, sources: Sources) -> list[Row]:
