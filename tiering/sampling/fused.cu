@@ -156,8 +156,12 @@ __global__ void marks(const i64* counts, i64 rows, i64 width, const i64* sizes, 
     const i64 num_frontier = sizes[2 * hop];
     for (i64 q = thread_index(); q < rows * width; q += thread_count()) {
         const i64 row = q / width;
+        if (q - row * width >= counts[row]) {
+            ranks[q] = 0;
+            continue;
+        }
         const i64 slot = slots[num_frontier + q];
-        ranks[q] = q - row * width < counts[row] && slot >= 0 && positions[slot] == num_frontier + q ? 1 : 0;
+        ranks[q] = slot >= 0 && positions[slot] == num_frontier + q ? 1 : 0;
     }
 }
 
@@ -178,15 +182,15 @@ __global__ void write(const i64* frontier, i64, const i64* counts, i64 rows, i64
     for (i64 q = g; q < rows * width; q += stride) {
         const i64 row = q / width;
         const i64 r = q - row * width;
+        if (r >= counts[row]) continue;
         const i64 slot = slots[num_frontier + q];
-        if (r < counts[row] && slot >= 0) {  // a slot of -1: the table was full, the minibatch is refused
-            const i64 first = positions[slot];
-            const i64 local = first < num_frontier ? first : num_frontier + ranks[first - num_frontier] - 1;
-            const i64 e = row_ends[row] - counts[row] + r;
-            edges[e] = local;
-            edges[num_edges + e] = row;
-            if (first == num_frontier + q) nodes[num_frontier + ranks[q] - 1] = sampled[q];
-        }
+        if (slot < 0) continue;  // the table was full: the minibatch is refused
+        const i64 first = positions[slot];
+        const i64 local = first < num_frontier ? first : num_frontier + ranks[first - num_frontier] - 1;
+        const i64 e = row_ends[row] - counts[row] + r;
+        edges[e] = local;
+        edges[num_edges + e] = row;
+        if (first == num_frontier + q) nodes[num_frontier + ranks[q] - 1] = sampled[q];
     }
     for (i64 i = g; i < num_frontier; i += stride) nodes[i] = frontier[i];
     const i64 num_stale = left[1 - table];

@@ -114,10 +114,10 @@ def insert_all(frontier, neighbors, keys, positions, counts, slots, sizes):
 def is_first(counts, width, num_frontier, slots, positions, q):
     """Whether candidate q (row q // width, draw q % width) is its id's first position and not in the frontier."""
     row = q // width
-    slot = slots[num_frontier + q]
-    if q - row * width >= counts[row] or slot < 0:  # past the row's draws, or not in a full table
+    if q - row * width >= counts[row]:
         return 0
-    return 1 if positions[slot] == num_frontier + q else 0
+    slot = slots[num_frontier + q]
+    return 1 if slot >= 0 and positions[slot] == num_frontier + q else 0  # -1: not in a full table
 
 @cuda.jit
 def marks(counts, width, sizes, hop, slots, positions, ranks):
@@ -147,15 +147,18 @@ def write(frontier, counts, width, sampled, slots, positions, row_ends, ranks, n
     for q in range(g, rows * width, stride):
         row = q // width
         r = q - row * width
+        if r >= counts[row]:
+            continue
         slot = slots[num_frontier + q]
-        if r < counts[row] and slot >= 0:  # a slot of -1: the table was full, the minibatch is refused
-            first = positions[slot]
-            local = first if first < num_frontier else num_frontier + ranks[first - num_frontier] - 1
-            e = row_ends[row] - counts[row] + r
-            edges[e] = local
-            edges[num_edges + e] = row
-            if first == num_frontier + q:
-                nodes[num_frontier + ranks[q] - 1] = sampled[q]
+        if slot < 0:  # the table was full: the minibatch is refused
+            continue
+        first = positions[slot]
+        local = first if first < num_frontier else num_frontier + ranks[first - num_frontier] - 1
+        e = row_ends[row] - counts[row] + r
+        edges[e] = local
+        edges[num_edges + e] = row
+        if first == num_frontier + q:
+            nodes[num_frontier + ranks[q] - 1] = sampled[q]
     for i in range(g, num_frontier, stride):
         nodes[i] = frontier[i]
     for p in range(g, left[1 - table], stride):
