@@ -185,12 +185,13 @@ def sampler_rows(folder: Path, sources: Sources) -> list[Row]:
                 if pd.isna(speedup):
                     rows.append(_not_yet(goal, f"{_relative(measured.path, folder)} has no CPU {case} row", setting))
                     continue
+                text = f"{speedup:.3g}x ({row['M edges/s']:.4g} M edges/s)"
                 if measured.facts["cpu_threads"] < CPU_THREADS:  # a weaker CPU than the goal's: not judged
-                    rows.append(Row(goal, setting, f"{speedup:.3g}x ({row['M edges/s']:.4g} M edges/s)", REPORT_ONLY,
+                    rows.append(Row(goal, setting, text, REPORT_ONLY,
                                     f"{source}; the goal's CPU sampler runs on {CPU_THREADS}", speedup))
                     continue
-                rows.append(Row(goal, setting, f"{speedup:.3g}x ({row['M edges/s']:.4g} M edges/s)",
-                                _verdict(speedup >= SAMPLER_SPEEDUP), source, speedup, speedup / SAMPLER_SPEEDUP))
+                rows.append(Row(goal, setting, text, _verdict(speedup >= SAMPLER_SPEEDUP), source, speedup,
+                                speedup / SAMPLER_SPEEDUP))
             else:
                 ms, floor = row["ms_per_batch"], _one_seed_ms(path, row["sampler"])
                 beside = "" if floor is None else f" (one seed: {floor:.3g} ms of fixed costs, {launch_costs.STEM}.csv)"
