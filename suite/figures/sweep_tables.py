@@ -45,6 +45,7 @@ import pandas as pd
 
 from suite.datasets import regime as regimes
 from suite.errors import BadValue
+from suite.io.provenance import recorded_profile
 from suite.measure.ceilings import profile_ceilings
 from suite.sweep import RUNS_DIR
 from suite.sweep.records import read_records
@@ -318,8 +319,9 @@ def flagged(values: pd.Series, fmt: str, noise: pd.Series | None = None) -> pd.S
 
 def measured_ceilings(path) -> tuple[float, float] | None:
     """The H2D memcpy and D2D copy ceilings (bytes/s) of the machine profile at ``path``; ``None`` where it has not
-    both (``suite.measure.ceilings.profile_ceilings``)."""
-    ceilings = profile_ceilings(path) if isinstance(path, str) else {}
+    both (``suite.measure.ceilings.profile_ceilings``); ``path`` is found as ``suite.io.provenance.recorded_profile``
+    finds it."""
+    ceilings = profile_ceilings(recorded_profile(path))
     if all(name in ceilings for name in CEILINGS):
         return ceilings[CEILINGS[0]], ceilings[CEILINGS[1]]
     return None

@@ -195,6 +195,15 @@ def test_the_gather_time_is_set_against_the_bound_of_the_measured_ceilings(tmp_p
     assert "gather bound s" in md.read_text() and "No gather bound" not in md.read_text()
 
 
+def test_records_made_under_out_find_their_profile_committed_under_results(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a GPU visit's records name out/machines/; committed, the profile is in results/
+    committed = machine_profile(Path("results/machines"), MEASURED)
+    made_in_out = str(Path("out/machines") / Path(committed).name)
+    sweep = records(gpu_cell("uva", [2.0, 2.0], payload=5e9, gather_s=0.2, profile=made_in_out))
+    _, csv, _ = figure8(sweep, tmp_path / "fig8", "test")
+    assert pd.read_csv(csv).set_index("loader").loc["uva", "gather bound s"] == pytest.approx(0.2)
+
+
 def test_a_cell_has_a_bound_only_when_every_record_of_it_has_one(tmp_path):
     profile = machine_profile(tmp_path, MEASURED)
     sweep = records(
