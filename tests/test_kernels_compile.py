@@ -5,7 +5,8 @@ kernel that numba cannot type for the device (integers of mismatched widths, a c
 passes every simulated test and fails at its first launch on a GPU.  Here the kernels are launched under the
 simulator by their callers, the fused sampler and the feature table, with each launch's argument types recorded;
 then a fresh interpreter without the simulator compiles every kernel for those types to PTX for sm_90 with the CUDA
-toolkit's libNVVM (``numba.cuda.compile_ptx``), as a GPU's first launch would.
+toolkit's libNVVM (``numba.cuda.compile_ptx``), as a GPU's first launch would, with ``numpy.row_stack`` removed as
+NumPy 2.5 has it (``tiering.numba_cuda``: the GPU machines' NumPy 2.5 stopped numba-cuda compiling any kernel).
 
 Compiling with no GPU needs two of numba-cuda's internals replaced in that interpreter: the current device's compute
 capability, which numba reads to compile a kernel's device functions, and NVRTC's path, which it looks up beside
@@ -34,7 +35,10 @@ REPO = Path(__file__).resolve().parents[1]
 NO_NVVM, MOVED = 3, 4  # the compiling interpreter's exit statuses for the two reasons to skip
 COMPILE = r"""
 import importlib, json, sys, types as pytypes
-from numba import cuda, types
+import numpy
+numpy.__dict__.pop("row_stack", None)  # as NumPy 2.5 is, which numba-cuda 0.30 cannot compile with by itself
+from numba import types
+from tiering.numba_cuda import cuda
 import numba.cuda.cuda_paths as cuda_paths
 import numba.cuda.dispatcher as dispatcher
 if not (hasattr(dispatcher, "get_current_device") and hasattr(cuda_paths, "_get_nvrtc_path")):

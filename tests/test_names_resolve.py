@@ -5,7 +5,7 @@ those lines never run, so a misspelt ``torch.cuda.current_stream``, or a keyword
 would first fail on a lent GPU, minutes into a visit.  This reads every source file instead of running it:
 
 * **names**: each chain of attributes that starts at a name bound to an imported module
-  (``torch.cuda.current_stream``, ``cuda.external_stream`` after ``from numba import cuda``) is looked up, module by
+  (``torch.cuda.current_stream``, ``cuda.external_stream`` after ``from tiering.numba_cuda import cuda``) is looked up, module by
   module and class by class, in the packages installed here; a chain stops being checked where it reaches something
   that is neither (a function, an instance);
 * **calls**: each call of a function or class of tierbench's own packages, named through an import, is bound to its

@@ -28,9 +28,9 @@ import math
 
 import numpy as np
 import torch
-from numba import cuda
 
 from suite.datasets.node_data import check_rows, checked_noise_ids, table_centroids
+from tiering.numba_cuda import cuda
 from tiering.sampling.fused import launch, numba_stream
 from tiering.sampling.fused_kernels import SIMULATED, THREADS, uniform
 

@@ -233,7 +233,7 @@ def _numba_add_one(device: torch.device) -> torch.Tensor:
     """Compile (NVVM) and launch a kernel through numba-cuda on ``device``, as the fused sampler's are."""
     import warnings
 
-    from numba import cuda
+    from tiering.numba_cuda import cuda
 
     @cuda.jit
     def add_one(values):

@@ -156,7 +156,7 @@ def kernel_array(tensor: torch.Tensor):
     """What a kernel takes for ``tensor``: a numba view of its CUDA memory, or under the simulator the
     numpy view of the CPU tensor (the simulator copies it in and back around each launch)."""
     if tensor.device.type == "cuda":
-        from numba import cuda
+        from tiering.numba_cuda import cuda
 
         return cuda.as_cuda_array(tensor.detach(), sync=False)
     return tensor.numpy()
@@ -178,7 +178,7 @@ def numba_stream(device: torch.device):
     """torch's current stream on ``device`` as numba's launch stream (0, the default, under the simulator)."""
     if device.type != "cuda":
         return 0
-    from numba import cuda
+    from tiering.numba_cuda import cuda
 
     with made_current(device):
         return cuda.external_stream(torch.cuda.current_stream(device).cuda_stream)

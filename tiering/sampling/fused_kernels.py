@@ -7,7 +7,8 @@ thread is a Python thread.
 """
 
 import numpy as np
-from numba import cuda
+
+from tiering.numba_cuda import cuda
 
 try:
     from numba.cuda.core import config  # the CUDA target's settings, in numba-cuda from 0.20 on

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from numba import cuda
+from tiering.numba_cuda import cuda
 
 from tests.tiering.sampling import host_kernels
 from tiering import rng
