@@ -120,16 +120,17 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     train_ids = dataset.splits["train"]
     if sizes[-1] > len(train_ids):
         raise BadValue(f"{name} has {len(train_ids):,} training nodes, fewer than a batch of {sizes[-1]:,} seeds")
-    trainer = Trainer(dataset, create_loader(loader, dataset, 0.0, device, progress=progress), fanouts,
-                      batch_size=sizes[0], seed=seed, sampling=sampling, sampler_kernels=sampler_kernels)
-    generator = torch.Generator().manual_seed(seed)
-    rows = []
-    for size in sizes:
-        for repeat in range(repeats + 1):  # the first is untimed: it warms the allocator and the kernels' caches
-            seeds = train_ids[torch.randperm(len(train_ids), generator=generator)[:size]]
-            timed = _time_minibatch(trainer, seeds, generator, ceilings)
-            if repeat:
-                rows.append({"batch_size": size, "repeat": repeat, **timed})
+    with create_loader(loader, dataset, 0.0, device, progress=progress) as feature_loader:  # unpinned at the end
+        trainer = Trainer(dataset, feature_loader, fanouts, batch_size=sizes[0], seed=seed, sampling=sampling,
+                          sampler_kernels=sampler_kernels)
+        generator = torch.Generator().manual_seed(seed)
+        rows = []
+        for size in sizes:
+            for repeat in range(repeats + 1):  # the first is untimed: it warms the allocator and the kernels' caches
+                seeds = train_ids[torch.randperm(len(train_ids), generator=generator)[:size]]
+                timed = _time_minibatch(trainer, seeds, generator, ceilings)
+                if repeat:
+                    rows.append({"batch_size": size, "repeat": repeat, **timed})
     table = pd.DataFrame(rows)
     fits = fits_of(table)
     above = ABOVE_BOUND if ceilings else "nothing (the profile has no measured ceilings)"

@@ -7,6 +7,7 @@ import pytest
 
 from suite.cli import main
 from suite.errors import BadValue
+from suite.experiments import costs as costs_experiment
 from suite.experiments.costs import fit_line, read_records
 from suite.policies.planner import COSTS_SECTION as SECTION
 
@@ -28,12 +29,22 @@ def _profile(tmp_path):
     return path
 
 
-def test_costs_on_tiny_writes_records_and_the_fits_into_the_machine_profile(tiny, tmp_path, capsys):
+def test_costs_on_tiny_writes_records_and_the_fits_into_the_machine_profile(tiny, tmp_path, capsys, monkeypatch):
     profile = _profile(tmp_path)
     before = json.loads(profile.read_text())
     out = tmp_path / "costs"
+    made = []
+
+    def create_loader(*args, **kwargs):
+        made.append(real_create_loader(*args, **kwargs))
+        monkeypatch.setattr(made[-1], "close", lambda: made.append("closed"))
+        return made[0]
+
+    real_create_loader = costs_experiment.create_loader
+    monkeypatch.setattr(costs_experiment, "create_loader", create_loader)
     assert main(["costs", "--dataset", "tiny", "--batch-sizes", "8", "32", "128", "--repeats", "2",
                  "--machines", str(tmp_path / "machines"), "--out", str(out), "-q"]) == 0
+    assert made[1:] == ["closed"]  # a GPU loader's pinned table is released, not left registered once freed
     printed = capsys.readouterr().out
     assert "per sampled edge" in printed and "per input row" in printed and str(profile) in printed
     assert "(tiny, uva, cpu sampling, batches of 8-128 seeds; gather above nothing (the profile has no measured " \

@@ -19,7 +19,11 @@ The counters stay on the device, so a gather never synchronises for them
 previous one recorded, on whatever stream that ran: a pipeline's gathers on a
 side stream and ``reset_stats`` or ``stats`` on the main stream apply in the
 order they were called.  ``close()`` synchronises the device before it
-unpins the host table, so no kernel still reads it.
+unpins the host table, so no kernel still reads it.  A loader dropped without
+``close()`` unpins its table when it is collected (``weakref.finalize``, which
+keeps the table alive until then): the driver would otherwise keep freed memory
+registered, and a later allocation in its pages would read as page-locked when
+it is not.
 
 On a CPU device the "GPU tier" is an ordinary tensor and the gather is
 ``index_select`` from the two tiers: the same results and the same
@@ -28,6 +32,8 @@ reference every variant of the kernel must match bit for bit.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import torch
 
@@ -52,6 +58,13 @@ def check_host_features(features: torch.Tensor, why: str) -> None:
     check_table_dtype(features.dtype)
     if features.device.type != "cpu" or not features.is_contiguous():
         raise ValueError(f"features must be a contiguous CPU tensor ({why})")
+
+
+def _unpin(device: torch.device, host: torch.Tensor) -> None:
+    """What ``close()`` does for the host table of a loader collected without it: wait for the kernels that may
+    still read it, then unregister it."""
+    torch.cuda.synchronize(device)
+    unregister_host_memory(host)
 
 
 class HotTierTooLarge(MemoryError):
@@ -105,12 +118,16 @@ class CombinedTensor(FeatureLoader):
         self.row_bytes = features.shape[1] * features.element_size()
         self.host_offset = features.data_ptr() % LINE
         self._registered = False
+        self._unpin_when_collected = None
         self.hot = self._gpu_tiers = None
         try:
             self._host_pointer = features.data_ptr()  # where the device reads the host table
             if self.device.type == "cuda":
                 self._check_fits()
                 self._registered = register_host_memory(features, read_only=read_only)
+                if self._registered:
+                    self._unpin_when_collected = weakref.finalize(self, _unpin, self.device, features)
+                    self._unpin_when_collected.atexit = False  # the process's end frees the mapping with the rest
                 self._host_pointer = mapped_pointer(features, self.device)
             self.hot = features[:hot_rows].to(self.device, copy=True)
             self._gpu_tiers = torch.tensor([self.hot.data_ptr()], dtype=torch.int64, device=self.device)
@@ -166,6 +183,9 @@ class CombinedTensor(FeatureLoader):
     def close(self) -> None:
         if self.device.type == "cuda" and (self._registered or self.hot is not None):
             torch.cuda.synchronize(self.device)  # no kernel on any stream still reads either tier
+        if self._unpin_when_collected is not None:
+            self._unpin_when_collected.detach()
+            self._unpin_when_collected = None
         if self._registered:
             unregister_host_memory(self.host)
             self._registered = False

@@ -130,17 +130,17 @@ def is_page_locked(tensor: torch.Tensor) -> bool:
 
     ``Tensor.is_pinned`` asks about the first byte of the tensor's storage, so it answers False for a view into
     memory registered from a later address (``page_aligned_empty`` returns such views, and a table is often a view
-    of a larger registered buffer).  This asks the driver about the view's own first and last byte.
+    of a larger registered buffer), and True for a view whose storage starts inside a registration that ends before
+    the view does.  This asks the driver about the view's own first and last byte; a view only partly page-locked
+    then goes to ``cudaHostRegister``, which refuses it, rather than to a copy that reads past the registration.
     """
-    if tensor.is_pinned():
-        return True
     nbytes = tensor.numel() * tensor.element_size()
     if nbytes == 0:
-        return False
+        return tensor.is_pinned()
     try:
         import cupy
-    except ImportError:  # without CuPy nothing here registered memory, and torch said its own is not pinned
-        return False
+    except ImportError:  # without CuPy nothing here registered memory: only torch's own can be pinned
+        return tensor.is_pinned()
     runtime = cupy.cuda.runtime
     first = tensor.data_ptr()
     ends = (first, first + nbytes - 1)

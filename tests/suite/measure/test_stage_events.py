@@ -53,8 +53,11 @@ def test_a_cpu_epoch_leaves_the_event_columns_empty(tiny):
 def test_a_gpu_epoch_times_every_stage_by_events(tiny, pipeline):
     from baselines.uva import UVALoader
 
-    loader = UVALoader(tiny.features, torch.device("cuda"))
-    result = Trainer(tiny, loader, (10, 5), batch_size=256).train_epoch(0, progress=False, pipeline=pipeline)
+    loader = UVALoader(tiny.features.clone(), torch.device("cuda"))  # pinned in place: not the session's mapped file
+    try:
+        result = Trainer(tiny, loader, (10, 5), batch_size=256).train_epoch(0, progress=False, pipeline=pipeline)
+    finally:
+        loader.close()
     assert result.sample_event_s > 0 and result.gather_event_s > 0 and result.train_event_s > 0
     assert result.train_event_s <= result.epoch_s and result.gather_event_s <= result.epoch_s
     if pipeline:  # the gather thread's busy time is taken by the same events (suite.training.pipeline)

@@ -5,6 +5,7 @@ go through CuPy as intended, and on a GPU every variant is bit-exact against the
 and at every offset."""
 
 import contextlib
+import gc
 import importlib.resources
 import subprocess
 import types
@@ -241,6 +242,19 @@ def test_a_view_into_registered_memory_is_not_registered_again(fake_cupy):
         zero_copy.mapped_view(table, "cuda:0")
 
 
+def test_a_view_whose_storage_starts_in_a_registration_it_outruns_is_not_page_locked(fake_cupy, monkeypatch):
+    """``Tensor.is_pinned`` answers for the storage's first byte: a table cut from a buffer whose first page is
+    registered (memory freed while registered and handed out again) reads as pinned there, yet most of it is not."""
+    runtime = fake_cupy.cuda.runtime
+    monkeypatch.setattr(torch.Tensor, "is_pinned", lambda self: runtime._registered_at(self.untyped_storage().data_ptr()))
+    buffer = torch.empty(12288, dtype=torch.uint8)
+    runtime.registered[buffer.data_ptr()] = 4096  # a stale registration of the buffer's first page
+    table = buffer[1024:9216].view(torch.float32).view(64, 32)
+    assert table.is_pinned() and not zero_copy.is_page_locked(table)
+    with pytest.raises(RuntimeError, match="cudaHostRegister refused .*AlreadyRegistered"):
+        zero_copy.register_host_memory(table)
+
+
 def test_the_device_reads_host_memory_at_the_host_address_only_where_the_attribute_allows(fake_cupy):
     runtime = fake_cupy.cuda.runtime
     features = torch.zeros(4, 8)
@@ -349,6 +363,17 @@ def test_gpu_kernel_matches_the_cpu_reference_bit_for_bit(variant, dtype, dim):
         loader.launch_kernel(ids.cuda(), alone)
         assert torch.equal(bits(alone), bits(torch.index_select(features.cuda(), 0, ids.cuda()))), offset
         loader.close()
+
+
+@pytest.mark.gpu
+def test_a_loader_collected_without_close_unpins_its_table():
+    features = table_at(3000, 100)
+    loader = CombinedTensor(features, hot_rows=700, device="cuda")
+    assert loader._registered and zero_copy.is_page_locked(features)
+    del loader
+    gc.collect()
+    assert not zero_copy.is_page_locked(features)
+    CombinedTensor(features, hot_rows=700, device="cuda").close()  # registers it again: nothing was left behind
 
 
 @pytest.mark.gpu
