@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 GPU = "results/gpu/cuda-nvidia-h100-80gb-hbm3"
+SECOND_VISIT = "results/gpu/cuda-nvidia-h200"
 
 REDRAWN = [
     ("results/runs/fig8.csv", "fig8", "results/fig8"),
@@ -29,6 +31,9 @@ REDRAWN = [
     (f"{GPU}/runs/fig8.csv", "fig8", f"{GPU}/fig8"),
     (f"{GPU}/runs/fig10.csv", "fig10", f"{GPU}/fig10"),
     (f"{GPU}/runs-1gpu/fig11.csv", "fig11", f"{GPU}/fig11-1gpu"),
+    (f"{SECOND_VISIT}/runs/fig8.csv", "fig8", f"{SECOND_VISIT}/fig8"),
+    (f"{SECOND_VISIT}/runs/fig10.csv", "fig10", f"{SECOND_VISIT}/fig10"),
+    (f"{SECOND_VISIT}/runs/lookahead.csv", "fig8", f"{SECOND_VISIT}/lookahead"),
 ]
 """(committed records, figure module of ``suite.figures``, committed output directory) of every figure redrawn."""
 
@@ -106,6 +111,23 @@ def test_a_figure_beside_its_records_is_drawn_again_from_them(records, figure, t
             assert path.read_text() == kept.read_text(), f"{records}: {path.name}"
 
 
+GOALS_DRAWN = [SECOND_VISIT]
+"""The gpu-suite device folders whose committed goals report is drawn again from the records in them."""
+
+
+@pytest.mark.parametrize("folder", GOALS_DRAWN)
+def test_a_committed_goals_report_is_drawn_again_from_its_device_folder(folder, tmp_path, monkeypatch, no_measuring):
+    from suite.figures import gpu_goals
+
+    shutil.copytree(REPO / folder, tmp_path / folder)  # the report is written into the folder it reads
+    _link(tmp_path, "results/machines")
+    monkeypatch.chdir(tmp_path)
+    written = gpu_goals.render(Path(folder), Path(folder))
+    assert [path.name for path in written] == ["goals.md", "goals.csv", "goals.png"]
+    for name in ("goals.md", "goals.csv"):
+        assert (tmp_path / folder / name).read_text() == (REPO / folder / name).read_text(), f"{folder}/{name}"
+
+
 def test_every_committed_figure_is_drawn_again_by_a_test_or_named_as_not():
     """Each PNG under results/ is one that a test redraws from committed records, or one named here with why not."""
     from tests.benchmarks.test_gpu_diagnostics import REDRAWN_DIAGNOSTICS
@@ -116,7 +138,7 @@ def test_every_committed_figure_is_drawn_again_by_a_test_or_named_as_not():
               for records, figure in REDRAWN_BESIDE_RECORDS}
     drawn |= {f"results/{out}/{name}" for _, module, out in experiments.REDRAWN for name in experiments.OUTPUTS[module]
               if name.endswith(".png") and f"{out}/{name}" not in experiments.NOT_REDRAWN}
-    drawn |= {"results/peers/peers.png", *REDRAWN_DIAGNOSTICS}
+    drawn |= {"results/peers/peers.png", *REDRAWN_DIAGNOSTICS, *(f"{folder}/goals.png" for folder in GOALS_DRAWN)}
     committed = {str(path.relative_to(REPO)) for path in (REPO / "results").rglob("*.png")}
     assert committed - drawn == set(NOT_REDRAWN), "a committed figure no test draws again"
 

@@ -22,6 +22,9 @@ REDRAWN = [
     ("sar/papers-s", "sar", "sar/papers-s"),
     ("sar/products-s", "sar", "sar/products-s"),
     ("gpu/cuda-nvidia-h100-80gb-hbm3/microbench", "gpu", "gpu/cuda-nvidia-h100-80gb-hbm3/microbench"),
+    ("gpu/cuda-nvidia-h200/microbench", "gpu", "gpu/cuda-nvidia-h200/microbench"),
+    ("gpu/cuda-nvidia-h200/microbench-paper-scale", "gpu", "gpu/cuda-nvidia-h200/microbench-paper-scale"),
+    ("gpu/cuda-nvidia-h200/sampler-bench", "sampler_bench", "gpu/cuda-nvidia-h200/sampler-bench"),
 ]
 """The committed records each figure module draws, and where its committed outputs are."""
 
@@ -29,7 +32,10 @@ OUTPUTS = {"bucket_orders": ("bucket-orders.md", "bucket-orders.csv", "bucket-or
            "plan": ("plan.md", "plan.csv", "plan.png"), "disk": ("disk.md", "disk.csv", "disk.png"),
            "build_cost": ("build-cost.md", "build-cost.csv", "build-cost.png"),
            "datasets": ("summary.md", "summary.csv", "degree-ccdf.png"),
-           "gpu": ("microbench.md", "microbench.csv", "ratios.png", "alignment.png", "pcie-check.csv"),
+           "gpu": ("microbench.md", "microbench.csv", "ratios.png", "alignment.png", "pcie-check.csv", "reach.csv",
+                   "reach.png"),
+           "sampler_bench": ("sampler-bench.md", "sampler-bench.csv", "sampler-bench.png", "launch-costs.csv",
+                             "launch-costs.png"),
            "sar": ("sar.md", "sar.csv", "sar.png"),
            "scorers": ("concentration.md", "concentration.csv", "concentration.png", "speed.md", "speed.csv")}
 """The files a figure module writes: those of them committed must come out again."""
