@@ -103,24 +103,26 @@ from suite.io.provenance import (
 )
 
 STATE_FILE = "gpu-suite.json"
-TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nvidia-h100-80gb-hbm3), rounded up
+TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nvidia-h100-80gb-hbm3), rounded up;
+    # the steps first run on the second visit, on one H200 (results/gpu/cuda-nvidia-h200), as their comments say
     "doctor": 15, "gpu-tests": 140, "gpubench": 40, "datasets-papers-s": 100, "datasets-products-s": 60,
     "fig8-papers-s": 30, "fig8-products-s": 40, "fig8-pipeline-papers-s": 30, "fig8-pipeline-products-s": 30,
     "fig10-papers-s": 100, "fig10-products-s": 110, "report-fig8": 10, "report-fig10": 20,
-    "lookahead-papers-s": 40, "report-lookahead": 10,  # not yet run: a third of fig10-papers-s's six cells
-    "samplerbench-papers-s": 70,  # not yet run: papers-s loaded, eight cases of six runs each, then the fixed costs
-    "fig8-gpu-sampling-papers-s": 30,  # not yet run: fig8-papers-s's cells, sampled on the GPU
-    "costs-papers-s": 60,  # not yet run: 60 minibatches of 8-4096 seeds after loading papers-s
-    # not yet run: the paper-scale route at papers-xs's size, then papers-100m built and reordered (its goal: 5 min)
-    "datasets-papers-xs-gpu-built": 40, "datasets-papers-100m": 300,
+    "lookahead-papers-s": 110, "report-lookahead": 10,  # H200: 101 s and 10 s
+    "samplerbench-papers-s": 40,  # H200: 12 s; 40 keeps its limit (three times this) at the 2 minutes of any step
+    "fig8-gpu-sampling-papers-s": 20,  # H200: 18 s
+    "costs-papers-s": 20,  # H200: 14 s
+    # the paper-scale route at papers-xs's size (H200: 6 s), then papers-100m built and reordered: not yet run (its
+    # goal: 5 min)
+    "datasets-papers-xs-gpu-built": 10, "datasets-papers-100m": 300,
     # not yet run: open papers-100m in each order (its table made in memory and pinned, ~1.5 min projected each),
     # then 4 + 6 cells of 3 x 50 minibatches sampled on the GPU without validation, ~0.1 s each projected (~1 GB of
     # rows): Figures 8 and 10 apart took ~260 s and ~200 s by the same projection, opening the reordered order twice
     "paper-scale-sweeps": 380,
-    "paper-scale-reach": 150,  # not yet run: gpubench (31 s) over a buffer of papers-100m's table, filled and pinned
-    "report-goals": 10,  # not yet run: reads the records, no measuring
+    "paper-scale-reach": 60,  # H200: 50 s, gpubench over a buffer of papers-100m's table, filled and pinned
+    "report-goals": 15,  # H200: 13 s
 }
-"""Typed by hand from the first visit; a plan uses them only for the steps its state file has no time of
+"""Typed by hand from the first and second visits; a plan uses them only for the steps its state file has no time of
 (``estimate``).  The datasets steps are timed generating and reordering into an empty cache; where the cache holds
 the dataset, ``prepare`` takes seconds, and so would the next plan's estimate (a machine whose cache lasts)."""
 STEP_TIMEOUT_S = 540
