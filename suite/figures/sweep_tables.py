@@ -46,7 +46,7 @@ import pandas as pd
 from suite.datasets import regime as regimes
 from suite.errors import BadValue
 from suite.io.provenance import recorded_profile
-from suite.measure.ceilings import profile_ceilings
+from suite.measure.ceilings import profile_ceilings, profile_written
 from suite.sweep import RUNS_DIR
 from suite.sweep.records import read_records
 
@@ -71,6 +71,8 @@ SEVERAL_PROCESSES = "they ran in several processes, whose summed bytes no one GP
 ON_CPU = "they ran on a CPU, where no byte crosses PCIe (the machine's GPU ceilings do not apply)"
 NO_ROW_COUNTS = f"they were recorded before rows_gathered and row_bytes existed ({RERUN})"
 NO_ROWS = "no row was gathered"
+PROFILE_REPLACED = ("the machine profile they name was written after them, by a later `tierbench doctor` on a machine of "
+                    "the same name, whose ceilings are not the ones they ran under")
 BOUND_TEXT = (
     f"Gather bound (`{BOUND}`, per epoch) = cold bytes / the H2D memcpy ceiling + hot bytes / the D2D copy ceiling, "
     "with the ceilings `tierbench doctor` measured into the records' machine profile; cold bytes are the modelled PCIe "
@@ -339,8 +341,16 @@ def with_bound(records: pd.DataFrame, settings: list[str]) -> tuple[pd.DataFrame
         return pd.to_numeric(values, errors="coerce").astype(float)
 
     profiles = records["machine_profile"] if "machine_profile" in records else pd.Series(None, index=records.index)
-    ceilings = {path: measured_ceilings(path) for path in profiles.dropna().unique()}
+    paths = profiles.dropna().unique()
+    ceilings = {path: measured_ceilings(path) for path in paths}
+    written = {path: profile_written(recorded_profile(path)) for path in paths}
     measured = profiles.map(lambda path: ceilings.get(path) if isinstance(path, str) else None)
+    made = pd.to_datetime(records["time"], utc=True, errors="coerce") if "time" in records else None
+    replaced = pd.Series(False, index=records.index)
+    if made is not None:  # the profile a record names must be the one it ran under: written no later than the record
+        replaced = pd.Series([isinstance(path, str) and written.get(path) is not None and pd.notna(when)
+                              and written[path] > when for path, when in zip(profiles, made)], index=records.index)
+    measured = measured.mask(replaced, None)
     h2d = measured.map(lambda pair: math.nan if pair is None else pair[0]).astype(float)
     d2d = measured.map(lambda pair: math.nan if pair is None else pair[1]).astype(float)
     hot_bytes = column("hit_ratio") * column("rows_gathered") * column("row_bytes")
@@ -349,6 +359,7 @@ def with_bound(records: pd.DataFrame, settings: list[str]) -> tuple[pd.DataFrame
     reasons = reasons.mask(column("rows_gathered").isna() | column("row_bytes").isna(), NO_ROW_COUNTS)
     reasons = reasons.mask(records["device"].astype(str).str.startswith("cpu"), ON_CPU)
     reasons = reasons.mask(measured.isna(), NO_CEILINGS)
+    reasons = reasons.mask(replaced, PROFILE_REPLACED)
     reasons = reasons.mask(column("processes") > 1, SEVERAL_PROCESSES)
     bound = bound.mask(reasons != "")
     complete = bound.notna().groupby([records[name] for name in settings], dropna=False, sort=False).transform("all")

@@ -22,6 +22,7 @@ the gather kernel (``tiering.features.zero_copy``).
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import math
@@ -152,6 +153,18 @@ def profile_ceilings(path) -> dict[str, float]:
         return {}
     return {name: float(value) for name, value in ceilings.items() if name.endswith("_bytes_per_s")
             and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0}
+
+
+def profile_written(path) -> datetime.datetime | None:
+    """When ``tierbench doctor`` wrote the machine profile at ``path`` (its ``time``, with a time zone), or None where
+    there is no such file or it holds no such time."""
+    if not isinstance(path, (str, Path)) or not Path(path).is_file():
+        return None
+    try:
+        written = datetime.datetime.fromisoformat(str(read_profile(path).get("time")))
+    except ValueError:
+        return None
+    return written if written.tzinfo is not None else None
 
 
 def newest_gpu_profile(machines, needed) -> tuple[Path, dict] | None:

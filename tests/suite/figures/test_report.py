@@ -13,6 +13,7 @@ from suite.figures import write_report
 from suite.figures.fig8 import draw as figure8
 from suite.figures.fig10 import draw as figure10
 from suite.figures.fig11 import draw as figure11
+from suite.figures.sweep_tables import PROFILE_REPLACED
 from tests.suite.sweep.test_records import OLD_HEADER, OLD_LINE
 
 REPO = Path(__file__).resolve().parents[3]
@@ -202,6 +203,13 @@ def test_records_made_under_out_find_their_profile_committed_under_results(tmp_p
     sweep = records(gpu_cell("uva", [2.0, 2.0], payload=5e9, gather_s=0.2, profile=made_in_out))
     _, csv, _ = figure8(sweep, tmp_path / "fig8", "test")
     assert pd.read_csv(csv).set_index("loader").loc["uva", "gather bound s"] == pytest.approx(0.2)
+
+    profile = json.loads(Path(committed).read_text())
+    for written, bound in (("2025-12-31T23:00:00+00:00", True), ("2026-01-02T00:00:00+00:00", False)):
+        Path(committed).write_text(json.dumps({**profile, "time": written}))  # the records ran at 2026-01-01T00:00
+        md, csv, _ = figure8(sweep, tmp_path / "fig8", "test")
+        assert ("gather bound s" in pd.read_csv(csv)) is bound  # a later doctor's profile has other ceilings
+        assert (PROFILE_REPLACED in md.read_text()) is not bound
 
 
 def test_a_cell_has_a_bound_only_when_every_record_of_it_has_one(tmp_path):
