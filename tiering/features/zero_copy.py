@@ -58,6 +58,8 @@ Figure 11).
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 from tiering.cuda_cpp import KernelSource, cupy_stream
@@ -125,6 +127,11 @@ def launch_gather(gpu_tiers: torch.Tensor, host_ptr: int, ids: torch.Tensor, out
         )
 
 
+_registrations: dict[tuple[int, int], int] = {}
+"""(address, bytes) -> how many owners ``register_host_memory`` registered that memory for."""
+_REGISTRATIONS_LOCK = threading.Lock()
+
+
 def is_page_locked(tensor: torch.Tensor) -> bool:
     """Whether every byte of the CPU tensor ``tensor`` is page-locked: allocated pinned, or registered.
 
@@ -148,7 +155,11 @@ def is_page_locked(tensor: torch.Tensor) -> bool:
 
 
 def register_host_memory(tensor: torch.Tensor, read_only: bool = False) -> bool:
-    """Page-lock and map ``tensor``'s memory in place; returns False if it was already page-locked.
+    """Page-lock and map ``tensor``'s memory in place; returns False if it was already page-locked by others.
+
+    A tensor registered here already (the same address and size, say two loaders over one table) is counted again
+    and True returned: each owner calls ``unregister_host_memory`` once, and only the last one unpins the memory,
+    so no owner unpins it while another still reads it.
 
     Raises ``RuntimeError`` naming the CUDA error when the driver refuses
     (for example a memory-mapped file on a filesystem it cannot pin).  CuPy's
@@ -157,33 +168,46 @@ def register_host_memory(tensor: torch.Tensor, read_only: bool = False) -> bool:
     """
     if tensor.device.type != "cpu" or not tensor.is_contiguous():
         raise ValueError("only a contiguous CPU tensor can be pinned in place")
-    if is_page_locked(tensor):
-        return False
-    import cupy
-
-    runtime = cupy.cuda.runtime
-    flags = REGISTER_PORTABLE | REGISTER_MAPPED | (REGISTER_READ_ONLY if read_only else 0)
     nbytes = tensor.numel() * tensor.element_size()
-    try:
-        runtime.hostRegister(tensor.data_ptr(), nbytes, flags)
-    except runtime.CUDARuntimeError as error:
-        raise RuntimeError(
-            f"cudaHostRegister refused {nbytes} bytes at {tensor.data_ptr():#x} ({error}). "
-            "If the features are a memory-mapped file, this driver cannot pin it in place: load them into "
-            "memory or shared memory first."
-        ) from None
+    key = (tensor.data_ptr(), nbytes)
+    with _REGISTRATIONS_LOCK:
+        if key in _registrations:
+            _registrations[key] += 1
+            return True
+        if is_page_locked(tensor):
+            return False
+        import cupy
+
+        runtime = cupy.cuda.runtime
+        flags = REGISTER_PORTABLE | REGISTER_MAPPED | (REGISTER_READ_ONLY if read_only else 0)
+        try:
+            runtime.hostRegister(tensor.data_ptr(), nbytes, flags)
+        except runtime.CUDARuntimeError as error:
+            raise RuntimeError(
+                f"cudaHostRegister refused {nbytes} bytes at {tensor.data_ptr():#x} ({error}). "
+                "If the features are a memory-mapped file, this driver cannot pin it in place: load them into "
+                "memory or shared memory first."
+            ) from None
+        _registrations[key] = 1
     return True
 
 
 def unregister_host_memory(tensor: torch.Tensor) -> None:
-    """Undo ``register_host_memory``; the caller has synchronised every stream that read the memory."""
-    import cupy
+    """Undo ``register_host_memory``; the caller has synchronised every stream that read the memory.  Memory
+    registered more than once is unpinned by the last call."""
+    key = (tensor.data_ptr(), tensor.numel() * tensor.element_size())
+    with _REGISTRATIONS_LOCK:
+        owners = _registrations.pop(key, 1)
+        if owners > 1:
+            _registrations[key] = owners - 1
+            return
+        import cupy
 
-    runtime = cupy.cuda.runtime
-    try:
-        runtime.hostUnregister(tensor.data_ptr())
-    except runtime.CUDARuntimeError as error:
-        raise RuntimeError(f"cudaHostUnregister failed at {tensor.data_ptr():#x} ({error})") from None
+        runtime = cupy.cuda.runtime
+        try:
+            runtime.hostUnregister(tensor.data_ptr())
+        except runtime.CUDARuntimeError as error:
+            raise RuntimeError(f"cudaHostUnregister failed at {tensor.data_ptr():#x} ({error})") from None
 
 
 def mapped_pointer(tensor: torch.Tensor, device) -> int:

@@ -211,6 +211,7 @@ def fake_cupy(monkeypatch):
         uint64=int, int64=int, int32=int,
     )
     monkeypatch.setitem(__import__("sys").modules, "cupy", cupy)
+    monkeypatch.setattr(zero_copy, "_registrations", {})  # what this fake runtime registered, and nothing else
     return cupy
 
 
@@ -224,6 +225,20 @@ def test_registration_passes_the_mapped_flags_and_explains_a_refusal(fake_cupy):
     runtime.refuse = True
     with pytest.raises(RuntimeError, match=r"cudaHostRegister refused 128 bytes .*cudaErrorInvalidValue.*load them"):
         zero_copy.register_host_memory(features)
+
+
+def test_memory_registered_twice_here_is_unpinned_by_its_last_owner(fake_cupy):
+    runtime = fake_cupy.cuda.runtime
+    table = torch.zeros(64, 32)
+    assert zero_copy.register_host_memory(table) and zero_copy.register_host_memory(table)  # two loaders, one table
+    zero_copy.unregister_host_memory(table)  # the first owner is done: the second still reads it
+    assert zero_copy.is_page_locked(table)
+    zero_copy.unregister_host_memory(table)
+    assert not zero_copy.is_page_locked(table)
+    assert [call[0] for call in runtime.calls if call[0].startswith("host")] == ["hostRegister", "hostUnregister"]
+    assert zero_copy.register_host_memory(table)  # registered afresh, counted from one again
+    zero_copy.unregister_host_memory(table)
+    assert not zero_copy.is_page_locked(table)
 
 
 def test_a_view_into_registered_memory_is_not_registered_again(fake_cupy):
