@@ -45,8 +45,7 @@ import pandas as pd
 
 from suite.datasets import regime as regimes
 from suite.errors import BadValue
-from suite.io.provenance import recorded_profile
-from suite.measure.ceilings import profile_ceilings, profile_written
+from suite.measure.ceilings import profile_ceilings, profile_of_record
 from suite.sweep import RUNS_DIR
 from suite.sweep.records import read_records
 
@@ -321,9 +320,8 @@ def flagged(values: pd.Series, fmt: str, noise: pd.Series | None = None) -> pd.S
 
 def measured_ceilings(path) -> tuple[float, float] | None:
     """The H2D memcpy and D2D copy ceilings (bytes/s) of the machine profile at ``path``; ``None`` where it has not
-    both (``suite.measure.ceilings.profile_ceilings``); ``path`` is found as ``suite.io.provenance.recorded_profile``
-    finds it."""
-    ceilings = profile_ceilings(recorded_profile(path))
+    both (``suite.measure.ceilings.profile_ceilings``)."""
+    ceilings = profile_ceilings(path)
     if all(name in ceilings for name in CEILINGS):
         return ceilings[CEILINGS[0]], ceilings[CEILINGS[1]]
     return None
@@ -341,16 +339,16 @@ def with_bound(records: pd.DataFrame, settings: list[str]) -> tuple[pd.DataFrame
         return pd.to_numeric(values, errors="coerce").astype(float)
 
     profiles = records["machine_profile"] if "machine_profile" in records else pd.Series(None, index=records.index)
-    paths = profiles.dropna().unique()
-    ceilings = {path: measured_ceilings(path) for path in paths}
-    written = {path: profile_written(recorded_profile(path)) for path in paths}
-    measured = profiles.map(lambda path: ceilings.get(path) if isinstance(path, str) else None)
     made = pd.to_datetime(records["time"], utc=True, errors="coerce") if "time" in records else None
-    replaced = pd.Series(False, index=records.index)
-    if made is not None:  # the profile a record names must be the one it ran under: written no later than the record
-        replaced = pd.Series([isinstance(path, str) and written.get(path) is not None and pd.notna(when)
-                              and written[path] > when for path, when in zip(profiles, made)], index=records.index)
-    measured = measured.mask(replaced, None)
+    made = made if made is not None else pd.Series(pd.NaT, index=records.index)
+    pairs = [(path if isinstance(path, str) else None, None if pd.isna(when) else when.to_pydatetime())
+             for path, when in zip(profiles, made)]
+    found = {pair: profile_of_record(*pair) for pair in set(pairs)}  # the profile each record ran under
+    ceilings = {profile: measured_ceilings(profile) for profile in set(found.values()) if profile is not None}
+    measured = pd.Series([ceilings.get(found[pair]) for pair in pairs], index=records.index, dtype=object)
+    named = {path: profile_of_record(path) for path, _ in found}  # whether a profile of that name exists at all
+    # one does, but every one was written after the record: a later doctor's
+    replaced = pd.Series([found[pair] is None and named[pair[0]] is not None for pair in pairs], index=records.index)
     h2d = measured.map(lambda pair: math.nan if pair is None else pair[0]).astype(float)
     d2d = measured.map(lambda pair: math.nan if pair is None else pair[1]).astype(float)
     hot_bytes = column("hit_ratio") * column("rows_gathered") * column("row_bytes")

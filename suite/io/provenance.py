@@ -133,25 +133,6 @@ def machine_profile_path(device: torch.device | str | None = None, directories=P
     return None
 
 
-def recorded_profile(path) -> str | None:
-    """The machine profile a record names (its ``machine_profile`` column): that path where the file is there, else
-    the file of the same name in the first of ``PROFILE_DIRS`` that holds one, else ``None``.
-
-    Records name the profile relative to the working directory they were made in: a GPU visit's records made into
-    ``out/`` and then committed to ``results/`` name ``out/machines/<name>.json``, which the committed
-    ``results/machines/<name>.json`` is.
-    """
-    if not isinstance(path, str) or not path:
-        return None
-    if Path(path).is_file():
-        return path
-    for directory in PROFILE_DIRS:
-        candidate = Path(directory) / Path(path).name
-        if candidate.is_file():
-            return str(candidate)
-    return None
-
-
 def provenance(device=None) -> dict:
     return {
         "device": device_name(device),

@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 from suite.errors import BadValue
+from suite.io.provenance import PROFILE_DIRS
 from suite.measure.timing import best_cuda_seconds
 
 BUFFER_BYTES = 512 << 20  # larger than any L2 (50-60 MB on H100/H200), long enough to time
@@ -165,6 +166,43 @@ def profile_written(path) -> datetime.datetime | None:
     except ValueError:
         return None
     return written if written.tzinfo is not None else None
+
+
+def archived_profile(path: Path, written: datetime.datetime) -> Path:
+    """Where ``tierbench doctor`` keeps the profile at ``path``, written at ``written``, before it writes a new one
+    there: ``<name>.<time>.json`` beside it, so that the records made under the old one still find its ceilings."""
+    stamp = written.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H-%M-%SZ")
+    return path.with_name(f"{path.stem}.{stamp}.json")
+
+
+def profile_of_record(path, made_at: datetime.datetime | None = None) -> str | None:
+    """The machine profile a record made at ``made_at`` names at ``path`` (its ``machine_profile`` column), or None.
+
+    Records name the profile relative to the working directory they were made in (a GPU visit's records made into
+    ``out/`` and committed to ``results/`` name ``out/machines/<name>.json``), and every lent machine's host has the
+    same name, so one file name serves every visit to one GPU model.  The candidates are the file at ``path`` and the
+    files of that name in ``PROFILE_DIRS``, with the profiles doctor kept from earlier runs (``archived_profile``);
+    the profile is the one written last no later than ``made_at``, one without a time where none has one; where every
+    candidate was written after the record, None (a later doctor's ceilings are not the ones it ran under).
+    Without ``made_at``, the first candidate there is.
+    """
+    if not isinstance(path, str) or not path:
+        return None
+    name = Path(path)
+    folders = dict.fromkeys([name.parent, *(Path(folder) for folder in PROFILE_DIRS)])
+    candidates = [candidate for folder in folders for candidate in (folder / name.name,
+                                                                     *sorted(folder.glob(f"{name.stem}.*.json")))
+                  if candidate.is_file()]
+    if not candidates:
+        return None
+    if made_at is None:
+        return str(candidates[0])
+    written = [(profile_written(candidate), str(candidate)) for candidate in candidates]
+    before = [(when, candidate) for when, candidate in written if when is not None and when <= made_at]
+    if before:
+        return max(before)[1]
+    untimed = [candidate for when, candidate in written if when is None]
+    return untimed[0] if untimed else None
 
 
 def newest_gpu_profile(machines, needed) -> tuple[Path, dict] | None:

@@ -16,7 +16,10 @@ Every probe runs on its own: an error inside one is reported in its row and
 the others still run.  Without CUDA the GPU rows say so and the rest is
 reported.  The profile is JSON, written through a temporary file under
 ``out/machines/`` (by default) with the name ``suite.io.provenance.machine_profile_name``
-gives it, which is how every later record finds it.
+gives it, which is how every later record finds it.  A profile already there, which earlier records name, is first renamed
+to ``<name>.<its time>.json`` beside it (``suite.measure.ceilings.archived_profile``): every lent machine has the same
+host name, so one name serves every visit to one GPU model, and each record's report takes the profile written last
+before the record.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from suite.io.provenance import (
     machine_profile_name,
     source_digest,
 )
+from suite.measure.ceilings import archived_profile, profile_written
 from suite.measure.host_memory import available_bytes
 from tiering.features.placement import hot_rows
 
@@ -332,6 +336,9 @@ def run_doctor(out_dir=MACHINES_DIR, *, host_tier_bytes: int | None = None, meas
         "missing_packages": _probe(missing_packages, cuda),
     }
     path = Path(out_dir) / machine_profile_name(device if cuda else "cpu")
+    kept = profile_written(path)
+    if kept is not None:  # an earlier run's, which its records name: kept beside the new one (archived_profile)
+        os.replace(path, archived_profile(path, kept))
     atomic.write_json(path, profile)
     return profile, path
 

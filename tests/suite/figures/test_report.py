@@ -1,6 +1,7 @@
 """tierbench report: one row and one bar per setting, the spread over epochs, speedups only against a reference run."""
 
 import configparser
+import datetime
 import json
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ from suite.figures.fig8 import draw as figure8
 from suite.figures.fig10 import draw as figure10
 from suite.figures.fig11 import draw as figure11
 from suite.figures.sweep_tables import PROFILE_REPLACED
+from suite.measure.ceilings import archived_profile
 from tests.suite.sweep.test_records import OLD_HEADER, OLD_LINE
 
 REPO = Path(__file__).resolve().parents[3]
@@ -210,6 +212,12 @@ def test_records_made_under_out_find_their_profile_committed_under_results(tmp_p
         md, csv, _ = figure8(sweep, tmp_path / "fig8", "test")
         assert ("gather bound s" in pd.read_csv(csv)) is bound  # a later doctor's profile has other ceilings
         assert (PROFILE_REPLACED in md.read_text()) is not bound
+    earlier = datetime.datetime(2025, 12, 31, 23, tzinfo=datetime.timezone.utc)  # the one the records ran under, kept
+    halved = {**MEASURED, "h2d_memcpy_bytes_per_s": MEASURED["h2d_memcpy_bytes_per_s"] / 2}
+    archived_profile(Path(committed), earlier).write_text(json.dumps({**profile, "ceilings": halved,
+                                                                      "time": earlier.isoformat()}))
+    _, csv, _ = figure8(sweep, tmp_path / "fig8", "test")
+    assert pd.read_csv(csv).set_index("loader").loc["uva", "gather bound s"] == pytest.approx(0.4)
 
 
 def test_a_cell_has_a_bound_only_when_every_record_of_it_has_one(tmp_path):

@@ -4,12 +4,14 @@ The GPU branches run here with fake ``torch.cuda``, NVML and CuPy objects
 (their arithmetic and formatting); the GPU tests at the end measure for real.
 """
 
+import datetime
 import importlib.metadata
 import json
 import math
 import platform
 import re
 import sys
+import time
 import types
 
 import pytest
@@ -101,6 +103,24 @@ def test_records_reference_the_machine_profile_once_doctor_wrote_it(tmp_path, mo
     assert record["machine_profile"] == machine_profile_path()
     assert caption(record).endswith(f" | machine {record['machine_profile']}")
     assert caption({**record, "machine_profile": math.nan}) == caption({**record, "machine_profile": None})
+
+
+def test_a_second_doctor_keeps_the_first_profile_for_the_records_made_under_it(tmp_path, monkeypatch):
+    from suite.measure.ceilings import profile_of_record
+
+    monkeypatch.chdir(tmp_path)
+    first, path = doctor.run_doctor(measure=False)
+    record = provenance("cpu")  # a record made under the first profile
+    time.sleep(1.1)  # the profiles' times are to the second
+    second, again = doctor.run_doctor(measure=False)
+    assert again == path and json.loads(path.read_text())["time"] == second["time"] != first["time"]
+    (kept,) = path.parent.glob(f"{path.stem}.*.json")
+    assert json.loads(kept.read_text()) == first
+    made = datetime.datetime.fromisoformat(first["time"])
+    assert profile_of_record(record["machine_profile"], made) == str(kept)
+    assert profile_of_record(record["machine_profile"], datetime.datetime.fromisoformat(second["time"])) == \
+        record["machine_profile"]
+    assert profile_of_record(record["machine_profile"], made - datetime.timedelta(seconds=1)) is None
 
 
 # ----------------------------------------------------------------- missing packages
