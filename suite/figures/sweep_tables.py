@@ -45,7 +45,7 @@ import pandas as pd
 
 from suite.datasets import regime as regimes
 from suite.errors import BadValue
-from suite.measure.ceilings import profile_ceilings, profile_of_record
+from suite.measure.ceilings import profile_candidates, profile_ceilings, ran_under
 from suite.sweep import RUNS_DIR
 from suite.sweep.records import read_records
 
@@ -343,12 +343,13 @@ def with_bound(records: pd.DataFrame, settings: list[str]) -> tuple[pd.DataFrame
     made = made if made is not None else pd.Series(pd.NaT, index=records.index)
     pairs = [(path if isinstance(path, str) else None, None if pd.isna(when) else when.to_pydatetime())
              for path, when in zip(profiles, made)]
-    found = {pair: profile_of_record(*pair) for pair in set(pairs)}  # the profile each record ran under
-    ceilings = {profile: measured_ceilings(profile) for profile in set(found.values()) if profile is not None}
-    measured = pd.Series([ceilings.get(found[pair]) for pair in pairs], index=records.index, dtype=object)
-    named = {path: profile_of_record(path) for path, _ in found}  # whether a profile of that name exists at all
-    # one does, but every one was written after the record: a later doctor's
-    replaced = pd.Series([found[pair] is None and named[pair[0]] is not None for pair in pairs], index=records.index)
+    candidates = {path: profile_candidates(path) for path, _ in set(pairs)}  # each file read once
+    found = [ran_under(candidates[path], when) for path, when in pairs]  # the profile each record ran under
+    ceilings = {profile: measured_ceilings(profile) for profile in set(found) if profile is not None}
+    measured = pd.Series([ceilings.get(profile) for profile in found], index=records.index, dtype=object)
+    # a profile of that name exists, but every one was written after the record: a later doctor's
+    replaced = pd.Series([profile is None and bool(candidates[path]) for profile, (path, _) in zip(found, pairs)],
+                         index=records.index)
     h2d = measured.map(lambda pair: math.nan if pair is None else pair[0]).astype(float)
     d2d = measured.map(lambda pair: math.nan if pair is None else pair[1]).astype(float)
     hot_bytes = column("hit_ratio") * column("rows_gathered") * column("row_bytes")

@@ -175,34 +175,40 @@ def archived_profile(path: Path, written: datetime.datetime) -> Path:
     return path.with_name(f"{path.stem}.{stamp}.json")
 
 
-def profile_of_record(path, made_at: datetime.datetime | None = None) -> str | None:
-    """The machine profile a record made at ``made_at`` names at ``path`` (its ``machine_profile`` column), or None.
+def profile_candidates(path) -> list[tuple[datetime.datetime | None, str]]:
+    """The machine profiles a record's ``machine_profile`` column may mean by ``path``, each with when doctor wrote it.
 
     Records name the profile relative to the working directory they were made in (a GPU visit's records made into
     ``out/`` and committed to ``results/`` name ``out/machines/<name>.json``), and every lent machine's host has the
     same name, so one file name serves every visit to one GPU model.  The candidates are the file at ``path`` and the
-    files of that name in ``PROFILE_DIRS``, with the profiles doctor kept from earlier runs (``archived_profile``);
-    the profile is the one written last no later than ``made_at``, one without a time where none has one; where every
-    candidate was written after the record, None (a later doctor's ceilings are not the ones it ran under).
-    Without ``made_at``, the first candidate there is.
+    files of that name in ``PROFILE_DIRS``, with the profiles doctor kept from earlier runs (``archived_profile``), in
+    that order.
     """
     if not isinstance(path, str) or not path:
-        return None
+        return []
     name = Path(path)
     folders = dict.fromkeys([name.parent, *(Path(folder) for folder in PROFILE_DIRS)])
-    candidates = [candidate for folder in folders for candidate in (folder / name.name,
-                                                                     *sorted(folder.glob(f"{name.stem}.*.json")))
-                  if candidate.is_file()]
-    if not candidates:
-        return None
-    if made_at is None:
-        return str(candidates[0])
-    written = [(profile_written(candidate), str(candidate)) for candidate in candidates]
-    before = [(when, candidate) for when, candidate in written if when is not None and when <= made_at]
+    return [(profile_written(candidate), str(candidate)) for folder in folders
+            for candidate in (folder / name.name, *sorted(folder.glob(f"{name.stem}.*.json"))) if candidate.is_file()]
+
+
+def ran_under(candidates: list[tuple[datetime.datetime | None, str]],
+              made_at: datetime.datetime | None = None) -> str | None:
+    """Of ``candidates`` (``profile_candidates``), the profile a record made at ``made_at`` ran under: the one written
+    last no later than ``made_at``, one without a time where none has one; None where every one was written after the
+    record (a later doctor's ceilings are not the ones it ran under).  Without ``made_at``, the first candidate."""
+    if not candidates or made_at is None:
+        return candidates[0][1] if candidates else None
+    before = [(when, candidate) for when, candidate in candidates if when is not None and when <= made_at]
     if before:
         return max(before)[1]
-    untimed = [candidate for when, candidate in written if when is None]
+    untimed = [candidate for when, candidate in candidates if when is None]
     return untimed[0] if untimed else None
+
+
+def profile_of_record(path, made_at: datetime.datetime | None = None) -> str | None:
+    """The machine profile a record made at ``made_at`` names at ``path``, or None (``ran_under``)."""
+    return ran_under(profile_candidates(path), made_at)
 
 
 def newest_gpu_profile(machines, needed) -> tuple[Path, dict] | None:
