@@ -30,8 +30,8 @@ def _cmd_plan(args) -> int:
     out = args.out or f"out/plan/{args.dataset}"
     planned = measure(
         args.dataset, args.gpu_memory, out, machine_path=args.machine, epochs=args.epochs, fanouts=args.fanout,
-        batch_size=args.batch_size, regime=args.regime, seed=args.seed, trace_dir=args.trace_dir,
-        ogb_root=args.ogb_root, progress=not args.quiet,
+        batch_size=args.batch_size, regime=args.regime, sampling=args.sampling, seed=args.seed,
+        trace_dir=args.trace_dir, ogb_root=args.ogb_root, progress=not args.quiet,
     )
     show(render(planned, out))
     print(read_records(planned)[0].facts["recommendation"])
@@ -61,4 +61,6 @@ def _plan_arguments(plan) -> None:
     plan.add_argument("--machine", help="a machine profile of `tierbench doctor`, or a folder of them, its newest GPU "
                       "one taken (default: the newest GPU one in "
                       "out/machines or results/machines; none: nominal link numbers, labelled so)")
+    plan.add_argument("--sampling", default="cpu", help="the sampler of the planned epochs: cpu (the default), gpu or "
+                      "uva; the profile's fixed costs are those `tierbench costs` timed with the same --sampling")
     plan.add_argument("--out", help="output directory (default out/plan/<dataset>)")

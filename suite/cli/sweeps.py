@@ -16,8 +16,11 @@ from suite.sweep import RUNS_DIR
 def _interrupted(sweep, rerun: bool) -> str:
     """The line that ends an interrupted sweep: what its CSV kept, and how to go on."""
     again = "run it again without --rerun" if rerun else "run the same command again"
-    return (f"tierbench: interrupted: {len(sweep.recorded())} of {len(sweep.cells)} cells recorded in {sweep.path}; "
-            f"{again} to resume (finished cells are skipped)")
+    recorded, runs = len(sweep.recorded()), len(sweep.runs())
+    counted = (f"{recorded} of {runs} cells" if sweep.rounds == 1
+               else f"{recorded} of {runs} cell rounds ({len(sweep.cells)} cells x {sweep.rounds} rounds)")
+    return (f"tierbench: interrupted: {counted} recorded in {sweep.path}; {again} to resume (finished cells are "
+            "skipped)")
 
 
 def _cmd_run(args) -> int:
@@ -37,7 +40,7 @@ def _cmd_run(args) -> int:
     settings = dict(datasets=args.datasets, loaders=args.loaders, hot_fractions=args.hot_fractions,
                     host_fractions=args.host_fractions,
                     fanouts=[args.fanout] if args.fanout else None, samplings=args.sampling, epochs=args.epochs,
-                    warmup=args.warmup, batch_size=args.batch_size, regime=args.regime, scorer=args.scorer,
+                    warmup=args.warmup, rounds=args.rounds, batch_size=args.batch_size, regime=args.regime, scorer=args.scorer,
                     pipeline=args.pipeline, batch_limit=args.minibatches, sampler_kernels=args.sampler_kernels,
                     ogb_root=args.ogb_root)
     if args.gpus is not None and not distributed.launched_by_torchrun():
@@ -155,6 +158,9 @@ def _run_arguments(run) -> None:
                      "experiment's, else 1)")
     run.add_argument("--warmup", type=options.integer, help="unrecorded epochs per cell before them, 0 or more "
                      "(default: the experiment's, else 1)")
+    run.add_argument("--rounds", type=options.integer, help="times every cell runs (warm-up and recorded epochs each "
+                     "time), in the cells' order and then the reverse, by turns, so that a machine's drift over the "
+                     "sweep moves every cell's mean alike, at least 1 (default: the experiment's, else 1)")
     run.add_argument("--batch-size", type=options.integer, help="seed nodes per minibatch in every cell (default: "
                      "--regime's)")
     run.add_argument("--regime", choices=REGIMES, help=options.REGIME_HELP + " (default: the experiment's, else paper)")

@@ -26,7 +26,9 @@ least-squares line
 
 Records: ``costs.csv`` (one row per timed minibatch) and its sidecar with the
 fits; the fits also go into the machine profile (``tierbench doctor``'s
-JSON) as its ``minibatch_costs`` section, where ``tierbench plan`` finds them.
+JSON), in its ``minibatch_costs`` section under the sampler's name (beside
+another sampler's, which they leave as they were), where ``tierbench plan``
+finds those of the sampler it plans for.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from suite.io.provenance import provenance
 from suite.measure.ceilings import profile_ceilings, read_profile
 from suite.measure.stage_events import StageEvents
 from suite.measure.timing import stage_seconds
-from suite.policies.planner import ABOVE_BOUND, COSTS_SECTION, D2D, ZERO_COPY, projected_seconds
+from suite.policies.planner import ABOVE_BOUND, COSTS_SECTION, D2D, ZERO_COPY, costs_by_sampling, projected_seconds
 from suite.registry import create_loader
 from suite.training.sampling import check_kernels, check_single_process, describe_sampling, launched_kernels
 from suite.training.trainer import Trainer
@@ -146,7 +148,8 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
         "repeats": repeats, "gather_above": above, "fits": fits, "machine_profile": str(profile_path),
     }
     path = records.write_records(records_dir / f"{STEM}.csv", table, provenance(device), facts, index=False)
-    profile[COSTS_SECTION] = {
+    profile[COSTS_SECTION] = costs_by_sampling(profile)
+    profile[COSTS_SECTION][sampling] = {
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "dataset": name, "loader": loader, "sampling": sampling, "sampler_kernels": kernels,
         "fanouts": list(fanouts), "batch_sizes": sizes,

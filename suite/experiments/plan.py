@@ -6,12 +6,16 @@ capacity that fits the budget left after the model, and recommends the
 fastest.  Records: ``plan.csv`` (per policy and capacity: hit ratio, PCIe
 bytes and rows admitted per epoch, the projected seconds) with its sidecar
 (the recommendation, the ceilings used, the budget), and, where GPU epochs of
-the same device are committed, ``plan-measured.csv``: the projection beside
-their measured gather time.  Where the machine profile holds the fixed cost
-of a minibatch (``tierbench costs``), every projection adds it:
+the same device and sampler are committed, ``plan-measured.csv``: the
+projection beside their measured gather time.  The plan is for epochs whose
+minibatches ``sampling`` draws (``cpu`` unless told, as ``tierbench train``
+samples).  Where the machine profile holds the fixed cost of minibatches that
+sampler drew (``tierbench costs --sampling``), every projection adds it:
 ``a x minibatches + b x row reads`` per epoch, the same for every policy; the
-sidecar's ``minibatch_costs`` holds ``[a, b]`` (None without them; absent in
-plans made before it existed).  ``suite.figures.plan`` draws them.
+sidecar's ``minibatch_costs`` holds ``[a, b]`` (None without them, and
+``costs_note`` why, where the profile holds another sampler's; both absent,
+and ``sampling`` too, in plans made before they existed: those planned with
+the only costs the profile held).  ``suite.figures.plan`` draws them.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from suite.io import records
 from suite.io.provenance import provenance
 from suite.policies import planner
 from suite.policies.lab import POLICIES, LabSettings, capacities_of, lab_traces, run_lab, scorer_order
+from suite.training.sampling import check_single_process
 
 STEM = "plan"
 MEASURED = "plan-measured"
@@ -64,12 +69,13 @@ def _recommendation(table: pd.DataFrame, name: str, gpu_memory: str, fits: int, 
 
 
 def measure(name: str, gpu_memory: str, records_dir, *, machine_path=None, epochs: int = 1, fanouts=None,
-            batch_size: int | None = None, regime: str = "paper", seed: int = 0, trace_dir=None, ogb_root=None,
-            progress: bool = True) -> Path:
-    """Plan ``name`` for ``gpu_memory`` (``40GB``, ``24GiB``) and write the records into ``records_dir``; their
-    path."""
+            batch_size: int | None = None, regime: str = "paper", sampling: str = planner.SAMPLING, seed: int = 0,
+            trace_dir=None, ogb_root=None, progress: bool = True) -> Path:
+    """Plan ``name`` for ``gpu_memory`` (``40GB``, ``24GiB``), its epochs' minibatches drawn by ``sampling``, and
+    write the records into ``records_dir``; their path."""
     budget = planner.parse_bytes(gpu_memory)
-    machine = planner.machine(machine_path)
+    check_single_process(sampling, "cuda")
+    machine = planner.machine(machine_path, sampling=sampling)
     batch, regime = regimes.resolve(name, regime, batch_size)
     fanouts = tuple(fanouts) if fanouts else regimes.default_fanouts(name)
     dataset = load_dataset(name, ogb_root=ogb_root, progress=progress)
@@ -99,8 +105,8 @@ def measure(name: str, gpu_memory: str, records_dir, *, machine_path=None, epoch
     record = provenance(device="cpu")
     stored = {
         "command": (f"tierbench plan --dataset {name} --gpu-memory {gpu_memory}"
-                    f"{'' if epochs == 1 else f' --epochs {epochs}'}{trace_options(regime, batch, fanouts, name)} "
-                    f"--out {records_dir}"),
+                    f"{'' if epochs == 1 else f' --epochs {epochs}'}{trace_options(regime, batch, fanouts, name)}"
+                    f"{'' if sampling == planner.SAMPLING else f' --sampling {sampling}'} --out {records_dir}"),
         "recommendation": _recommendation(table, name, gpu_memory, fits, dataset.num_nodes, projection),
         "name": name, "gpu_memory": gpu_memory, "device": machine.device, "ceilings_source": machine.source,
         "measured_machine": machine.measured, "zero_copy_bytes_per_s": machine.ceilings[planner.ZERO_COPY],
@@ -109,7 +115,9 @@ def measure(name: str, gpu_memory: str, records_dir, *, machine_path=None, epoch
         "epochs": epochs, "batches_per_epoch": facts["batches_per_epoch"],
         "compared_rows": len(comparison), "overhead": None if overhead is None else [float(v) for v in overhead],
         "fitted_on": list(comparison.attrs.get("fitted_on", [])),
+        "sampling": sampling,
         "minibatch_costs": None if machine.minibatch_costs is None else list(machine.minibatch_costs),
+        "costs_note": machine.costs_note,
         "fixed_s_per_epoch": fixed,
     }
     if len(comparison):

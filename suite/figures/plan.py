@@ -32,9 +32,10 @@ def _comparison_text(comparison: pd.DataFrame, facts: dict) -> str:
     if not facts["measured_machine"]:
         return ("\nNo measured machine profile: nothing to compare with (`tierbench doctor` on a GPU machine, then "
                 "`tierbench gpu-suite`).\n")
+    sampled = _sampled(facts)
     if comparison.empty:
-        return (f"\nNo GPU epochs of {name} at batch {batch} and fanouts {fanouts} measured on {facts['device']} in "
-                f"{planner.GPU_RESULTS}: nothing to compare with yet.\n")
+        return (f"\nNo GPU epochs of {name} at batch {batch} and fanouts {fanouts}{sampled} measured on "
+                f"{facts['device']} in {planner.GPU_RESULTS}: nothing to compare with yet.\n")
     overhead = facts["overhead"]
     if overhead is None:
         fitted = "Too few other GPU epochs to fit the per-minibatch and per-row overhead."
@@ -43,7 +44,8 @@ def _comparison_text(comparison: pd.DataFrame, facts: dict) -> str:
         fitted = (f"The overhead, fitted by least squares on the GPU epochs of {others} (not {name}'s): "
                   f"{overhead[0] * 1e3:.3f} ms per minibatch + {overhead[1] * 1e9:.2f} ns per row.")
     return (f"\n## Projected against measured, {facts['device']}\n\nGather time of the committed GPU epochs of {name} "
-            f"(batch {batch}, fanouts {fanouts}; `uva` keeps nothing, `tiered` keeps the top wR-PR rows), against the "
+            f"(batch {batch}, fanouts {fanouts}{sampled}; `uva` keeps nothing, `tiered` keeps the top wR-PR rows), "
+            f"against the "
             f"bound projected from this trace, and the bound plus the overhead every gather pays. {fitted}"
             f"{_measured_costs_text(comparison)} Error: "
             f"projected / measured - 1; the goal is within 15%.\n\n"
@@ -58,10 +60,17 @@ def _measured_costs_text(comparison: pd.DataFrame) -> str:
             "(bound + fixed cost s; fixed cost error).")
 
 
+def _sampled(facts: dict) -> str:
+    """The planned epochs' sampler, as the text names it ("" in plans made before it was recorded)."""
+    return f", sampled on {facts['sampling']}" if "sampling" in facts else ""
+
+
 def _fixed_text(costs, facts: dict) -> str:
-    """How the fixed cost of the profile's minibatches is added, where it holds one."""
+    """How the fixed cost of the profile's minibatches is added, where it holds one, or why it holds none that
+    fits the planned epochs."""
     if costs is None:
-        return ""
+        note = facts.get("costs_note")
+        return f"; the profile's fixed costs are not added: {note}" if note else ""
     return (f"; to which every projection here adds the fixed cost `tierbench costs` measured on that GPU, "
             f"{costs[0] * 1e3:.3f} ms per minibatch + {costs[1] * 1e9:.2f} ns per row read above the bound: "
             f"{facts['fixed_s_per_epoch']:.3f} s per epoch")
@@ -95,7 +104,7 @@ def render(records: Path, out: Path) -> list[Path]:
         f"training needs about {facts['model_bytes'] / GB:.2f} GB (GraphSAGE, hidden 256, Adam; the largest "
         f"minibatch's rows and activations; 1 GiB for the CUDA context), leaving {facts['fits']:,} rows of "
         f"{facts['row_bytes']} B. Trace: fanouts {tuple(facts['fanouts'])}, {facts['trace']}, {facts['epochs']} "
-        f"epoch(s) of {facts['batches_per_epoch']:,} minibatches. Projected: PCIe bytes / zero-copy ceiling + (hits + "
+        f"epoch(s) of {facts['batches_per_epoch']:,} minibatches{_sampled(facts)}. Projected: PCIe bytes / zero-copy ceiling + (hits + "
         f"rows admitted) x row bytes / D2D ceiling, per epoch: a bound that leaves out each gather's fixed costs, the "
         f"same for every policy{_fixed_text(costs, facts)}.\n\n"
         + table.to_markdown(index=False, floatfmt=".3f", intfmt=",") + "\n"

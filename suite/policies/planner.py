@@ -22,14 +22,18 @@ a check on data the fit never saw.  The overhead is the same for every
 policy on one trace, so it moves no recommendation.
 
 Where the profile holds the fixed cost of a minibatch measured across batch
-sizes on that GPU (``tierbench costs``, its ``minibatch_costs`` section: the
-gather's seconds *above* the ceilings' bound fitted as ``a`` per minibatch
-plus ``b`` per input row), the projection of an epoch is the bound plus
-``a x minibatches + b x row reads`` of the trace (``fixed_seconds``): the
-traffic model prices the bytes, the fitted line what every gather pays beside
-them.  Without that section (or with one fitted on a machine without measured
-ceilings, whose line holds the bytes' time too) the projection is the bound
-alone, as before.
+sizes on that GPU (``tierbench costs``, its ``minibatch_costs`` section, one
+entry per sampler: the gather's seconds *above* the ceilings' bound fitted as
+``a`` per minibatch plus ``b`` per input row), the projection of an epoch is
+the bound plus ``a x minibatches + b x row reads`` of the trace
+(``fixed_seconds``): the traffic model prices the bytes, the fitted line what
+every gather pays beside them.  The line is the one timed on minibatches drawn
+by the planned epochs' sampler: a gather of CPU-sampled ids first copies them
+to the GPU, one of GPU-sampled ids does not (PyTorch-Direct §3.3), so one
+sampler's line says nothing of the other's epochs, nor are their measured
+epochs compared with each other's projections.  Without that entry (or with
+one fitted on a machine without measured ceilings, whose line holds the bytes'
+time too) the projection is the bound alone, and says why.
 """
 
 from __future__ import annotations
@@ -70,7 +74,10 @@ def parse_bytes(text: str) -> int:
 
 
 COSTS_SECTION = "minibatch_costs"
-"""The machine profile's section that ``tierbench costs`` writes (``suite.experiments.costs``)."""
+"""The machine profile's section that ``tierbench costs`` writes (``suite.experiments.costs``): one entry per sampler
+(``cpu``, ``gpu``, ``uva``), each the fits of minibatches that sampler drew."""
+SAMPLING = "cpu"
+"""The sampler of the planned epochs unless told (``tierbench train``'s and ``run``'s default)."""
 ABOVE_BOUND = "the bound of the profile's ceilings"
 """What its gather line was fitted above where the profile had measured ceilings."""
 
@@ -84,16 +91,41 @@ class Machine:
     source: str
     measured: bool
     minibatch_costs: tuple[float, float] | None = None  # (seconds per minibatch, per input row) above the bound
+    sampling: str = SAMPLING  # the sampler of the planned epochs, whose fixed costs these are
+    costs_note: str = ""  # why there are none, where the profile holds some of another sampler's minibatches
 
 
-def gather_costs(profile: dict) -> tuple[float, float] | None:
-    """``(a, b)`` of the gather's line in the profile's ``minibatch_costs`` section, where it was fitted above the
+def costs_by_sampling(profile: dict) -> dict[str, dict]:
+    """The profile's ``minibatch_costs`` entries by the sampler that drew their minibatches.  A profile written
+    before the section held one entry per sampler holds one entry itself, which names its sampler."""
+    section = profile.get(COSTS_SECTION)
+    if not isinstance(section, dict):
+        return {}
+    if "stages" in section:
+        return {section.get("sampling", SAMPLING): section}
+    return {sampling: entry for sampling, entry in section.items() if isinstance(entry, dict)}
+
+
+def gather_costs(profile: dict, sampling: str = SAMPLING) -> tuple[float, float] | None:
+    """``(a, b)`` of the gather's line timed on minibatches drawn by ``sampling``, where it was fitted above the
     ceilings' bound; None otherwise."""
-    costs = profile.get(COSTS_SECTION)
-    if not isinstance(costs, dict) or costs.get("gather_above") != ABOVE_BOUND:
+    costs = costs_by_sampling(profile).get(sampling)
+    if costs is None or costs.get("gather_above") != ABOVE_BOUND:
         return None
     gather = costs.get("stages", {}).get("gather", {})
     return float(gather["a_s"]), float(gather["b_s"])
+
+
+def costs_note(profile: dict, sampling: str) -> str:
+    """Why a profile with fixed costs has none for ``sampling``'s minibatches ("" where it has, or has none at all)."""
+    timed = sorted(costs_by_sampling(profile))
+    if not timed or gather_costs(profile, sampling) is not None:
+        return ""
+    if sampling in timed:
+        return (f"its fixed costs of {sampling}-sampled minibatches were fitted without measured ceilings, so their "
+                "line holds the bytes' time too")
+    return (f"its fixed costs were timed on minibatches sampled on {' and '.join(timed)}, not on {sampling} as the "
+            f"planned epochs are (`tierbench costs --sampling {sampling}` times them)")
 
 
 def fixed_seconds(costs: tuple[float, float] | None, batches, reads):
@@ -105,10 +137,11 @@ NO_PROFILE = "none"
 """The ``--machine`` that asks for the nominal numbers even where a profile exists."""
 
 
-def machine(path=None, machines=PROFILE_DIRS) -> Machine:
+def machine(path=None, machines=PROFILE_DIRS, sampling: str = SAMPLING) -> Machine:
     """The machine profile at ``path`` (a file, or a folder whose newest GPU profile is taken), else the newest GPU
-    profile in ``machines`` (folders), else the nominal numbers (and those where ``path`` is ``"none"``)."""
-    nominal = Machine("a GPU on PCIe 4.0 x16 (nominal)", dict(NOMINAL), NOMINAL_SOURCE, False)
+    profile in ``machines`` (folders), else the nominal numbers (and those where ``path`` is ``"none"``); its fixed
+    costs those of minibatches drawn by ``sampling``."""
+    nominal = Machine("a GPU on PCIe 4.0 x16 (nominal)", dict(NOMINAL), NOMINAL_SOURCE, False, sampling=sampling)
     if path == NO_PROFILE:
         return nominal
     if path is None:
@@ -130,7 +163,7 @@ def machine(path=None, machines=PROFILE_DIRS) -> Machine:
                        "--no-measure?): run `tierbench doctor` on the GPU machine")
     profile = read_profile(path)
     return Machine(profile["device"], ceilings, f"measured by `tierbench doctor` on {profile['time']} ({path})", True,
-                   gather_costs(profile))
+                   gather_costs(profile, sampling), sampling, costs_note(profile, sampling))
 
 
 def model_bytes(feature_dim: int, num_classes: int, layers: int, hidden: int, max_rows: int, row_bytes: int) -> int:
@@ -145,15 +178,15 @@ def projected_seconds(miss_bytes, hit_rows, fill_rows, row_bytes: int, ceilings:
     return miss_bytes / ceilings[ZERO_COPY] + (hit_rows + fill_rows) * row_bytes / ceilings[D2D]
 
 
-def gpu_epochs(device: str, results=GPU_RESULTS) -> pd.DataFrame:
-    """Every recorded single-process epoch of a zero-copy loader (``uva``, ``tiered``) measured on ``device``, without
-    the pipeline (whose gather time overlaps the others)."""
+def gpu_epochs(device: str, sampling: str = SAMPLING, results=GPU_RESULTS) -> pd.DataFrame:
+    """Every recorded single-process epoch of a zero-copy loader (``uva``, ``tiered``) measured on ``device`` with
+    minibatches drawn by ``sampling``, without the pipeline (whose gather time overlaps the others)."""
     frames = [pd.read_csv(path) for path in sorted(Path(results).glob("*/runs/*.csv"))]
     if not frames:
         return pd.DataFrame()
     epochs = pd.concat(frames, ignore_index=True)
-    keep = ((epochs["device"] == device) & epochs["loader"].isin(["uva", "tiered"]) & (epochs["processes"] == 1)
-            & ~epochs["pipeline"].astype(bool))
+    keep = ((epochs["device"] == device) & (epochs["sampling"] == sampling) & epochs["loader"].isin(["uva", "tiered"])
+            & (epochs["processes"] == 1) & ~epochs["pipeline"].astype(bool))
     return epochs[keep].reset_index(drop=True)
 
 
@@ -186,8 +219,9 @@ def static_epoch(counts: np.ndarray, order: np.ndarray, capacity: int, row_cost:
 def compare_measured(name: str, batch_size: int, fanouts, measured_machine: Machine, counts, order, row_cost,
                      row_bytes: int, batches_per_epoch: int, reads_per_epoch: float) -> pd.DataFrame:
     """Projected against measured data-loading (gather) time for the GPU epochs of ``name`` at this trace's batch
-    and fanouts: the ``tiered`` loader (order ``order``) at each hot fraction, and ``uva`` (nothing kept)."""
-    epochs = gpu_epochs(measured_machine.device)
+    and fanouts, sampled as the machine's fixed costs were (``Machine.sampling``): the ``tiered`` loader (order
+    ``order``) at each hot fraction, and ``uva`` (nothing kept)."""
+    epochs = gpu_epochs(measured_machine.device, measured_machine.sampling)
     if epochs.empty:
         return pd.DataFrame()
     mine = epochs[(epochs["dataset"] == name) & (epochs["batch_size"] == batch_size)

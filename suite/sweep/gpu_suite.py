@@ -26,6 +26,8 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
    ``costs-papers-s``: the fixed cost of one minibatch per stage across batch sizes, sampled by the fused GPU
    sampler (``tierbench costs --sampling gpu``: the GPU-native path), into
    ``costs/papers-s/`` and the machine profile's ``minibatch_costs``, which ``tierbench plan`` adds to its bound;
+   ``costs-cpu-sampling-papers-s``: the same with the CPU sampler (``costs/papers-s-cpu-sampling/``), whose ids the
+   gather copies to the GPU first: the costs ``tierbench plan`` adds for CPU-sampled epochs (Figure 10's);
 7. ``datasets-papers-xs-gpu-built``, ``datasets-papers-100m``: the paper-scale route (``suite.datasets.generated``),
    first at papers-xs's size, then ogbn-papers100M's: drawn and sorted into lists on the GPU, scored and reordered;
    ``paper-scale-sweeps``: Figure 8 (cpu-gather, uva, degree-cache and tiered at 10% hot) and then, in the same
@@ -106,19 +108,22 @@ STATE_FILE = "gpu-suite.json"
 TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nvidia-h100-80gb-hbm3), rounded up;
     # the steps first run on the second visit, on one H200 (results/gpu/cuda-nvidia-h200), as their comments say
     "doctor": 15, "gpu-tests": 140, "gpubench": 40, "datasets-papers-s": 100, "datasets-products-s": 60,
-    "fig8-papers-s": 30, "fig8-products-s": 40, "fig8-pipeline-papers-s": 30, "fig8-pipeline-products-s": 30,
-    "fig10-papers-s": 100, "fig10-products-s": 110, "report-fig8": 10, "report-fig10": 20,
-    "lookahead-papers-s": 110, "report-lookahead": 10,  # H200: 101 s and 10 s
+    # the sweeps of two rounds (fig8, fig10, lookahead: suite.experiments.sweeps), projected from their times in one
+    # round of an untimed and two recorded epochs (H100: 30, 40, 30, 30, 100 and 110 s) by 4/3: four epochs per cell
+    "fig8-papers-s": 40, "fig8-products-s": 55, "fig8-pipeline-papers-s": 40, "fig8-pipeline-products-s": 40,
+    "fig10-papers-s": 135, "fig10-products-s": 150, "report-fig8": 10, "report-fig10": 20,
+    "lookahead-papers-s": 140, "report-lookahead": 10,  # H200: 101 s (one round) and 10 s
     "samplerbench-papers-s": 40,  # H200: 12 s; 40 keeps its limit (three times this) at the 2 minutes of any step
-    "fig8-gpu-sampling-papers-s": 20,  # H200: 18 s
+    "fig8-gpu-sampling-papers-s": 25,  # H200: 18 s (one round)
     "costs-papers-s": 20,  # H200: 14 s
+    "costs-cpu-sampling-papers-s": 20,  # not yet run; the same minibatches sampled on the CPU
     # the paper-scale route at papers-xs's size (H200: 6 s), then papers-100m built and reordered: not yet run (its
     # goal: 5 min)
     "datasets-papers-xs-gpu-built": 10, "datasets-papers-100m": 300,
     # not yet run: open papers-100m in each order (its table made in memory and pinned, ~1.5 min projected each),
-    # then 4 + 6 cells of 3 x 50 minibatches sampled on the GPU without validation, ~0.1 s each projected (~1 GB of
-    # rows): Figures 8 and 10 apart took ~260 s and ~200 s by the same projection, opening the reordered order twice
-    "paper-scale-sweeps": 380,
+    # then 4 + 6 cells in two rounds of 2 x 50 minibatches sampled on the GPU without validation, ~0.1 s each
+    # projected (~1 GB of rows): Figures 8 and 10 apart would open the reordered order twice
+    "paper-scale-sweeps": 440,
     "paper-scale-reach": 60,  # H200: 50 s, gpubench over a buffer of papers-100m's table, filled and pinned
     "report-goals": 15,  # H200: 13 s
 }
@@ -139,16 +144,22 @@ SCORER = "wrpr"
 PAPER_SCALE = "papers-100m"
 PAPER_SCALE_MINIBATCHES = 50
 """Minibatches each paper-scale epoch times (of its 1,193), each gathering about 1 GB of rows; the paper-scale sweeps
-run no validation pass (``--no-validation``), which the epoch times never include: a cell's warm-up and two recorded
-epochs then take about 15 s, and the paper-scale steps about 14 minutes in all (``TYPED_S``)."""
+run no validation pass (``--no-validation``), which the epoch times never include: each of a cell's two rounds (its
+warm-up and one recorded epoch) then takes about 10 s, and the paper-scale steps about 14 minutes in all
+(``TYPED_S``)."""
 RERUN_CELLS = ("--rerun",)
 """What makes ``tierbench run`` measure again the cells its records hold (a sweep step named by ``--rerun``)."""
 PAPER_SCALE_SWEEPS = "paper-scale-sweeps"
 PAPER_SCALE_EXPERIMENTS = ("fig8", "fig10")
 """The step that runs Figure 8 and then Figure 10 on papers-100m, in one process."""
 PAPER_SCALE_FIG8_LOADERS = ("cpu-gather", "uva", "degree-cache", "tiered")
-GOAL_STEPS = ("samplerbench-papers-s", "costs-papers-s", "fig8-papers-s", "fig8-gpu-sampling-papers-s",
-              "datasets-papers-100m", PAPER_SCALE_SWEEPS, "paper-scale-reach", "lookahead-papers-s")
+COSTS_STEPS = (("costs-papers-s", "gpu", "papers-s"), ("costs-cpu-sampling-papers-s", "cpu", "papers-s-cpu-sampling"))
+"""The fixed-cost steps: name, ``--sampling`` and folder under ``costs/``.  Goal 3 judges the GPU-sampled minibatches
+(the GPU-native path); ``tierbench plan`` adds to a plan the costs of its epochs' sampler (``suite.policies.planner``),
+CPU-sampled for Figure 10's epochs."""
+GOAL_STEPS = ("samplerbench-papers-s", *(step for step, _, _ in COSTS_STEPS), "fig8-papers-s",
+              "fig8-gpu-sampling-papers-s", "datasets-papers-100m", PAPER_SCALE_SWEEPS, "paper-scale-reach",
+              "lookahead-papers-s")
 """The steps whose records ``report-goals`` judges the second visit's goals by (``suite.figures.gpu_goals``)."""
 PAPER_SCALE_TABLE_GIB = 53
 """papers-100m's float32 feature table, 111,059,956 x 512 B, in GiB (rounded down): the reach study's whole table."""
@@ -320,12 +331,12 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
     steps.append(Step("lookahead-papers-s", cli + ("run", "--experiment", "lookahead", "--datasets", "papers-s",
                                                    "--device", "cuda", "--runs", runs, "-q"),
                       f"{runs}/lookahead.csv", inputs=("datasets-papers-s",), redo=RERUN_CELLS))
-    # the fixed cost of one minibatch per stage across batch sizes, sampled on the GPU, into the machine profile
-    # `tierbench plan` reads
-    steps.append(Step("costs-papers-s", cli + ("costs", "--dataset", "papers-s", "--device", "cuda", "--sampling",
-                                               "gpu", "--machines", str(machines), "--out",
-                                               str(folder / "costs" / "papers-s"), "-q"),
-                      str(folder / "costs" / "papers-s"), inputs=("doctor", "datasets-papers-s")))
+    # the fixed cost of one minibatch per stage across batch sizes, sampled on the GPU and then on the CPU, into the
+    # machine profile `tierbench plan` reads, which adds to a plan the costs of its epochs' sampler
+    for step, sampling, records_dir in COSTS_STEPS:
+        steps.append(Step(step, cli + ("costs", "--dataset", "papers-s", "--device", "cuda", "--sampling", sampling,
+                                       "--machines", str(machines), "--out", str(folder / "costs" / records_dir), "-q"),
+                          str(folder / "costs" / records_dir), inputs=("doctor", "datasets-papers-s")))
     steps += paper_scale_steps(cli, runs, folder)
     for experiment in ("fig8", "fig10", "lookahead"):
         inputs = tuple(s.name for s in steps if s.name.startswith(f"{experiment}-")

@@ -99,6 +99,7 @@ SCHEMA = {
     "torch": Column("str"),
     "machine_profile": Column("str", nullable=True),
     "epoch": _count(),
+    "round": _count(default=1),  # the sweep's round the epoch ran in (``suite.sweep.run``)
     "loss": Column("float"),
     "valid_accuracy": _share(nullable=True),  # empty where the run skipped validation (--no-validation)
     "sample_s": _seconds(),
@@ -141,7 +142,8 @@ they existed.  ``gather_s`` is the gather's host wall time, the GPU waited for, 
 and ``epoch_batches`` in rows written before it existed (whole epochs too: their ``batches``); ``valid_accuracy`` is
 empty where the run skipped validation (``--no-validation``).  ``sampler_kernels`` names the kernels the fused GPU
 sampler launched (``gpu`` and ``uva`` sampling, ``tierbench run --sampler-kernels``), empty where the fused sampler
-did not sample and in rows written before it existed."""
+did not sample and in rows written before it existed.  ``round`` is the sweep's round the cell ran in (1 in rows
+written before sweeps had rounds)."""
 
 _EXTRA = Column("str", nullable=True)  # a column this version does not know: kept as text
 _INTEGER = re.compile(r"[+-]?\d+(?:\.0*)?")  # pandas wrote an integer column with a gap as floats: 1744078336.0

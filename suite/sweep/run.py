@@ -1,7 +1,13 @@
 """``tierbench run``: a sweep of full training epochs over datasets x loaders x hot fractions x fanouts.
 
 Each cell trains GraphSAGE through one loader for ``warmup`` unrecorded
-epochs and then ``epochs`` recorded ones; every recorded epoch becomes one
+epochs and then ``epochs`` recorded ones, once per round: a sweep of
+``rounds`` rounds runs every cell in each, in its order in the odd rounds and
+in the reverse order in the even ones, so that a machine drifting over the
+sweep (clocks, a neighbour on a lent host) moves the mean of every cell alike
+instead of being read as a difference between the first cells and the last (a
+counterbalanced order; Figure 10's cells run in order of hot fraction, which
+one round alone confounds with the drift).  Every recorded epoch becomes one
 row of the experiment's CSV (``out/runs/<experiment>.csv`` by default; the committed ones are in ``results/runs``) with every
 field docs/design.md asks for: dataset and sizes, fanouts, batch size, loader,
 scorer, hot fraction, GPU count, device name, git revision and time; epoch,
@@ -11,10 +17,10 @@ bytes; host bytes touched; GPU bytes resident; validation accuracy.
 A sweep is checked whole before its first cell runs (``plan_sweep``): every
 dataset, loader, scorer, sampling, hot fraction and fanout, the epoch
 counts, the batch size, the experiment's name and whether its records can be
-written.  Rows are appended under a lock as each cell finishes
-(``suite.sweep.records``), so an interrupted sweep keeps every finished cell, and
-a rerun skips the cells already in the file (``rerun=True`` measures them
-again and replaces their earlier rows).  Two sweeps running the same cell at
+written.  Rows are appended under a lock as each cell finishes a round, with
+the round (``suite.sweep.records``), so an interrupted sweep keeps every
+finished round of a cell, and a rerun skips the rounds of cells already in the
+file (``rerun=True`` measures them again and replaces their earlier rows).  Two sweeps running the same cell at
 once may both record it; neither loses a row.
 
 Which cells a sweep has, and which dataset each loader sees, is
@@ -82,10 +88,14 @@ def open_dataset(cell: Cell, ogb_root=None, progress: bool = True):
 
 
 def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, device: str, pipeline: bool, processes: int,
-             batch_limit: int | None, sampler_kernels: str = DEFAULT_KERNELS) -> pd.Series:
-    """Which records belong to ``cell`` measured with these settings on this device."""
+             batch_limit: int | None, sampler_kernels: str = DEFAULT_KERNELS, round_: int | None = None) -> pd.Series:
+    """Which records belong to ``cell`` measured with these settings on this device (in round ``round_`` where
+    given, else in any)."""
     if records.empty:
         return pd.Series(dtype=bool)
+    if round_ is not None:
+        return _rows_of(records, cell, fanouts, device, pipeline, processes, batch_limit,
+                        sampler_kernels) & (records["round"] == round_)
     limited = records["batch_limit"].isna() if batch_limit is None else records["batch_limit"] == batch_limit
     kernels = launched_kernels(cell.sampling, sampler_kernels)
     launched = records["sampler_kernels"].isna() if kernels is None else records["sampler_kernels"] == kernels
@@ -160,10 +170,10 @@ def cell_variant(cell: Cell, dataset, device) -> VariantChoice | None:
 
 def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int, pipeline: bool, progress: bool,
              shm_dir: str = "/dev/shm", batch_limit: int | None = None, validate: bool = True,
-             sampler_kernels: str = DEFAULT_KERNELS) -> list[dict]:
-    """Train one cell (``train_cell``) and return its records: one row per recorded epoch, with the cell's settings
-    and the provenance of the measurement.  ``sampler_kernels``: the fused GPU sampler's kernels, where the cell
-    samples with it."""
+             sampler_kernels: str = DEFAULT_KERNELS, round_: int = 1) -> list[dict]:
+    """Train one cell (``train_cell``) and return its records: one row per recorded epoch, with the cell's settings,
+    the sweep's round it ran in and the provenance of the measurement.  ``sampler_kernels``: the fused GPU sampler's
+    kernels, where the cell samples with it."""
     choice = cell_variant(cell, dataset, device)
     kernels = sampler_kernels if cell.sampling in GRAPH_MEMORY else DEFAULT_KERNELS
     results = train_cell(cell, dataset, epochs=epochs, warmup=warmup, device=device, seed=seed, pipeline=pipeline,
@@ -179,7 +189,7 @@ def run_cell(cell: Cell, dataset, *, epochs: int, warmup: int, device, seed: int
         "host_fraction": cell.host_fraction, "sampling": cell.sampling,
         "sampler_kernels": launched_kernels(cell.sampling, kernels), "processes": processes,
         "gpus": processes if torch.device(device).type == "cuda" else 0, **record,
-        "kernel_variant": choice and choice.variant, "variant_basis": choice and choice.basis,
+        "kernel_variant": choice and choice.variant, "variant_basis": choice and choice.basis, "round": round_,
     }
     return [{**common, **r.as_record()} for r in results]
 
@@ -217,6 +227,7 @@ class Sweep:
     kernels: KernelChoice  # the fused GPU sampler's, for the cells it samples, and why
     batch_limit: int | None = None  # minibatches each epoch stops at; None: whole epochs
     ogb_root: str | None = None  # where the real OGB datasets its cells were checked against are read from
+    rounds: int = 1  # times every cell runs, in the cells' order and then the reverse, by turns
 
     @property
     def sampler_kernels(self) -> str:
@@ -229,11 +240,17 @@ class Sweep:
         launches GPU processes never touches a GPU itself)."""
         return provenance(self.device)["device"]
 
-    def rows_of(self, cell: Cell):
-        """``records -> mask`` of the records of ``cell`` measured with this sweep's settings on this device."""
+    def rows_of(self, cell: Cell, round_: int | None = None):
+        """``records -> mask`` of the records of ``cell`` measured with this sweep's settings on this device, in
+        round ``round_`` where given."""
         return functools.partial(_rows_of, cell=cell, fanouts=",".join(map(str, cell.fanouts)),
                                  device=self.device_name, pipeline=self.pipeline, processes=self.processes,
-                                 batch_limit=self.batch_limit, sampler_kernels=self.sampler_kernels)
+                                 batch_limit=self.batch_limit, sampler_kernels=self.sampler_kernels, round_=round_)
+
+    def runs(self) -> list[tuple[int, Cell]]:
+        """``(round, cell)`` in the order they run: the cells in their order in odd rounds, reversed in even ones."""
+        return [(round_, cell) for round_ in range(1, self.rounds + 1)
+                for cell in (self.cells if round_ % 2 else self.cells[::-1])]
 
     def describe_kernels(self) -> str | None:
         """The line that says which kernels the fused sampler launches in this sweep and why; ``None`` where no
@@ -241,17 +258,17 @@ class Sweep:
         line = self.kernels.line(cell.sampling for cell in self.cells)
         return line and f"{self.path.stem}: {line}"
 
-    def is_recorded(self, cell: Cell) -> bool:
-        return bool(self.rows_of(cell)(read_records(self.path)).any())
+    def is_recorded(self, cell: Cell, round_: int) -> bool:
+        return bool(self.rows_of(cell, round_)(read_records(self.path)).any())
 
-    def recorded(self) -> list[Cell]:
-        """The cells of the sweep its CSV holds."""
+    def recorded(self) -> list[tuple[int, Cell]]:
+        """The rounds of the sweep's cells its CSV holds."""
         records = read_records(self.path)
-        return [cell for cell in self.cells if self.rows_of(cell)(records).any()]
+        return [(round_, cell) for round_, cell in self.runs() if self.rows_of(cell, round_)(records).any()]
 
 
 def plan_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None, hot_fractions=None,
-               host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None,
+               host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None, rounds=None,
                batch_size: int | None = None, regime: str | None = None, device="cpu", scorer: str | None = "wrpr",
                pipeline: bool = False, ogb_root=None, processes: int | None = None,
                batch_limit: int | None = None, sampler_kernels: str = DEFAULT_KERNELS) -> Sweep:
@@ -279,6 +296,7 @@ def plan_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None
         samplings = [name for name in preset.get("samplings", ["cpu"]) if name not in NEEDS_GPU]
     epochs = check_count(epochs if epochs is not None else preset.get("epochs", 1), 1, "epochs (--epochs)")
     warmup = check_count(warmup if warmup is not None else preset.get("warmup", 1), 0, "warmup (--warmup)")
+    rounds = check_count(rounds if rounds is not None else preset.get("rounds", 1), 1, "rounds (--rounds)")
     if batch_size is not None:
         batch_size = check_count(batch_size, 1, "batch size (--batch-size)")
     batch_limit = check_batch_limit(batch_limit)
@@ -290,11 +308,11 @@ def plan_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None
     kernels = check_sampler_kernels(todo, sampler_kernels, device, launcher)
     check_writable(path)
     read_records(path)  # a records file that does not parse is refused now, not after the first cell
-    return Sweep(path, todo, epochs, warmup, device, pipeline, processes, kernels, batch_limit, ogb_root)
+    return Sweep(path, todo, epochs, warmup, device, pipeline, processes, kernels, batch_limit, ogb_root, rounds)
 
 
 def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None, hot_fractions=None,
-              host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None,
+              host_fractions=None, fanouts=None, samplings=None, epochs=None, warmup=None, rounds=None,
               batch_size: int | None = None, regime: str | None = None, device="cpu", scorer: str | None = "wrpr",
               seed: int = 0, pipeline: bool = False, rerun: bool = False, ogb_root=None, progress: bool = True,
               shm_dir: str = "/dev/shm", batch_limit: int | None = None,
@@ -305,7 +323,8 @@ def run_sweep(experiment: str, out_dir=RUNS_DIR, *, datasets=None, loaders=None,
     (recorded per row, empty in the others'), or ``measured`` (``plan_sweep``)."""
     sweep = plan_sweep(experiment, out_dir, datasets=datasets, loaders=loaders, hot_fractions=hot_fractions,
                        host_fractions=host_fractions,
-                       fanouts=fanouts, samplings=samplings, epochs=epochs, warmup=warmup, batch_size=batch_size,
+                       fanouts=fanouts, samplings=samplings, epochs=epochs, warmup=warmup, rounds=rounds,
+                       batch_size=batch_size,
                        regime=regime, device=device, scorer=scorer, pipeline=pipeline, ogb_root=ogb_root,
                        batch_limit=batch_limit, sampler_kernels=sampler_kernels)
     return run_planned(sweep, seed=seed, rerun=rerun, progress=progress, shm_dir=shm_dir, validate=validate,
@@ -327,13 +346,14 @@ def run_planned(sweep: Sweep, *, seed: int = 0, rerun: bool = False, progress: b
     its own, let go at its end.
     """
     writer = not dist.is_initialized() or dist.get_rank() == 0
-    with contextlib.ExitStack() as sweep_end, tqdm(sweep.cells, desc=sweep.path.stem, unit="cell",
+    with contextlib.ExitStack() as sweep_end, tqdm(sweep.runs(), desc=sweep.path.stem, unit="cell",
                                                    disable=not (progress and writer)) as bar:
         if opened is None:
             opened = sweep_end.enter_context(datasets_kept_open())
-        for cell in bar:
-            bar.set_postfix_str(cell.describe())
-            if not rerun and _on_rank_zero(functools.partial(sweep.is_recorded, cell)):
+        for round_, cell in bar:
+            shown = cell.describe()
+            bar.set_postfix_str(shown if sweep.rounds == 1 else f"round {round_}/{sweep.rounds}: {shown}")
+            if not rerun and _on_rank_zero(functools.partial(sweep.is_recorded, cell, round_)):
                 continue
             key = (cell.dataset, cell.scorer)
             if LOADERS[cell.loader].disk:
@@ -349,9 +369,11 @@ def run_planned(sweep: Sweep, *, seed: int = 0, rerun: bool = False, progress: b
                 opened[key][1].enter_context(pinned_for_the_sweep(opened[key][0], sweep.device))
             rows = run_cell(cell, opened[key][0], epochs=sweep.epochs, warmup=sweep.warmup, device=sweep.device,
                             seed=seed, pipeline=sweep.pipeline, progress=False, shm_dir=shm_dir,
-                            batch_limit=sweep.batch_limit, validate=validate, sampler_kernels=sweep.sampler_kernels)
-            if writer:  # a rerun replaces the cell's earlier rows, chosen under the file's lock
-                store_records(sweep.path, rows, sweep.rows_of(cell) if rerun else None)
+                            batch_limit=sweep.batch_limit, validate=validate, sampler_kernels=sweep.sampler_kernels,
+                            round_=round_)
+            if writer:  # a rerun replaces the cell's earlier rows, chosen under the file's lock: in its first round
+                # all of them (an earlier sweep may have had more rounds), then those of the round
+                store_records(sweep.path, rows, sweep.rows_of(cell, None if round_ == 1 else round_) if rerun else None)
     return sweep.path, summarize_runs(read_records(sweep.path))
 
 

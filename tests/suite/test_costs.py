@@ -56,7 +56,8 @@ def test_costs_on_tiny_writes_records_and_the_fits_into_the_machine_profile(tiny
     assert (table["gather_bound_s"] == 0).all()  # no measured ceilings on a CPU: the line fits the whole gather
     after = json.loads(profile.read_text())
     assert {k: v for k, v in after.items() if k != SECTION} == before  # the doctor's sections are kept as they were
-    costs = after[SECTION]
+    assert list(after[SECTION]) == ["cpu"]  # under the sampler that drew the minibatches
+    costs = after[SECTION]["cpu"]
     assert costs["dataset"] == "tiny" and costs["timed_by"] == "the host clock" and costs["batch_sizes"] == [8, 32, 128]
     assert costs["stages"] == measured.facts["fits"] and set(costs["stages"]) == {"sample", "gather", "train"}
     for stage, column in (("sample", "sampled_edges"), ("gather", "input_rows"), ("train", "input_rows")):
@@ -68,7 +69,8 @@ def test_costs_on_tiny_writes_records_and_the_fits_into_the_machine_profile(tiny
 @pytest.mark.filterwarnings("ignore:.*overflow encountered in scalar:RuntimeWarning")  # the simulator's hash wraps
 def test_costs_sampled_by_the_fused_sampler_say_so_in_the_records_and_the_profile(tiny, tmp_path, capsys):
     """``--sampling gpu``: the fused sampler draws the minibatches (numba's CUDA simulator runs its kernels here), the
-    same ones the CPU sampler draws for the same seeds, so the rows and edges counted match a CPU-sampled run's."""
+    same ones the CPU sampler draws for the same seeds, so the rows and edges counted match a CPU-sampled run's; each
+    sampler's fits go into the profile under its name, beside the other's."""
     profile = _profile(tmp_path)
     tables = {}
     for sampling in ("cpu", "gpu"):
@@ -82,9 +84,12 @@ def test_costs_sampled_by_the_fused_sampler_say_so_in_the_records_and_the_profil
         kernels = "numba" if sampling == "gpu" else None  # the fused sampler's default kernels
         assert measured.facts["sampler_kernels"] == kernels
         assert ("--sampler-kernels numba" in measured.facts["command"]) == (sampling == "gpu")
-        assert json.loads(profile.read_text())[SECTION]["sampling"] == sampling
-        assert json.loads(profile.read_text())[SECTION]["sampler_kernels"] == kernels
+        entry = json.loads(profile.read_text())[SECTION][sampling]
+        assert entry["sampling"] == sampling and entry["sampler_kernels"] == kernels
+        assert entry["stages"] == measured.facts["fits"]
         tables[sampling] = measured.table
+    section = json.loads(profile.read_text())[SECTION]
+    assert sorted(section) == ["cpu", "gpu"] and section["cpu"]["records"] == str(tmp_path / "cpu" / "costs.csv")
     for column in ("seeds", "sampled_edges", "input_rows"):
         assert tables["gpu"][column].tolist() == tables["cpu"][column].tolist()
 
@@ -138,10 +143,10 @@ def test_costs_on_a_gpu_are_timed_by_events_and_fitted_above_the_ceilings_bound(
     (profile,) = (tmp_path / "machines").glob("*.json")
     assert main(["costs", "--dataset", "tiny", "--device", "cuda", "--sampling", sampling, "--batch-sizes", "8", "64",
                  "512", "--repeats", "3", "--machine", str(profile), "--out", str(tmp_path / "c"), "-q"]) == 0
-    costs = json.loads(profile.read_text())[SECTION]
+    costs = json.loads(profile.read_text())[SECTION][sampling]
     assert costs["timed_by"] == "CUDA events on the stage's stream" and costs["gather_above"] == planner.ABOVE_BOUND
     assert costs["sampling"] == sampling
     table = read_records(tmp_path / "c").table
     assert (table["gather_bound_s"] > 0).all() and (table["gather_s"] > 0).all()
-    assert planner.machine(profile).minibatch_costs == (costs["stages"]["gather"]["a_s"],
-                                                         costs["stages"]["gather"]["b_s"])
+    assert planner.machine(profile, sampling=sampling).minibatch_costs == (costs["stages"]["gather"]["a_s"],
+                                                                           costs["stages"]["gather"]["b_s"])

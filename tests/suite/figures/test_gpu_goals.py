@@ -38,7 +38,7 @@ def _epochs(profile: str, dataset: str, loader: str, epochs=(1.0, 1.0), *, hot=0
         "hot_fraction": hot, "sampling": sampling, "sampler_kernels": "numba" if sampling != "cpu" else None,
         "processes": 1, "gpus": 1, "device": device,
         "git_revision": RECORD["git_revision"], "time": time, "host": "vm", "torch": "2.11", "machine_profile": profile,
-        "epoch": k + 1, "loss": 1.0, "valid_accuracy": None if batch_limit else 0.5, "sample_s": 0.1,
+        "epoch": k + 1, "round": 1, "loss": 1.0, "valid_accuracy": None if batch_limit else 0.5, "sample_s": 0.1,
         "gather_s": gather_s, "train_s": 0.1, "epoch_s": epoch_s, "batches": 12, "sampled_edges": 1000,
         "hit_ratio": hit_ratio, "rows_gathered": 10**6, "nodes_touched": 900, "row_bytes": 512,
         "pcie_payload_bytes": pcie, "pcie_requests": 100, "host_bytes_touched": pcie, "gpu_bytes_resident": 0,

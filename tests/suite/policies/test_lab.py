@@ -196,15 +196,21 @@ def test_tierbench_plan_adds_the_profiles_fixed_cost_of_a_minibatch_to_every_pro
     profile = {"device": "cuda: Test GPU", "time": "2026-11-22T00:00:00+00:00", "ceilings": ceilings}
     plain.write_text(json.dumps(profile))
     a, b = 0.9e-3, 7e-9
-    costed.write_text(json.dumps({**profile, "minibatch_costs": {
-        "gather_above": "the bound of the profile's ceilings",
-        "stages": {"gather": {"a_s": a, "b_s": b, "per": "input row"}}}}))
+    costed.write_text(json.dumps({**profile, "minibatch_costs": {"gpu": {
+        "sampling": "gpu", "gather_above": "the bound of the profile's ceilings",
+        "stages": {"gather": {"a_s": a, "b_s": b, "per": "input row"}}}}}))
     plans = {}
-    for name, path in (("plain", plain), ("costed", costed)):
+    for name, path, sampling in (("plain", plain, "gpu"), ("costed", costed, "gpu"), ("cpu", costed, "cpu")):
         assert main(["plan", "--dataset", "tiny", "--gpu-memory", "24GiB", "--batch-size", "64", "--fanout", "5,3",
-                     "--machine", str(path), "--out", str(tmp_path / name), "-q"]) == 0
+                     "--sampling", sampling, "--machine", str(path), "--out", str(tmp_path / name), "-q"]) == 0
         plans[name] = plan.read_records(tmp_path / name)[0]
+    assert plans["cpu"].facts["minibatch_costs"] is None and plans["cpu"].facts["fixed_s_per_epoch"] == 0
+    assert plans["cpu"].facts["sampling"] == "cpu" and "--sampling" not in plans["cpu"].facts["command"]
+    assert "the profile's fixed costs are not added: its fixed costs were timed on minibatches sampled on gpu, not " \
+           "on cpu" in (tmp_path / "cpu" / "plan.md").read_text()
+    assert plans["cpu"].table[plan.PROJECTED].tolist() == plans["plain"].table[plan.PROJECTED].tolist()
     facts = plans["costed"].facts
+    assert facts["sampling"] == "gpu" and "--sampling gpu" in facts["command"] and facts["costs_note"] == ""
     assert plans["plain"].facts["minibatch_costs"] is None and plans["plain"].facts["fixed_s_per_epoch"] == 0
     assert facts["minibatch_costs"] == [a, b] and facts["fixed_s_per_epoch"] > a * facts["batches_per_epoch"]
     added = plans["costed"].table[plan.PROJECTED] - plans["plain"].table[plan.PROJECTED]
@@ -213,3 +219,11 @@ def test_tierbench_plan_adds_the_profiles_fixed_cost_of_a_minibatch_to_every_pro
     text = (tmp_path / "costed" / "plan.md").read_text()
     assert "0.900 ms per minibatch + 7.00 ns per row" in text
     assert "tierbench costs" not in (tmp_path / "plain" / "plan.md").read_text()
+
+
+def test_tierbench_plan_refuses_a_sampler_in_one_line(tiny, tmp_path, capsys):
+    status = main(["plan", "--dataset", "tiny", "--gpu-memory", "24GiB", "--sampling", "distributed",
+                   "--out", str(tmp_path / "p"), "-q"])
+    error = capsys.readouterr().err
+    assert status == 2 and error.startswith("tierbench: error: sampling must be one of cpu, gpu, uva in one process")
+    assert len(error.strip().splitlines()) == 1 and not (tmp_path / "p").exists()

@@ -79,3 +79,46 @@ def test_the_fixed_cost_of_a_minibatch_is_taken_only_where_fitted_above_the_ceil
     assert planner.fixed_seconds((1e-3, 5e-9), 100, 2e6) == pytest.approx(0.1 + 0.01)
     assert planner.fixed_seconds(None, 100, 2e6) == 0.0
     assert planner.machine("none").minibatch_costs is None
+
+
+def test_the_fixed_cost_is_that_of_minibatches_drawn_by_the_planned_epochs_sampler(tmp_path):
+    """A CPU-sampled gather first copies its ids to the GPU: one sampler's line is not taken for another's epochs, and
+    the machine says why it has none; a profile whose section is one entry (written before it held one per sampler)
+    counts as that entry's sampler's."""
+    ceilings = {planner.ZERO_COPY: 40e9, planner.D2D: 900e9}
+
+    def entry(sampling, a, gather_above=planner.ABOVE_BOUND):
+        return {"sampling": sampling, "gather_above": gather_above,
+                "stages": {"gather": {"a_s": a, "b_s": 5e-9, "per": "input row"}}}
+
+    sections = {"both": {"cpu": entry("cpu", 2e-3), "gpu": entry("gpu", 1e-3)}, "gpu": {"gpu": entry("gpu", 1e-3)},
+                "one entry": entry("gpu", 1e-3), "cpu unbounded": {"cpu": entry("cpu", 2e-3, "nothing")}}
+    machines = {}
+    for name, section in sections.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"device": "cuda: G", "time": "2026-01-01", "ceilings": ceilings,
+                                    planner.COSTS_SECTION: section}))
+        machines[name] = {sampling: planner.machine(path, sampling=sampling) for sampling in ("cpu", "gpu", "uva")}
+    assert machines["both"]["cpu"].minibatch_costs == (2e-3, 5e-9) and machines["both"]["cpu"].costs_note == ""
+    assert machines["both"]["gpu"].minibatch_costs == (1e-3, 5e-9) and machines["both"]["gpu"].sampling == "gpu"
+    assert "sampled on cpu and gpu, not on uva" in machines["both"]["uva"].costs_note
+    for name in ("gpu", "one entry"):
+        assert machines[name]["gpu"].minibatch_costs == (1e-3, 5e-9), name
+        assert machines[name]["cpu"].minibatch_costs is None, name
+        assert machines[name]["cpu"].costs_note == ("its fixed costs were timed on minibatches sampled on gpu, not on "
+                                                    "cpu as the planned epochs are (`tierbench costs --sampling cpu` "
+                                                    "times them)"), name
+    assert machines["cpu unbounded"]["cpu"].minibatch_costs is None
+    assert "without measured ceilings" in machines["cpu unbounded"]["cpu"].costs_note
+    assert planner.machine("none", sampling="gpu").costs_note == ""
+
+
+def test_measured_epochs_are_compared_only_with_the_projection_for_their_sampler(tmp_path):
+    columns = {"device": "cuda: G", "loader": "uva", "processes": 1, "pipeline": False, "dataset": "d"}
+    runs = tmp_path / "cuda-g" / "runs"
+    runs.mkdir(parents=True)
+    pd.DataFrame([{**columns, "sampling": "cpu", "gather_s": 2.0}, {**columns, "sampling": "gpu", "gather_s": 1.0},
+                  {**columns, "sampling": "cpu", "gather_s": 3.0, "pipeline": True}]).to_csv(runs / "fig8.csv")
+    assert planner.gpu_epochs("cuda: G", "cpu", tmp_path)["gather_s"].tolist() == [2.0]
+    assert planner.gpu_epochs("cuda: G", "gpu", tmp_path)["gather_s"].tolist() == [1.0]
+    assert planner.gpu_epochs("cuda: H", "gpu", tmp_path).empty

@@ -28,7 +28,7 @@ def row(**changes) -> dict:
         "processes": 1, "gpus": 0, "device": "cpu: AMD EPYC", "git_revision": "48e396741866",
         "source_sha256": "5e1f0c2b9a7d4e36",
         "time": "2026-11-21T15:13:29+00:00", "host": "vm", "torch": "2.13.0+cpu", "machine_profile": None,
-        "epoch": 1, "loss": 1.25, "valid_accuracy": 0.5, "sample_s": 0.01, "gather_s": 0.002, "train_s": 0.02,
+        "epoch": 1, "round": 1, "loss": 1.25, "valid_accuracy": 0.5, "sample_s": 0.01, "gather_s": 0.002, "train_s": 0.02,
         "epoch_s": 0.032, "batches": 2, "sampled_edges": 36660, "hit_ratio": 0.3, "rows_gathered": 30, "nodes_touched": 25,
         "row_bytes": 128, "pcie_payload_bytes": 1744, "pcie_requests": 13, "host_bytes_touched": 1744,
         "gpu_bytes_resident": 524288, "disk_bytes_read": 0, "pcie_rx_bytes_measured": None,

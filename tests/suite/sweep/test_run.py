@@ -284,9 +284,39 @@ def test_and_then_runs_a_second_sweep_with_its_own_loaders_and_fractions_on_the_
     assert planned == ["first", "fig10"]  # each checked once, both before the first cell runs
     first, fig10 = read_records(runs / "first.csv"), read_records(runs / "fig10.csv")
     assert list(first["loader"]) == ["cpu-gather", "tiered"] and set(first["hot_fraction"]) == {0.0, 0.1}
-    assert set(fig10["loader"]) == {"tiered"} and sorted(fig10["hot_fraction"]) == [0.0, 0.05, 0.1, 0.15, 0.2, 0.25]
-    assert set(fig10["dataset"]) == {"tiny"} and set(fig10["fanouts"]) == {"4,4"} and len(fig10) == 6  # one epoch
+    # Figure 10's own two rounds, the second in the reverse order; one epoch each (this command's --epochs)
+    fractions = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25]
+    assert set(fig10["loader"]) == {"tiered"} and list(fig10["hot_fraction"]) == fractions + fractions[::-1]
+    assert list(fig10["round"]) == [1] * 6 + [2] * 6 and set(first["round"]) == {1}  # the first sweep's one round
+    assert set(fig10["dataset"]) == {"tiny"} and set(fig10["fanouts"]) == {"4,4"}
     assert capsys.readouterr().out.count("records: ") == 2
+
+
+def test_rounds_run_every_cell_again_in_the_reverse_order_and_resume_and_rerun_round_by_round(tiny, tmp_path):
+    runs = tmp_path / "runs"
+    command = ["run", "--experiment", "e", "--datasets", "tiny", "--loaders", "cpu-gather,uva", "--fanout", "4,4",
+               "--epochs", "1", "--warmup", "0", "--runs", str(runs), "-q"]
+
+    def rows():
+        records = read_records(runs / "e.csv")
+        return list(zip(records["round"], records["loader"], strict=True))
+
+    assert main([*command, "--rounds", "3"]) == 0
+    order = [(1, "cpu-gather"), (1, "uva"), (2, "uva"), (2, "cpu-gather"), (3, "cpu-gather"), (3, "uva")]
+    assert rows() == order
+    assert main([*command, "--rounds", "4"]) == 0  # the rounds recorded are skipped: only the fourth runs
+    assert rows() == order + [(4, "uva"), (4, "cpu-gather")]
+    assert main([*command, "--rounds", "1", "--rerun"]) == 0  # the first round of a rerun replaces every round's rows
+    assert sorted(rows()) == [(1, "cpu-gather"), (1, "uva")]
+    assert main([*command, "--rounds", "2", "--rerun"]) == 0
+    assert sorted(rows()) == [(1, "cpu-gather"), (1, "uva"), (2, "cpu-gather"), (2, "uva")]
+
+
+def test_a_sweep_of_no_rounds_is_refused_in_one_line(tmp_path, capsys):
+    assert main(["run", "--experiment", "e", "--datasets", "tiny", "--loaders", "uva", "--rounds", "0", "--runs",
+                 str(tmp_path / "runs"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tierbench: error: ") and "rounds (--rounds)" in err and err.count("\n") == 1
 
 
 def test_the_tiered_loader_without_a_scorer_is_refused(tmp_path):
@@ -326,6 +356,9 @@ def test_an_interrupted_run_says_what_it_kept_and_how_to_resume(tiny, tmp_path, 
                    "to resume (finished cells are skipped)\n")
     assert main(["run", "--experiment", "e", *RUN, "--runs", str(runs), "--rerun"]) == 130
     assert "; run it again without --rerun to resume" in capsys.readouterr().err
+    assert main(["run", "--experiment", "e", *RUN, "--runs", str(runs), "--rounds", "2"]) == 130
+    assert capsys.readouterr().err.startswith("tierbench: interrupted: 1 of 4 cell rounds (2 cells x 2 rounds) "
+                                              f"recorded in {runs / 'e.csv'}; ")
 
 
 def test_an_interrupted_multi_process_run_says_so_in_the_launching_process(tiny, tmp_path, capsys, monkeypatch):
