@@ -99,7 +99,7 @@ def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     markdown = (
         f"# Figure 10: PCIe traffic and epoch time vs hot fraction\n\nMade by {command}; {caption(record)}.\n\n"
         f"{tables.cpu_warning(tiered)}{tables.common_settings(tiered, settings)}{tables.regime_text(tiered)}"
-        f"{tables.spread_text(table)}"
+        f"{tables.spread_text(table)}{tables.rounds_text(tiered, settings)}"
         f"Changes are relative to the 0% hot tier of the same setting;{note} measured PCIe bytes are NVML's receive "
         "counter, empty where unavailable.\n\n" + bound_text + tables.markdown_table(display)
     )

@@ -83,7 +83,7 @@ def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     markdown = (
         f"# Figure 11: epoch time vs size of the multi-GPU hot tier\n\nMade by {command}; {caption(record)}.\n\n"
         f"{_multi_gpu_warning(tiered)}{tables.common_settings(tiered, settings)}{tables.regime_text(tiered)}"
-        f"{tables.spread_text(table)}"
+        f"{tables.spread_text(table)}{tables.rounds_text(tiered, settings)}"
         "Each process holds an equal, interleaved share of the hot tier (no replicated tier, Data Tiering §5.5); times "
         "are the slowest process's; hit ratio counts rows served from any GPU's memory; GPU memory in use adds every "
         "process's feature shard and, with distributed sampling on GPUs, its part of the CSR.\n\n"

@@ -114,6 +114,7 @@ def draw(records: pd.DataFrame, out_dir, command: str, experiment: str = "fig8")
     markdown = (
         f"# {title}\n\nMade by {command}; {caption(record)}.\n\n{tables.cpu_warning(records)}"
         f"{tables.common_settings(records, settings)}{tables.regime_text(records)}{tables.spread_text(table)}"
+        f"{tables.rounds_text(records, settings)}"
         "PCIe bytes per epoch are the model's (docs/design.md, Metrics). Speedup = mean epoch time of the reference loader in the same setting / this row's."
         + "".join(f" {note}" for note in notes) + "\n\n" + bound_text + tables.markdown_table(display)
     )

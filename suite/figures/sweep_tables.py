@@ -306,6 +306,24 @@ def spread_text(table: pd.DataFrame) -> str:
     return text + "\n\n"
 
 
+def rounds_text(records: pd.DataFrame, settings: list[str]) -> str:
+    """Where the cells ran in rounds (``tierbench run --rounds``): how, and how the second round's epochs compare with
+    the first's over the cells recorded in both, the machine's drift between them ("" for sweeps of one round)."""
+    if "round" not in records or records["round"].max() < 2:
+        return ""
+    rounds = int(records["round"].max())
+    means = records.groupby([*settings, "round"], dropna=False)["epoch_s"].mean().unstack("round")
+    ratio = (means[2] / means[1]).dropna() if {1, 2} <= set(means.columns) else pd.Series(dtype=float)
+    text = (f"The cells ran in up to {rounds} rounds (`--rounds`), each round building the loader and training the "
+            "warm-up and recorded epochs again, in the sweep's order and then the reverse by turns: a steady drift of "
+            "the machine over the sweep then widens every cell's spread alike instead of setting the first cells "
+            "apart from the last.")
+    if len(ratio):
+        text += (f" Over the {len(ratio)} cells recorded in both of the first two rounds, the second round's epochs "
+                 f"took {ratio.median():.3g}x the first's (median; {ratio.min():.3g}-{ratio.max():.3g}x).")
+    return text + "\n\n"
+
+
 def epoch_text(table: pd.DataFrame) -> pd.Series:
     return table.apply(lambda row: f"{row['epoch_s']:.3g} ({row['epoch_s min']:.3g}-{row['epoch_s max']:.3g})", axis=1)
 

@@ -146,6 +146,23 @@ def test_figure_10_compares_each_setting_with_its_own_zero_hot_tier(tmp_path):
     assert "+1% (noise)" in text and "-50%" in text and "fanouts 10,10" not in text.split("|")[0]
 
 
+
+def test_cells_run_in_rounds_say_so_and_how_far_the_second_round_drifted_from_the_first(tmp_path):
+    def rounds(hot, first, second):
+        return [{**row, "round": 1} for row in cell("tiered", [first], hot=hot)] + \
+            [{**row, "round": 2} for row in cell("tiered", [second], hot=hot)]
+
+    sweep = records(rounds(0.0, 2.0, 2.2), rounds(0.1, 1.0, 1.2), rounds(0.25, 1.0, 1.1))
+    text = figure10(sweep, tmp_path / "rounds", "test")[0].read_text()
+    assert "The cells ran in up to 2 rounds (`--rounds`)" in text
+    assert "Over the 3 cells recorded in both of the first two rounds, the second round's epochs took 1.1x the " \
+           "first's (median; 1.1-1.2x)." in text
+    assert "| 2.1 (2-2.2)" in text  # a cell's mean and spread take in both rounds
+    one = records(cell("tiered", [2.0, 2.0], hot=0.0), cell("tiered", [1.0, 1.0], hot=0.25))
+    assert "rounds" not in figure10(one, tmp_path / "one", "test")[0].read_text()
+    assert "rounds" not in figure10(one.assign(round=1), tmp_path / "one", "test")[0].read_text()
+
+
 MEASURED = {"h2d_memcpy_bytes_per_s": 25e9, "zero_copy_read_bytes_per_s": 20e9, "d2d_copy_bytes_per_s": 1e12,
             "buffer_bytes": 1 << 29}  # the ceilings tierbench doctor writes
 NO_CEILINGS = "No gather bound, as there are no measured ceilings for these records: run `tierbench doctor`"
