@@ -13,7 +13,8 @@ profiler table, to stdout; ``report`` turns a folder of their outputs into ``dia
   (numba, every core), in GPU memory (the torch sampler) and in pinned host memory read from the GPU (UVA).
 * ``gather-profile``: one papers-s minibatch's input nodes (batch 1024) gathered through
   ``CombinedTensor.gather`` at 10% hot, the public call taken apart into its range check, the copy of the ids to
-  the GPU, the traffic model and the kernel, beside the bandwidth bound; then a torch profile of five gathers.
+  the GPU, and the kernel with and without counting the traffic (beside the torch traffic model it replaced, the
+  CPU's reference), beside the bandwidth bound; then a torch profile of five gathers.
 * ``sampler-profile``: a torch profile of five GPU one-hop samples (kernel launches against GPU time).
 
 Run on a GPU machine, in the checkout::
@@ -162,6 +163,7 @@ def gather_profile(device) -> None:
     loader = CombinedTensor(features, hot_rows, device)
     on_device = ids.to(device)
     out = torch.empty((len(ids), 128), device=device)
+    counters = torch.zeros(3, dtype=torch.int64, device=device)
 
     def synchronised(run):
         def timed():
@@ -171,12 +173,13 @@ def gather_profile(device) -> None:
         return timed
 
     parts = {
-        "gather (public: check, ids H2D, traffic model, counters, kernel)": lambda: loader.gather(ids),
+        "gather (public: check, ids H2D, kernel counting its traffic)": lambda: loader.gather(ids),
         "range check on CPU ids": lambda: loader._in_range(ids),
         "ids H2D (pageable)": lambda: ids.to(device, non_blocking=True),
-        "traffic model tensors": lambda: zero_copy_traffic_tensors(on_device, 512, loader.host_offset, loader.variant,
-                                                                   counted=on_device >= hot_rows),
+        "traffic model tensors (the CPU's reference)": lambda: zero_copy_traffic_tensors(
+            on_device, 512, loader.host_offset, loader.variant, counted=on_device >= hot_rows),
         "kernel alone": lambda: loader.launch_kernel(on_device, out),
+        "kernel counting its traffic": lambda: loader.launch_kernel(on_device, out, counters=counters),
     }
     for name, run in parts.items():
         _, seconds = best_wall_seconds(synchronised(run), repeat=10)

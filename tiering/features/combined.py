@@ -13,6 +13,9 @@ Statistics follow ``tiering.features.loader``: hits are rows served from the
 GPU tier; PCIe payload and requests are the exact sectors and lines the cold
 rows overlap at their real offsets in the host allocation (``host_offset``,
 the table's address modulo 128; ``tiering.features.traffic``), for the variant in use.
+On a GPU the gather kernel counts them itself as it copies (its ``row_traffic``
+re-states the model in C++), so a gather is one launch besides the ids' copy
+and the output's allocation, with no small kernels of counting around it.
 
 The counters stay on the device, so a gather never synchronises for them
 (``DeviceCounters``).  Each operation on them waits for the event the
@@ -143,27 +146,34 @@ class CombinedTensor(FeatureLoader):
 
     def _gather(self, ids: torch.Tensor) -> torch.Tensor:
         ids = ids.to(self.device, dtype=torch.int64, non_blocking=True)
+        self._stats.accesses += len(ids)
+        out = torch.empty((len(ids), self.feature_dim), dtype=self.host.dtype, device=self.device)
+        if self.device.type == "cuda":  # the kernel adds the hits and the cold rows' traffic as it copies
+            with self._counters.in_order():
+                self.launch_kernel(ids, out, counters=self._counters.values)
+            return out
         is_hot = ids < self.hot_rows
         payload, requests = zero_copy_traffic_tensors(ids, self.row_bytes, self.host_offset, self.variant,
                                                       counted=~is_hot)
-        self._stats.accesses += len(ids)
         self._counters.add(torch.stack([is_hot.sum(), payload, requests]))
-        out = torch.empty((len(ids), self.feature_dim), dtype=self.host.dtype, device=self.device)
         self.launch_kernel(ids, out)
         return out
 
-    def launch_kernel(self, ids: torch.Tensor, out: torch.Tensor) -> None:
+    def launch_kernel(self, ids: torch.Tensor, out: torch.Tensor, counters: torch.Tensor | None = None) -> None:
         """Fill ``out`` with rows ``ids``: on a GPU, enqueue the gather kernel alone on the current stream.
 
         ``ids``: int64 on the device, already in range; ``out``: a (len(ids), D)
         tensor of the table's dtype on the device.  No range check, no
-        statistics, no synchronisation (what a benchmark times against
+        statistics unless ``counters`` (on a GPU: three int64 the kernel adds
+        the hits, payload bytes and requests to, ``launch_gather``), no
+        synchronisation (what a benchmark times against
         ``torch.index_select``).  On a CPU device: the reference,
         ``index_select`` from the two tiers.
         """
         if self.device.type == "cuda":
             launch_gather(self._gpu_tiers, self._host_pointer, ids, out, self.num_rows, replicated=self.hot_rows,
-                          host_start=self.hot_rows, variant=self.variant, max_blocks=self.max_blocks)
+                          host_start=self.hot_rows, variant=self.variant, max_blocks=self.max_blocks,
+                          counters=counters)
             return
         is_hot = ids < self.hot_rows
         out[is_hot] = torch.index_select(self.hot, 0, ids[is_hot])

@@ -24,7 +24,9 @@ class DeviceCounters:
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
-    def _in_order(self):
+    def in_order(self):
+        """Around work on the caller's current stream that updates ``values`` (a kernel adding to them as it runs):
+        it starts after the previous operation on the counters and the next one waits for it."""
         with self._lock:
             if not self.on_cuda:
                 yield
@@ -37,13 +39,13 @@ class DeviceCounters:
             self._last.record(stream)
 
     def add(self, values: torch.Tensor) -> None:
-        with self._in_order():
+        with self.in_order():
             self.values += values
 
     def zero(self) -> None:
-        with self._in_order():
+        with self.in_order():
             self.values.zero_()
 
     def read(self) -> list[int]:
-        with self._in_order():
+        with self.in_order():
             return self.values.tolist()

@@ -27,7 +27,8 @@ synchronisations per minibatch this loader keeps.  Everything after the
 decision is queued without waiting: the hits, misses and admissions are
 positions computed on the host, copied to the device in one copy (with the
 ids, where they are in host memory: a CPU sampler's), and the PCIe counters
-stay on the device (``tiering.features.device_counters``) until ``stats()``.
+stay on the device (``tiering.features.device_counters``) until ``stats()``;
+on a GPU the misses' gather kernel adds their traffic to them as it copies.
 
 A gather of ids that were not announced (an evaluation pass, or a caller
 that never looks ahead) is served from the cache as it stands, and changes
@@ -149,7 +150,8 @@ class LookaheadLoader(FeatureLoader):
         self.cache = torch.empty((capacity, self.feature_dim), dtype=features.dtype, device=self.device)
         self._stats.gpu_bytes_resident = capacity * self.row_bytes
         self.rows_admitted = 0
-        self._counters = DeviceCounters(2, self.device)  # PCIe payload and requests of the misses
+        self._counters = DeviceCounters(3, self.device)  # rows from a GPU tier (none: its table has no hot rows),
+        # and the PCIe payload and requests of the misses
         self._heap = np.empty(max(capacity, 1), np.int64)
         self._where = np.full(self.num_rows, -1, np.int64)
         self._key = np.empty(self.num_rows, np.int64)
@@ -254,13 +256,17 @@ class LookaheadLoader(FeatureLoader):
         on_device = torch.split(self._to_device(np.concatenate(parts)), [len(part) for part in parts])
         slots, hits_at, hit_slots, misses_at, admitted, admitted_slots = on_device[:6]
         ids = on_device[6] if len(on_device) > 6 else ids.to(self.device, dtype=torch.int64)
-        payload, requests = zero_copy_traffic_tensors(ids, self.row_bytes, self.host.host_offset, self.host.variant,
-                                                      counted=slots < 0)
-        self._counters.add(torch.stack([payload, requests]))
         out = torch.empty((len(ids), self.feature_dim), dtype=self.cache.dtype, device=self.device)
         out.index_copy_(0, hits_at, torch.index_select(self.cache, 0, hit_slots))
         cold = torch.empty((len(misses_at), self.feature_dim), dtype=self.cache.dtype, device=self.device)
-        self.host.launch_kernel(ids[misses_at], cold)
+        if self.device.type == "cuda":  # the kernel adds the misses' traffic as it copies them
+            with self._counters.in_order():
+                self.host.launch_kernel(ids[misses_at], cold, counters=self._counters.values)
+        else:
+            payload, requests = zero_copy_traffic_tensors(ids, self.row_bytes, self.host.host_offset,
+                                                          self.host.variant, counted=slots < 0)
+            self._counters.add(torch.stack([torch.zeros_like(payload), payload, requests]))
+            self.host.launch_kernel(ids[misses_at], cold)
         out.index_copy_(0, misses_at, cold)
         if len(admitted):
             self.cache[admitted_slots] = out[admitted]
@@ -271,7 +277,7 @@ class LookaheadLoader(FeatureLoader):
         return torch.from_numpy(values).to(self.device, non_blocking=True)
 
     def stats(self):
-        payload, requests = self._counters.read()
+        _, payload, requests = self._counters.read()
         stats = super().stats()
         stats.pcie_payload_bytes, stats.pcie_requests, stats.host_bytes_touched = payload, requests, payload
         return stats

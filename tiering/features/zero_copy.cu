@@ -9,6 +9,7 @@ constexpr int ALIGNED = 1;
 constexpr int WIDE = 2;
 constexpr int WARP = 32;   // lanes of a warp: a step copies WARP units
 constexpr int LINE = 128;  // bytes of a cache line: the PCIe request the circular shift aligns steps to
+constexpr int SECTOR = 32;  // bytes of a sector: what a request fetches at the least
 constexpr int UNROLL = 4;  // the wide variant's loads in flight per lane
 
 // The unit in bytes a row is copied with: the widest that divides both addresses and the row size (16 bytes for
@@ -81,31 +82,79 @@ __host__ __device__ __forceinline__ void copy_row_lane(const unsigned char* src,
     }
 }
 
+// The unit-byte blocks [start, end) overlaps (0 when it is empty).
+__host__ __device__ __forceinline__ long long span(unsigned long long start, unsigned long long end, int unit)
+{
+    return end > start ? (long long)((end + unit - 1) / unit - start / unit) : 0;
+}
+
+// The traffic model (tiering.features.traffic) of copying one row from src by copy_row_lane: the payload (the
+// 32-byte sectors its steps touch) and the requests (the 128-byte lines they touch; with the circular shift, the
+// lines or 64-byte half lines the row overlaps, as the steps start on them) added to payload and requests.
+template <int VARIANT>
+__host__ __device__ __forceinline__ void row_traffic(const unsigned char* src, const unsigned char* dst,
+                                                     long long row_bytes, long long& payload, long long& requests)
+{
+    const int unit = copy_unit<VARIANT>(src, dst, row_bytes);
+    const unsigned long long start = (unsigned long long)src;
+    const unsigned long long end = start + (unsigned long long)row_bytes;
+    if (VARIANT != NAIVE) {
+        payload += span(start, end, SECTOR) * SECTOR;
+        requests += span(start, end, WARP * unit < LINE ? WARP * unit : LINE);
+        return;
+    }
+    for (unsigned long long step = start; step < end; step += WARP * unit) {  // naive: steps from the row's start
+        const unsigned long long step_end = step + WARP * unit < end ? step + WARP * unit : end;
+        payload += span(step, step_end, SECTOR) * SECTOR;
+        requests += span(step, step_end, LINE);
+    }
+}
+
+// counters: null, or three int64 on the device to which the launch adds the rows read from a GPU tier, and the
+// payload bytes and requests of those read from the host (row_traffic), one atomic add of each per warp.
 template <int VARIANT>
 __global__ void gather_rows(
     const unsigned char* const* __restrict__ gpu_tiers, const unsigned char* __restrict__ host,
     const long long* __restrict__ ids, unsigned char* __restrict__ out, long long num_ids, long long num_rows,
-    long long replicated, long long host_start, long long host_from, int gpus, int rank, long long row_bytes)
+    long long replicated, long long host_start, long long host_from, int gpus, int rank, long long row_bytes,
+    unsigned long long* __restrict__ counters)
 {
     static_assert(VARIANT == NAIVE || VARIANT == ALIGNED || VARIANT == WIDE, "one of the variants");
     const int lane = threadIdx.x % WARP;
     const long long warps_per_block = blockDim.x / WARP;
     const long long first = (long long)blockIdx.x * warps_per_block + threadIdx.x / WARP;
     const long long stride = (long long)gridDim.x * warps_per_block;
+    long long hits = 0, payload = 0, requests = 0;
     for (long long i = first; i < num_ids; i += stride) {
         const long long row = ids[i];
         if (row < 0 || row >= num_rows) continue;  // checked on the host; never read past a mapping
         const unsigned char* src;
+        bool from_host = false;
         if (row < replicated) {
             src = gpu_tiers[rank] + row * row_bytes;
         } else if (row < host_start) {
             const long long shifted = row - replicated;
             const unsigned char* owner = gpu_tiers[shifted % gpus];  // null: out of reach, read the host copy
+            from_host = owner == nullptr;
             src = owner != nullptr ? owner + (replicated + shifted / gpus) * row_bytes
                                    : host + (row - host_from) * row_bytes;
         } else {
             src = host + (row - host_from) * row_bytes;
+            from_host = true;
         }
-        copy_row_lane<VARIANT>(src, out + i * row_bytes, row_bytes, lane);
+        unsigned char* dst = out + i * row_bytes;
+        if (counters != nullptr) {
+            if (from_host) {
+                row_traffic<VARIANT>(src, dst, row_bytes, payload, requests);
+            } else {
+                ++hits;
+            }
+        }
+        copy_row_lane<VARIANT>(src, dst, row_bytes, lane);
+    }
+    if (counters != nullptr && lane == 0 && (hits | payload | requests) != 0) {
+        atomicAdd(counters, (unsigned long long)hits);
+        atomicAdd(counters + 1, (unsigned long long)payload);
+        atomicAdd(counters + 2, (unsigned long long)requests);
     }
 }

@@ -86,7 +86,8 @@ def check_table_dtype(dtype: torch.dtype) -> None:
 
 def launch_gather(gpu_tiers: torch.Tensor, host_ptr: int, ids: torch.Tensor, out: torch.Tensor, num_rows: int, *,
                   replicated: int, host_start: int, host_from: int = 0, gpus: int = 1, rank: int = 0,
-                  variant: str = DEFAULT_VARIANT, max_blocks: int | None = None, threads: int = 256) -> None:
+                  variant: str = DEFAULT_VARIANT, max_blocks: int | None = None, threads: int = 256,
+                  counters: torch.Tensor | None = None) -> None:
     """Enqueue on torch's current stream: ``out[i] = row ids[i]`` from the GPU tiers or the host table.
 
     ``gpu_tiers`` is the int64 table of the G GPU tiers' addresses, on
@@ -95,13 +96,20 @@ def launch_gather(gpu_tiers: torch.Tensor, host_ptr: int, ids: torch.Tensor, out
     docstring says.  ``ids`` (int64) and ``out`` (contiguous, float32, float16
     or bfloat16, ``len(ids)`` rows) are on that device; a row is
     ``out.shape[1] * out.element_size()`` bytes in every tier.  ``max_blocks``
-    caps the grid (``None``: enough blocks for one warp per id).
+    caps the grid (``None``: enough blocks for one warp per id).  ``counters``: ``None``, or three int64 on that
+    device to which the launch adds, as it copies, the rows it read from a GPU tier and the payload bytes and
+    requests of those it read from the host, as ``tiering.features.traffic`` counts them (the kernel's
+    ``row_traffic``): the counts cost the gather no launches of their own.
     """
     check_variant(variant)
     check_table_dtype(out.dtype)
     if ids.dtype != torch.int64 or out.dim() != 2 or out.shape[0] != len(ids) or not out.is_contiguous():
         raise ValueError(f"launch_gather needs int64 ids and a contiguous (len(ids), D) output, got {ids.dtype} ids "
                          f"and a {tuple(out.shape)} output")
+    if counters is not None and (counters.dtype != torch.int64 or counters.shape != (3,) or counters.device != out.device
+                                 or not counters.is_contiguous()):
+        raise ValueError(f"launch_gather counts into three contiguous int64 on the output's device, got "
+                         f"{counters.dtype} {tuple(counters.shape)} on {counters.device}")
     import cupy
 
     device = out.device
@@ -122,6 +130,7 @@ def launch_gather(gpu_tiers: torch.Tensor, host_ptr: int, ids: torch.Tensor, out
                 cupy.uint64(out.data_ptr()), cupy.int64(num_ids), cupy.int64(num_rows), cupy.int64(replicated),
                 cupy.int64(host_start), cupy.int64(host_from), cupy.int32(gpus), cupy.int32(rank),
                 cupy.int64(out.shape[1] * out.element_size()),
+                cupy.uint64(0 if counters is None else counters.data_ptr()),
             ),
             stream=stream,
         )

@@ -120,6 +120,58 @@ def test_the_kernel_source_copies_what_the_addressing_defines_lane_by_lane(tmp_p
     assert next(lines, None) is None
 
 
+# Runs the kernel source's count of a row's traffic (row_traffic) on the host: for each case read from stdin (variant,
+# source offset from a 128-byte aligned buffer, row bytes; the destination 16-byte aligned), its payload and requests.
+TRAFFIC_HARNESS = r"""
+#include <cstdio>
+#include SOURCE
+
+alignas(128) static unsigned char source[1 << 15];
+alignas(128) static unsigned char target[1 << 15];
+
+template <int VARIANT>
+void run(int src_offset, long long row_bytes)
+{
+    long long payload = 0, requests = 0;
+    row_traffic<VARIANT>(source + src_offset, target, row_bytes, payload, requests);
+    printf("%lld %lld\n", payload, requests);
+}
+
+int main()
+{
+    int variant, src_offset;
+    long long row_bytes;
+    while (scanf("%d %d %lld", &variant, &src_offset, &row_bytes) == 3) {
+        if (variant == NAIVE) run<NAIVE>(src_offset, row_bytes);
+        if (variant == ALIGNED) run<ALIGNED>(src_offset, row_bytes);
+        if (variant == WIDE) run<WIDE>(src_offset, row_bytes);
+    }
+}
+"""
+
+
+@needs_nvcc
+def test_the_kernel_counts_each_host_row_as_the_traffic_model_does(tmp_path):
+    """The kernel adds each row it reads from the host to the loader's counters with ``row_traffic``, the model
+    re-stated in C++: built for the host, it gives ``zero_copy_traffic``'s payload and requests at every offset."""
+    harness = tmp_path / "traffic.cu"
+    harness.write_text(TRAFFIC_HARNESS.replace(
+        "SOURCE", f'"{importlib.resources.files("tiering.features") / zero_copy.GATHER.name}"'))
+    build = subprocess.run(["nvcc", *COMPILE_OPTIONS, str(harness), "-o", str(tmp_path / "traffic")],
+                           capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr
+    cases = [(variant, offset, row, row_bytes) for variant in VARIANTS for row_bytes in ROW_BYTES
+             for offset in range(0, LINE, 2) for row in (0, 1, 3)]
+    stdin = "".join(f"{VARIANTS.index(v)} {offset + row * n} {n}\n" for v, offset, row, n in cases)
+    run = subprocess.run([str(tmp_path / "traffic")], input=stdin, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    counted = [tuple(map(int, line.split())) for line in run.stdout.splitlines()]
+    assert len(counted) == len(cases)
+    for (variant, offset, row, row_bytes), kernel in zip(cases, counted, strict=True):
+        assert kernel == zero_copy_traffic(torch.tensor([row]), row_bytes, offset, variant), (
+            variant, offset, row, row_bytes)
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("row_bytes", ROW_BYTES)
 def test_each_lane_copies_its_bytes_once_and_touches_what_the_model_counts(variant, row_bytes):
@@ -301,7 +353,13 @@ def test_a_launch_runs_on_torchs_current_stream_with_the_rows_byte_size(fake_cup
     (grid, block, args, protocol), (uncapped, _, _, _) = launches
     assert looked_up == [(zero_copy.GATHER, KERNEL_NAMES["wide"]), (zero_copy.GATHER, KERNEL_NAMES["aligned"])]
     assert (grid, block, uncapped, protocol) == ((3,), (256,), (13,), (0, 0xABC))  # 100 ids / 8 warps per block
-    assert args == (tiers.data_ptr(), 0x2000, ids.data_ptr(), out.data_ptr(), 100, 500, 10, 10, 0, 1, 0, 14)
+    assert args == (tiers.data_ptr(), 0x2000, ids.data_ptr(), out.data_ptr(), 100, 500, 10, 10, 0, 1, 0, 14, 0)
+    counters = torch.zeros(3, dtype=torch.int64)
+    zero_copy.launch_gather(tiers, 0x2000, ids, out, 500, replicated=10, host_start=10, counters=counters)
+    assert launches[-1][2][-1] == counters.data_ptr()  # the kernel adds hits, payload and requests there
+    for wrong in (torch.zeros(3, dtype=torch.int32), torch.zeros(2, dtype=torch.int64), torch.zeros(6, dtype=torch.int64)[::2]):
+        with pytest.raises(ValueError, match="counts into three contiguous int64"):
+            zero_copy.launch_gather(tiers, 0x2000, ids, out, 500, replicated=10, host_start=10, counters=wrong)
     with pytest.raises(ValueError, match="contiguous"):
         zero_copy.launch_gather(tiers, 0x2000, ids, out.t(), 500, replicated=10, host_start=10)
     with pytest.raises(ValueError, match="unknown gather kernel variant 'fast'"):
