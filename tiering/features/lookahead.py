@@ -15,8 +15,10 @@ the tests check the two agree exactly.
 
 Layout: ``cache`` holds C rows in GPU memory; the node -> slot map and the
 rule's bookkeeping (an indexed max-heap on each cached row's next use,
-``tiering.heap``, and
-each row's last announced minibatch) live in host memory, where the sampler
+``tiering.heap``, each row's last announced minibatch, and the pending
+minibatches' ids with their next uses, in buffers an announcement appends to
+and a gather moves past, so that announcing costs the minibatch's ids and not
+the window's) live in host memory, where the sampler
 produces the ids, and a gather copies the minibatch's slots to the device.
 A gather serves hits from ``cache`` and misses by zero-copy from the pinned
 host table (``tiering.features.combined``, with no hot tier), then writes the
@@ -163,10 +165,14 @@ class LookaheadLoader(FeatureLoader):
         self._placed = False
         self._announced = 0  # minibatches announced so far
         self._gathered = 0  # announced minibatches gathered so far
-        self._pending = collections.deque()  # (ids, following) of announced minibatches not yet gathered
+        self._pending = collections.deque()  # the id counts of announced minibatches not yet gathered, in order
         self._base = 0  # the absolute position of the first pending id
-        self._ids = np.zeros(0, np.int64)  # the pending minibatches' ids, concatenated
-        self._following = np.zeros(0, np.int64)  # each pending id's next announced use (-1: none yet)
+        # the pending minibatches' ids, concatenated, and each one's next announced use (-1: none yet), in
+        # buffers[head:tail] that new minibatches append to: ``_append`` moves them to the front only when the
+        # buffers are full, so announcing costs the minibatch's ids, not the window's
+        self._id_buffer = np.zeros(0, np.int64)
+        self._following_buffer = np.zeros(0, np.int64)
+        self._head = self._tail = 0
         self._lock = threading.Lock()  # a pipeline announces from its sampling thread while another gathers
 
     def look_ahead(self, ids) -> None:
@@ -175,13 +181,41 @@ class LookaheadLoader(FeatureLoader):
         with self._lock:
             if not self._placed and self._announced == self.window:
                 self._place()
-            start = self._base + len(self._ids)
-            self._ids = np.concatenate([self._ids, ids])
-            self._following = np.concatenate([self._following, np.full(len(ids), _UNSET)])
+            start = self._base + self._tail - self._head
+            self._append(ids)
             _announce(ids, self._announced, self._gathered, start, self._following, self._base, self._last_seen,
                       self._last_pos, self._where, self._heap, self._key, self._size)
             self._pending.append(len(ids))
             self._announced += 1
+
+    @property
+    def _ids(self) -> np.ndarray:
+        """The pending minibatches' ids, concatenated (a view of the buffer)."""
+        return self._id_buffer[self._head:self._tail]
+
+    @property
+    def _following(self) -> np.ndarray:
+        """Each pending id's next announced use (-1: none yet), beside ``_ids`` (a view of the buffer)."""
+        return self._following_buffer[self._head:self._tail]
+
+    def _append(self, ids: np.ndarray) -> None:
+        """Add a minibatch's ids after the pending ones, with no next use yet: moving the pending ones to the front
+        of the buffers when there is no room after them, into buffers twice what they then need where the front
+        has no room either (amortised, each id is moved a constant number of times)."""
+        pending = self._tail - self._head
+        if self._tail + len(ids) > len(self._id_buffer):
+            size = len(self._id_buffer)
+            if pending + len(ids) > size // 2:
+                size = 2 * (pending + len(ids))
+            for name in ("_id_buffer", "_following_buffer"):
+                old = getattr(self, name)
+                new = old if size == len(old) else np.empty(size, np.int64)
+                new[:pending] = old[self._head:self._tail]  # numpy copies overlapping ranges as if through a copy
+                setattr(self, name, new)
+            self._head, self._tail = 0, pending
+        self._id_buffer[self._tail:self._tail + len(ids)] = ids
+        self._following_buffer[self._tail:self._tail + len(ids)] = _UNSET
+        self._tail += len(ids)
 
     def _place(self) -> None:
         """Fill the cache before training: the rows the announced minibatches read, by first use, then the static
@@ -225,9 +259,9 @@ class LookaheadLoader(FeatureLoader):
         count = self._pending[0]
         if count != len(ids) or not np.array_equal(self._ids[:count], ids):
             return None
-        following = self._following[:count]
+        following = self._following[:count]  # a view: read before the next announcement, under the same lock
         self._pending.popleft()
-        self._ids, self._following = self._ids[count:], self._following[count:]
+        self._head += count
         self._base += count
         return following
 

@@ -49,6 +49,24 @@ def test_the_loader_counts_what_the_lab_replays_and_returns_the_tables_rows(seed
             int(replay.hits.sum()), int(replay.miss_bytes.sum()), int(replay.fills.sum())), window
 
 
+def test_the_pending_ids_take_room_for_the_window_not_for_every_minibatch_announced():
+    """Announcing appends a minibatch's ids to buffers that a gather moves past: over a long epoch they stay within a
+    few windows' ids (announcing costs a minibatch's ids, not the window's), and the counts still agree with the
+    lab's replay."""
+    rng = np.random.default_rng(7)
+    trace = random_trace(rng, 60, batches=400, largest=12)
+    features = torch.randn(60, 4)
+    batches = batches_of(trace)
+    window = 3
+    loader = LookaheadLoader(features, 15, window=window)
+    widest = max(len(ids) for ids in batches)
+    for ids, rows in drive(loader, batches, window):
+        assert torch.equal(rows, features[ids])
+        assert len(loader._id_buffer) <= 4 * (window + 2) * widest
+    [replay] = replay_lookahead(trace, [15], zero_copy_row_payload(torch.arange(60), 16).numpy(), window, np.arange(60))
+    assert (loader.stats().hits, loader.rows_admitted) == (int(replay.hits.sum()), int(replay.fills.sum()))
+
+
 def test_announce_looks_ahead_for_the_caller_and_unannounced_gathers_change_nothing():
     rng = np.random.default_rng(3)
     trace = random_trace(rng, 40, batches=30, largest=12)
