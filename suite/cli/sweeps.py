@@ -40,7 +40,8 @@ def _cmd_run(args) -> int:
     settings = dict(datasets=args.datasets, loaders=args.loaders, hot_fractions=args.hot_fractions,
                     host_fractions=args.host_fractions,
                     fanouts=[args.fanout] if args.fanout else None, samplings=args.sampling, epochs=args.epochs,
-                    warmup=args.warmup, rounds=args.rounds, batch_size=args.batch_size, regime=args.regime, scorer=args.scorer,
+                    warmup=args.warmup, rounds=args.rounds, batch_size=args.batch_size, regime=args.regime,
+                    scorer=args.scorer,
                     pipeline=args.pipeline, batch_limit=args.minibatches, sampler_kernels=args.sampler_kernels,
                     ogb_root=args.ogb_root)
     if args.gpus is not None and not distributed.launched_by_torchrun():

@@ -125,7 +125,8 @@ def draw(records: pd.DataFrame, out_dir, command: str, machines=MACHINES) -> lis
     markdown = (
         f"# Demo: feature loaders in the paper's regime\n\nMade by {command}; {caption(record)}.\n\n"
         f"{tables.cpu_warning(records)}{tables.common_settings(records, settings)}{tables.regime_text(records)}"
-        f"{tables.spread_text(table)}{tables.rounds_text(records, settings)}Hit ratio: rows served from GPU memory / rows gathered. PCIe bytes per epoch are "
+        f"{tables.spread_text(table)}{tables.rounds_text(records, settings)}"
+        f"Hit ratio: rows served from GPU memory / rows gathered. PCIe bytes per epoch are "
         f"the traffic model's (docs/design.md, Metrics): what the loader would move over PCIe on a GPU. {projection}\n\n"
         + tables.markdown_table(display)
     )

@@ -81,7 +81,8 @@ GOALS = {
         "over 4 GiB)", "paper-scale-reach"),
     9: ("lookahead loader vs tiered at equal GPU memory", "PCIe bytes lower; epoch time no worse",
         "lookahead-papers-s"),
-    10: ("planner projection vs measured epoch", f"within {PLANNER_TOLERANCE:.0%}", "costs-cpu-sampling-papers-s, then `tox -e plan`"),
+    10: ("planner projection vs measured epoch", f"within {PLANNER_TOLERANCE:.0%}",
+         "costs-cpu-sampling-papers-s, then `tox -e plan`"),
 }
 """Every goal by its number: what is measured, the goal, and the ``gpu-suite`` steps that measure it."""
 SAMPLING_STEPS = {"cpu": "fig8-papers-s", "gpu": "fig8-gpu-sampling-papers-s"}

@@ -104,8 +104,9 @@ def render(records: Path, out: Path) -> list[Path]:
         f"training needs about {facts['model_bytes'] / GB:.2f} GB (GraphSAGE, hidden 256, Adam; the largest "
         f"minibatch's rows and activations; 1 GiB for the CUDA context), leaving {facts['fits']:,} rows of "
         f"{facts['row_bytes']} B. Trace: fanouts {tuple(facts['fanouts'])}, {facts['trace']}, {facts['epochs']} "
-        f"epoch(s) of {facts['batches_per_epoch']:,} minibatches{_sampled(facts)}. Projected: PCIe bytes / zero-copy ceiling + (hits + "
-        f"rows admitted) x row bytes / D2D ceiling, per epoch: a bound that leaves out each gather's fixed costs, the "
+        f"epoch(s) of {facts['batches_per_epoch']:,} minibatches{_sampled(facts)}. Projected: PCIe bytes / zero-copy "
+        f"ceiling + (hits + rows admitted) x row bytes / D2D ceiling, per epoch: a bound that leaves out each gather's "
+        f"fixed costs, the "
         f"same for every policy{_fixed_text(costs, facts)}.\n\n"
         + table.to_markdown(index=False, floatfmt=".3f", intfmt=",") + "\n"
         + _comparison_text(comparison, facts)

@@ -29,8 +29,8 @@ the bound plus ``a x minibatches + b x row reads`` of the trace
 (``fixed_seconds``): the traffic model prices the bytes, the fitted line what
 every gather pays beside them.  The line is the one timed on minibatches drawn
 by the planned epochs' sampler: a gather of CPU-sampled ids first copies them
-to the GPU, one of GPU-sampled ids does not (PyTorch-Direct §3.3), so one
-sampler's line says nothing of the other's epochs, nor are their measured
+to the GPU, one of GPU-sampled ids does not, so one sampler's line says
+nothing of the other's epochs, nor are their measured
 epochs compared with each other's projections.  Without that entry (or with
 one fitted on a machine without measured ceilings, whose line holds the bytes'
 time too) the projection is the bound alone, and says why.
@@ -49,6 +49,7 @@ from suite.errors import BadValue
 from suite.io.provenance import PROFILE_DIRS
 from suite.measure.ceilings import newest_gpu_profile, profile_ceilings, read_profile
 from suite.policies.static import replay_static
+from suite.sweep.records import read_records
 from suite.training.model import training_state_bytes
 from tiering.features.placement import hot_rows
 
@@ -181,7 +182,7 @@ def projected_seconds(miss_bytes, hit_rows, fill_rows, row_bytes: int, ceilings:
 def gpu_epochs(device: str, sampling: str = SAMPLING, results=GPU_RESULTS) -> pd.DataFrame:
     """Every recorded single-process epoch of a zero-copy loader (``uva``, ``tiered``) measured on ``device`` with
     minibatches drawn by ``sampling``, without the pipeline (whose gather time overlaps the others)."""
-    frames = [pd.read_csv(path) for path in sorted(Path(results).glob("*/runs/*.csv"))]
+    frames = [read_records(path) for path in sorted(Path(results).glob("*/runs/*.csv"))]
     if not frames:
         return pd.DataFrame()
     epochs = pd.concat(frames, ignore_index=True)

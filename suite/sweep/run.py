@@ -63,6 +63,7 @@ from suite.sweep.cells import (
     check_cells,
     check_count,
     check_sampler_kernels,
+    is_paper_scale,
     sweep_cells,
 )
 from suite.sweep.records import (
@@ -248,9 +249,20 @@ class Sweep:
                                  batch_limit=self.batch_limit, sampler_kernels=self.sampler_kernels, round_=round_)
 
     def runs(self) -> list[tuple[int, Cell]]:
-        """``(round, cell)`` in the order they run: the cells in their order in odd rounds, reversed in even ones."""
-        return [(round_, cell) for round_ in range(1, self.rounds + 1)
-                for cell in (self.cells if round_ % 2 else self.cells[::-1])]
+        """``(round, cell)`` in the order they run: the cells in their order in odd rounds, reversed in even ones.
+        The cells on a dataset whose table is made in memory at every open (a paper-scale preset, ``is_paper_scale``:
+        papers-100m's 57 GB, which the original and the reordered order's would not fit beside) run all their rounds
+        before the next dataset's, so that each table is made once, not once per round."""
+        blocks: list[list[Cell]] = []
+        for cell in self.cells:
+            key = (cell.dataset, cell.scorer)
+            if blocks and (key == (blocks[-1][-1].dataset, blocks[-1][-1].scorer)
+                           or not (is_paper_scale(cell.dataset) or is_paper_scale(blocks[-1][-1].dataset))):
+                blocks[-1].append(cell)
+            else:
+                blocks.append([cell])
+        return [(round_, cell) for block in blocks for round_ in range(1, self.rounds + 1)
+                for cell in (block if round_ % 2 else block[::-1])]
 
     def describe_kernels(self) -> str | None:
         """The line that says which kernels the fused sampler launches in this sweep and why; ``None`` where no

@@ -98,21 +98,22 @@ __host__ __device__ __forceinline__ void row_traffic(const unsigned char* src, c
     const int unit = copy_unit<VARIANT>(src, dst, row_bytes);
     const unsigned long long start = (unsigned long long)src;
     const unsigned long long end = start + (unsigned long long)row_bytes;
-    if (VARIANT != NAIVE) {
+    if constexpr (VARIANT != NAIVE) {
         payload += span(start, end, SECTOR) * SECTOR;
         requests += span(start, end, WARP * unit < LINE ? WARP * unit : LINE);
-        return;
-    }
-    for (unsigned long long step = start; step < end; step += WARP * unit) {  // naive: steps from the row's start
-        const unsigned long long step_end = step + WARP * unit < end ? step + WARP * unit : end;
-        payload += span(step, step_end, SECTOR) * SECTOR;
-        requests += span(step, step_end, LINE);
+    } else {
+        for (unsigned long long step = start; step < end; step += WARP * unit) {  // steps from the row's start
+            const unsigned long long step_end = step + WARP * unit < end ? step + WARP * unit : end;
+            payload += span(step, step_end, SECTOR) * SECTOR;
+            requests += span(step, step_end, LINE);
+        }
     }
 }
 
-// counters: null, or three int64 on the device to which the launch adds the rows read from a GPU tier, and the
-// payload bytes and requests of those read from the host (row_traffic), one atomic add of each per warp.
-template <int VARIANT>
+// COUNT: counters are three int64 on the device to which the launch adds the rows read from a GPU tier, and the
+// payload bytes and requests of those read from the host (row_traffic), one atomic add of each per warp; without
+// it they are not read, and the counting is compiled out (it costs the copy registers).
+template <int VARIANT, bool COUNT>
 __global__ void gather_rows(
     const unsigned char* const* __restrict__ gpu_tiers, const unsigned char* __restrict__ host,
     const long long* __restrict__ ids, unsigned char* __restrict__ out, long long num_ids, long long num_rows,
@@ -143,7 +144,7 @@ __global__ void gather_rows(
             from_host = true;
         }
         unsigned char* dst = out + i * row_bytes;
-        if (counters != nullptr) {
+        if constexpr (COUNT) {
             if (from_host) {
                 row_traffic<VARIANT>(src, dst, row_bytes, payload, requests);
             } else {
@@ -152,9 +153,11 @@ __global__ void gather_rows(
         }
         copy_row_lane<VARIANT>(src, dst, row_bytes, lane);
     }
-    if (counters != nullptr && lane == 0 && (hits | payload | requests) != 0) {
-        atomicAdd(counters, (unsigned long long)hits);
-        atomicAdd(counters + 1, (unsigned long long)payload);
-        atomicAdd(counters + 2, (unsigned long long)requests);
+    if constexpr (COUNT) {
+        if (lane == 0 && (hits | payload | requests) != 0) {
+            atomicAdd(counters, (unsigned long long)hits);
+            atomicAdd(counters + 1, (unsigned long long)payload);
+            atomicAdd(counters + 2, (unsigned long long)requests);
+        }
     }
 }

@@ -68,7 +68,9 @@ from tiering.graph.csr import CSRGraph
 
 DEFAULT_VARIANT = "aligned"
 TABLE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-KERNEL_NAMES = {variant: f"gather_rows<{i}>" for i, variant in enumerate(VARIANTS)}  # NVRTC name expressions
+KERNEL_NAMES = {(variant, counting): f"gather_rows<{i}, {str(counting).lower()}>"  # NVRTC name expressions
+                for i, variant in enumerate(VARIANTS) for counting in (False, True)}
+"""The kernel of each variant, without and with counting the traffic into counters (``launch_gather``)."""
 GATHER = KernelSource(__package__, "zero_copy.cu", tuple(KERNEL_NAMES.values()))
 """The gather kernel's source, package data of ``tiering.features`` (``tiering.cuda_cpp``)."""
 
@@ -106,8 +108,8 @@ def launch_gather(gpu_tiers: torch.Tensor, host_ptr: int, ids: torch.Tensor, out
     if ids.dtype != torch.int64 or out.dim() != 2 or out.shape[0] != len(ids) or not out.is_contiguous():
         raise ValueError(f"launch_gather needs int64 ids and a contiguous (len(ids), D) output, got {ids.dtype} ids "
                          f"and a {tuple(out.shape)} output")
-    if counters is not None and (counters.dtype != torch.int64 or counters.shape != (3,) or counters.device != out.device
-                                 or not counters.is_contiguous()):
+    if counters is not None and (counters.dtype != torch.int64 or counters.shape != (3,)
+                                 or counters.device != out.device or not counters.is_contiguous()):
         raise ValueError(f"launch_gather counts into three contiguous int64 on the output's device, got "
                          f"{counters.dtype} {tuple(counters.shape)} on {counters.device}")
     import cupy
@@ -123,7 +125,7 @@ def launch_gather(gpu_tiers: torch.Tensor, host_ptr: int, ids: torch.Tensor, out
         blocks = max(1, min(blocks, max_blocks))
     with cupy.cuda.Device(device.index):
         stream = cupy_stream(device)
-        GATHER.function(KERNEL_NAMES[variant])(
+        GATHER.function(KERNEL_NAMES[variant, counters is not None])(
             (blocks,), (threads,),
             (
                 cupy.uint64(gpu_tiers.data_ptr()), cupy.uint64(host_ptr), cupy.uint64(ids.data_ptr()),

@@ -146,7 +146,6 @@ def test_figure_10_compares_each_setting_with_its_own_zero_hot_tier(tmp_path):
     assert "+1% (noise)" in text and "-50%" in text and "fanouts 10,10" not in text.split("|")[0]
 
 
-
 def test_cells_run_in_rounds_say_so_and_how_far_the_second_round_drifted_from_the_first(tmp_path):
     def rounds(hot, first, second):
         return [{**row, "round": 1} for row in cell("tiered", [first], hot=hot)] + \

@@ -114,11 +114,14 @@ def test_the_fixed_cost_is_that_of_minibatches_drawn_by_the_planned_epochs_sampl
 
 
 def test_measured_epochs_are_compared_only_with_the_projection_for_their_sampler(tmp_path):
-    columns = {"device": "cuda: G", "loader": "uva", "processes": 1, "pipeline": False, "dataset": "d"}
+    from suite.sweep.records import store_records
+    from tests.suite.sweep.test_records import row
+
     runs = tmp_path / "cuda-g" / "runs"
-    runs.mkdir(parents=True)
-    pd.DataFrame([{**columns, "sampling": "cpu", "gather_s": 2.0}, {**columns, "sampling": "gpu", "gather_s": 1.0},
-                  {**columns, "sampling": "cpu", "gather_s": 3.0, "pipeline": True}]).to_csv(runs / "fig8.csv")
+    epoch = {"device": "cuda: G", "loader": "uva"}
+    store_records(runs / "fig8.csv", [row(**epoch, sampling="cpu", gather_s=2.0),
+                                      row(**epoch, sampling="gpu", gather_s=1.0),
+                                      row(**epoch, sampling="cpu", gather_s=3.0, pipeline=True)])
     assert planner.gpu_epochs("cuda: G", "cpu", tmp_path)["gather_s"].tolist() == [2.0]
     assert planner.gpu_epochs("cuda: G", "gpu", tmp_path)["gather_s"].tolist() == [1.0]
     assert planner.gpu_epochs("cuda: H", "gpu", tmp_path).empty

@@ -312,6 +312,20 @@ def test_rounds_run_every_cell_again_in_the_reverse_order_and_resume_and_rerun_r
     assert sorted(rows()) == [(1, "cpu-gather"), (1, "uva"), (2, "cpu-gather"), (2, "uva")]
 
 
+def test_rounds_on_a_table_made_in_memory_finish_one_order_before_opening_the_next(tmp_path, monkeypatch):
+    """A paper-scale dataset's table is made again at every open: its cells in each order run all their rounds before
+    the other order's, so that it is made once per order (papers-100m: twice, not four times)."""
+    sweep = harness.plan_sweep("e", tmp_path, datasets=["tiny"], loaders=["cpu-gather", "uva", "tiered"],
+                               hot_fractions=[0.1], rounds=2)
+    cells = [(cell.loader, cell.scorer) for cell in sweep.cells]
+    assert cells == [("cpu-gather", "none"), ("uva", "none"), ("tiered", "wrpr")]
+    everything = [(r, cell.loader) for r, cell in sweep.runs()]
+    assert everything == [(1, "cpu-gather"), (1, "uva"), (1, "tiered"), (2, "tiered"), (2, "uva"), (2, "cpu-gather")]
+    monkeypatch.setattr(harness, "is_paper_scale", lambda name: name == "tiny")
+    assert [(r, cell.loader) for r, cell in sweep.runs()] == [
+        (1, "cpu-gather"), (1, "uva"), (2, "uva"), (2, "cpu-gather"), (1, "tiered"), (2, "tiered")]
+
+
 def test_a_sweep_of_no_rounds_is_refused_in_one_line(tmp_path, capsys):
     assert main(["run", "--experiment", "e", "--datasets", "tiny", "--loaders", "uva", "--rounds", "0", "--runs",
                  str(tmp_path / "runs"), "-q"]) == 2

@@ -29,7 +29,8 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def test_the_kernel_source_ships_as_package_data():
-    assert zero_copy.GATHER.name_expressions == tuple(KERNEL_NAMES[variant] for variant in VARIANTS)
+    assert zero_copy.GATHER.name_expressions == tuple(KERNEL_NAMES[variant, counting] for variant in VARIANTS
+                                                      for counting in (False, True))
     assert_ships_as_package_data(zero_copy.GATHER, Path(__file__).parents[3] / "pyproject.toml")
 
 
@@ -351,13 +352,16 @@ def test_a_launch_runs_on_torchs_current_stream_with_the_rows_byte_size(fake_cup
     zero_copy.launch_gather(tiers, 0x2000, ids, out, 500, replicated=10, host_start=10, variant="wide", max_blocks=3)
     zero_copy.launch_gather(tiers, 0x2000, ids, out, 500, replicated=10, host_start=10)
     (grid, block, args, protocol), (uncapped, _, _, _) = launches
-    assert looked_up == [(zero_copy.GATHER, KERNEL_NAMES["wide"]), (zero_copy.GATHER, KERNEL_NAMES["aligned"])]
+    assert looked_up == [(zero_copy.GATHER, KERNEL_NAMES["wide", False]),
+                         (zero_copy.GATHER, KERNEL_NAMES["aligned", False])]
     assert (grid, block, uncapped, protocol) == ((3,), (256,), (13,), (0, 0xABC))  # 100 ids / 8 warps per block
     assert args == (tiers.data_ptr(), 0x2000, ids.data_ptr(), out.data_ptr(), 100, 500, 10, 10, 0, 1, 0, 14, 0)
     counters = torch.zeros(3, dtype=torch.int64)
     zero_copy.launch_gather(tiers, 0x2000, ids, out, 500, replicated=10, host_start=10, counters=counters)
     assert launches[-1][2][-1] == counters.data_ptr()  # the kernel adds hits, payload and requests there
-    for wrong in (torch.zeros(3, dtype=torch.int32), torch.zeros(2, dtype=torch.int64), torch.zeros(6, dtype=torch.int64)[::2]):
+    assert looked_up[-1] == (zero_copy.GATHER, KERNEL_NAMES["aligned", True])  # the instantiation that counts
+    int64 = torch.int64
+    for wrong in (torch.zeros(3, dtype=torch.int32), torch.zeros(2, dtype=int64), torch.zeros(6, dtype=int64)[::2]):
         with pytest.raises(ValueError, match="counts into three contiguous int64"):
             zero_copy.launch_gather(tiers, 0x2000, ids, out, 500, replicated=10, host_start=10, counters=wrong)
     with pytest.raises(ValueError, match="contiguous"):
