@@ -5,12 +5,12 @@ import json
 import pytest
 import torch
 import torch.distributed as dist
+import torch.multiprocessing as mp
 
 from baselines.in_memory import InMemoryLoader
 from suite.datasets import load_dataset
 from suite.training.distributed import DistributedTrainer, share
 from suite.training.trainer import majority_accuracy
-from tests.gloo import run_gloo
 
 
 def test_shares_are_equal_cover_every_id_and_count_it_once():
@@ -42,12 +42,65 @@ def train_on_tiny(rank, world, out_dir, samplings):
             (out_dir / f"results-{sampling}.json").write_text(json.dumps([r.as_record() for r in results]))
 
 
-@pytest.mark.parametrize(("world", "samplings"), [(2, ("cpu", "distributed")), (4, ("distributed",))],
-                         ids=["2-cpu-distributed", "4-distributed"])
-def test_ddp_training_on_tiny_reduces_the_loss_and_keeps_replicas_identical(tiny, tmp_path, world, samplings):
-    run_gloo(train_on_tiny, world, tmp_path, tmp_path, samplings)
-    for sampling in samplings:
-        results = json.loads((tmp_path / f"results-{sampling}.json").read_text())
+DDP_SAMPLINGS = {4: ("distributed",), 2: ("cpu", "distributed")}
+"""The samplings ``train_on_tiny`` trains with on each number of processes."""
+
+
+def each_group_in_turn(rank, out_dir, runs, shm_dir):
+    """Process ``rank`` of 4: ``train_on_tiny`` in a gloo group of all 4, then the first 2 processes in a group of
+    their own (met through file stores under ``out_dir``) run every 2-process body of this module: ``train_on_tiny``,
+    ``refuse_gpu_samplings_on_cpu``, ``pipelined_and_plain`` and ``sweep_with_shm_dir``, one after the other.  What
+    each body returned goes to ``<body>-rank<rank>.pt``; ``train_on_tiny`` writes its results under
+    ``out_dir/<world>``.  One thread per process: more processes than cores, each spinning on threads of its own,
+    would only wait for each other."""
+    import numba
+
+    torch.set_num_threads(1)
+    numba.set_num_threads(1)
+    for world, samplings in DDP_SAMPLINGS.items():
+        if rank >= world:
+            continue
+        dist.init_process_group("gloo", init_method=f"file://{out_dir}/store-{world}", rank=rank, world_size=world)
+        try:
+            results = out_dir / str(world)
+            results.mkdir(exist_ok=True)
+            train_on_tiny(rank, world, results, samplings)
+            if world == 2:
+                for body, args in ((refuse_gpu_samplings_on_cpu, ()), (pipelined_and_plain, ()),
+                                   (sweep_with_shm_dir, (runs, shm_dir))):
+                    torch.save(body(rank, world, *args), out_dir / f"{body.__name__}-rank{rank}.pt")
+        finally:
+            dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def groups(cache_dir, tiny, tmp_path_factory):
+    """``each_group_in_turn`` in 4 processes, started once for all the groups of this module's tests (a launch per
+    test would start its processes again); the folder of what they wrote.  The processes have no numba CUDA simulator
+    to stand in for a GPU (``refuse_gpu_samplings_on_cpu``); the other bodies sample on the CPU, which never runs
+    it."""
+    from suite.datasets.reordered import load_reordered
+
+    out = tmp_path_factory.mktemp("distributed-training")
+    (out / "shm").mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TIERBENCH_DATA", str(cache_dir))  # the processes' cache: the session's, where tiny is
+        load_reordered("tiny", "wrpr", progress=False)  # prepared once, before the processes open it
+        patch.setenv("NUMBA_ENABLE_CUDASIM", "0")
+        mp.spawn(each_group_in_turn, args=(out, str(out / "runs"), str(out / "shm")), nprocs=max(DDP_SAMPLINGS),
+                 join=True)
+    return out
+
+
+def returned(groups, body, world=2) -> list:
+    """What ``body`` returned in each of the ``world`` processes of ``groups``, by rank."""
+    return [torch.load(groups / f"{body.__name__}-rank{rank}.pt", weights_only=True) for rank in range(world)]
+
+
+@pytest.mark.parametrize("world", [2, 4], ids=["2-cpu-distributed", "4-distributed"])
+def test_ddp_training_on_tiny_reduces_the_loss_and_keeps_replicas_identical(tiny, groups, world):
+    for sampling in DDP_SAMPLINGS[world]:
+        results = json.loads((groups / str(world) / f"results-{sampling}.json").read_text())
         losses = [r["loss"] for r in results]
         assert losses[-1] < losses[0] * 0.8, (sampling, losses)
         assert results[-1]["valid_accuracy"] > majority_accuracy(tiny) + 0.1, sampling
@@ -65,9 +118,8 @@ def refuse_gpu_samplings_on_cpu(rank, world):
         DistributedTrainer(tiny, InMemoryLoader(tiny.features), (5,), sampling="nvme")
 
 
-def test_unsupported_settings_are_refused(tiny, tmp_path, monkeypatch):
-    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "0")  # the processes have no simulator to stand in for a GPU
-    run_gloo(refuse_gpu_samplings_on_cpu, 2, tmp_path)
+def test_unsupported_settings_are_refused(groups):
+    assert returned(groups, refuse_gpu_samplings_on_cpu) == [None, None]  # it ran to its end in both processes
 
 
 def test_run_with_gpus_launches_processes_that_train_identically_with_either_sampler(tiny, tmp_path, capsys):
@@ -105,9 +157,9 @@ def pipelined_and_plain(rank, world):
             for pipeline, results in runs.items()}
 
 
-def test_a_pipelined_epoch_with_distributed_sampling_trains_as_an_unpipelined_one(tiny, tmp_path):
+def test_a_pipelined_epoch_with_distributed_sampling_trains_as_an_unpipelined_one(tiny, groups):
     # the sampler thread's all-to-alls run beside the training thread's all-reduces, on a group of their own
-    for result in run_gloo(pipelined_and_plain, 2, tmp_path):
+    for result in returned(groups, pipelined_and_plain):
         assert result[True] == result[False]
         assert all(len(losses) == -(-len(tiny.splits["train"]) // 256) for losses, _, _ in result[True])
 
@@ -126,17 +178,14 @@ def sweep_with_shm_dir(rank, world, runs, shm_dir):
     return refused
 
 
-def test_a_sweep_pipelines_distributed_sampling_with_its_host_tier_in_the_given_shm_dir(tiny, tmp_path):
-    from suite.datasets.reordered import load_reordered
+def test_a_sweep_pipelines_distributed_sampling_with_its_host_tier_in_the_given_shm_dir(groups):
     from suite.sweep.run import read_records
 
-    load_reordered("tiny", "wrpr", progress=False)  # prepared once, before the processes open it
-    shm_dir = tmp_path / "shm"
-    shm_dir.mkdir()
-    refusals = run_gloo(sweep_with_shm_dir, 2, tmp_path, str(tmp_path / "runs"), str(shm_dir))
+    shm_dir = groups / "shm"
+    refusals = returned(groups, sweep_with_shm_dir)
     assert refusals == [f"the shared-memory directory {shm_dir}/missing is not a directory: pass --shm-dir DIR "
                         "(shm_dir=), a directory on a tmpfs such as /dev/shm"] * 2
-    records = read_records(tmp_path / "runs" / "pipelined.csv")
+    records = read_records(groups / "runs" / "pipelined.csv")
     assert sorted(records["pipeline"]) == [False, True] and (records["sampling"] == "distributed").all()
     assert records["loss"].nunique() == 1 and records["valid_accuracy"].nunique() == 1
     assert (records["hit_ratio"] > 0.3).all() and list(shm_dir.iterdir()) == []

@@ -121,8 +121,9 @@ def test_tierbench_bucket_train_writes_every_ordering_and_prefetch_setting(tiny,
 
     from suite.cli import main
 
+    # no warm-up epochs (test_bucket_train_times_after_an_untimed_warm_up_and_reports_the_median covers them)
     assert main(["bucket-train", "--dataset", "tiny", "--partitions", "6", "--capacity", "3", "--edge-fraction", "0.05",
-                 "0.2", "--repeats", "1", "--out", str(tmp_path), "-q"]) == 0
+                 "0.2", "--repeats", "1", "--warmup", "0", "--out", str(tmp_path), "-q"]) == 0
     table = pd.read_csv(tmp_path / "bucket-training.csv")
     assert len(table) == 2 * 3 * 2  # shares of edges x orderings x prefetch settings
     for (_, name), group in table.groupby(["edge_fraction", "ordering"]):
@@ -131,7 +132,7 @@ def test_tierbench_bucket_train_writes_every_ordering_and_prefetch_setting(tiny,
     assert (table["swaps"] >= table["bound"]).all()
     assert (table["waiting_s"] <= table["epoch_s"]).all()
     text = (tmp_path / "bucket-training.md").read_text()
-    assert "--partitions 6 --capacity 3 --edge-fraction 0.05 0.2 --repeats 1" in text and "3.7x" in text
+    assert "--partitions 6 --capacity 3 --edge-fraction 0.05 0.2 --repeats 1 --warmup 0" in text and "3.7x" in text
     assert (tmp_path / "bucket-training.png").stat().st_size > 0
     assert main(["bucket-train", "--dataset", "tiny", "--partitions", "4", "--capacity", "4", "-q"]) == 2
     assert "tierbench: error: a buffer of c partitions needs 2 <= c < p" in capsys.readouterr().err

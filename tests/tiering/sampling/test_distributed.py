@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-import scipy.stats
 import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
 
-from tests.gloo import run_gloo
 from tiering.graph.csr import CSRGraph
 from tiering.sampling.distributed import DistributedNeighborSampler, GraphPartition
 from tiering.sampling.neighbors import NeighborSampler
@@ -69,10 +69,46 @@ def sample_like_one_process_in_each_scheme(rank, world, schemes):
         sample_like_one_process(rank, world, scheme)
 
 
-@pytest.mark.parametrize(("world", "schemes"), [(2, ("interleaved", "contiguous")), (4, ("interleaved",))],
-                         ids=["2-interleaved-contiguous", "4-interleaved"])
-def test_the_distributed_sampler_draws_what_the_single_process_sampler_draws(tmp_path, world, schemes):
-    run_gloo(sample_like_one_process_in_each_scheme, world, tmp_path, schemes)
+SCHEMES = {4: ("interleaved",), 2: ("interleaved", "contiguous")}
+"""The partition schemes ``sample_like_one_process`` samples over on each number of processes."""
+
+
+def each_group_in_turn(rank, out_dir):
+    """Process ``rank`` of 4: for each number of processes W of ``SCHEMES`` in turn, the first W join a gloo group
+    of their own (met through a file store under ``out_dir``) and run ``sample_like_one_process`` over each of its
+    schemes (``<W>-rank<rank>.done`` marks it finished without an error), then, with 2,
+    ``sample_the_hubs_uniformly``.  One thread per process: more processes than cores, each spinning on threads of
+    its own, would only wait for each other."""
+    import numba
+
+    torch.set_num_threads(1)
+    numba.set_num_threads(1)
+    for world, schemes in SCHEMES.items():
+        if rank >= world:
+            continue
+        dist.init_process_group("gloo", init_method=f"file://{out_dir}/store-{world}", rank=rank, world_size=world)
+        try:
+            sample_like_one_process_in_each_scheme(rank, world, schemes)
+            (out_dir / f"{world}-rank{rank}.done").touch()
+            if world == 2:
+                sample_the_hubs_uniformly(rank, world, out_dir)
+        finally:
+            dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def groups(tmp_path_factory):
+    """``each_group_in_turn`` in 4 processes, started once for all the groups of this module's tests (a launch per
+    test would start its processes again); the folder they wrote to."""
+    out = tmp_path_factory.mktemp("distributed-sampling")
+    mp.spawn(each_group_in_turn, args=(out,), nprocs=max(SCHEMES), join=True)
+    return out
+
+
+@pytest.mark.parametrize("world", [2, 4], ids=["2-interleaved-contiguous", "4-interleaved"])
+def test_the_distributed_sampler_draws_what_the_single_process_sampler_draws(groups, world):
+    # sample_like_one_process asserts in every process (a failure there fails the fixture); each one marked its end
+    assert sorted(p.name for p in groups.glob(f"{world}-rank*.done")) == [f"{world}-rank{r}.done" for r in range(world)]
 
 
 def sample_the_hubs_uniformly(rank, world, out_dir):
@@ -87,10 +123,11 @@ def sample_the_hubs_uniformly(rank, world, out_dir):
     np.save(out_dir / f"rank{rank}.npy", counts)
 
 
-def test_the_distributed_sampler_is_uniform_over_a_peers_list(tmp_path):
-    run_gloo(sample_the_hubs_uniformly, 2, tmp_path, tmp_path)
+def test_the_distributed_sampler_is_uniform_over_a_peers_list(groups):
+    import scipy.stats  # here, not at the top: the processes of ``groups`` import this module and need none of it
+
     for rank in range(2):
-        counts = np.load(tmp_path / f"rank{rank}.npy")
+        counts = np.load(groups / f"rank{rank}.npy")
         assert counts[100:160].sum() == 10 * 40 * 5 and counts[:100].sum() + counts[160:].sum() == 0
         assert scipy.stats.chisquare(counts[100:160]).pvalue > 0.001
 
