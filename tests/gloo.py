@@ -25,3 +25,29 @@ def run_gloo(body, world: int, tmp_path, *args) -> list:
     store = tmp_path / f"gloo-store-{world}"
     mp.spawn(_worker, args=(world, str(store), str(tmp_path), body, args), nprocs=world, join=True)
     return [torch.load(tmp_path / f"gloo-rank{rank}.pt", weights_only=True) for rank in range(world)]
+
+
+def _groups_in_turn(rank, worlds, out_dir, body, args):
+    """Process ``rank`` of ``max(worlds)`` (``run_gloo_groups``)."""
+    import numba
+
+    torch.set_num_threads(1)
+    numba.set_num_threads(1)
+    for world in worlds:
+        if rank >= world:
+            continue
+        dist.init_process_group("gloo", init_method=f"file://{out_dir}/store-{world}", rank=rank, world_size=world)
+        try:
+            body(rank, world, *args)
+        finally:
+            dist.destroy_process_group()
+
+
+def run_gloo_groups(body, worlds, out_dir, *args) -> None:
+    """``body(rank, world, *args)`` in a gloo group of each size W of ``worlds`` in turn, all of them in the same
+    ``max(worlds)`` spawned processes (started once, not once per group): the first W processes join a group of their
+    own, met through a file store under ``out_dir``, and leave it before the next.  The bodies write what the test
+    reads under ``out_dir``; a failing assertion in any process fails the calling fixture.  One thread per process
+    (torch's and numba's): more processes than cores, each spinning on threads of its own, would only wait for each
+    other."""
+    mp.spawn(_groups_in_turn, args=(tuple(worlds), str(out_dir), body, args), nprocs=max(worlds), join=True)

@@ -5,12 +5,12 @@ import json
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from baselines.in_memory import InMemoryLoader
 from suite.datasets import load_dataset
 from suite.training.distributed import DistributedTrainer, share
 from suite.training.trainer import majority_accuracy
+from tests.gloo import run_gloo_groups
 
 
 def test_shares_are_equal_cover_every_id_and_count_it_once():
@@ -46,39 +46,26 @@ DDP_SAMPLINGS = {4: ("distributed",), 2: ("cpu", "distributed")}
 """The samplings ``train_on_tiny`` trains with on each number of processes."""
 
 
-def each_group_in_turn(rank, out_dir, runs, shm_dir):
-    """Process ``rank`` of 4: ``train_on_tiny`` in a gloo group of all 4, then the first 2 processes in a group of
-    their own (met through file stores under ``out_dir``) run every 2-process body of this module: ``train_on_tiny``,
-    ``refuse_gpu_samplings_on_cpu``, ``pipelined_and_plain`` and ``sweep_with_shm_dir``, one after the other.  What
-    each body returned goes to ``<body>-rank<rank>.pt``; ``train_on_tiny`` writes its results under
-    ``out_dir/<world>``.  One thread per process: more processes than cores, each spinning on threads of its own,
-    would only wait for each other."""
-    import numba
-
-    torch.set_num_threads(1)
-    numba.set_num_threads(1)
-    for world, samplings in DDP_SAMPLINGS.items():
-        if rank >= world:
-            continue
-        dist.init_process_group("gloo", init_method=f"file://{out_dir}/store-{world}", rank=rank, world_size=world)
-        try:
-            results = out_dir / str(world)
-            results.mkdir(exist_ok=True)
-            train_on_tiny(rank, world, results, samplings)
-            if world == 2:
-                for body, args in ((refuse_gpu_samplings_on_cpu, ()), (pipelined_and_plain, ()),
-                                   (sweep_with_shm_dir, (runs, shm_dir))):
-                    torch.save(body(rank, world, *args), out_dir / f"{body.__name__}-rank{rank}.pt")
-        finally:
-            dist.destroy_process_group()
+def train_and_run_the_bodies(rank, world, out_dir, runs, shm_dir):
+    """In a gloo group of ``world`` processes: ``train_on_tiny`` with the world's samplings (``DDP_SAMPLINGS``), its
+    results under ``out_dir/<world>``; in the group of 2, then every 2-process body of this module:
+    ``refuse_gpu_samplings_on_cpu``, ``pipelined_and_plain`` and ``sweep_with_shm_dir``, one after the other, what
+    each returned in ``<body>-rank<rank>.pt``."""
+    results = out_dir / str(world)
+    results.mkdir(exist_ok=True)
+    train_on_tiny(rank, world, results, DDP_SAMPLINGS[world])
+    if world == 2:
+        for body, args in ((refuse_gpu_samplings_on_cpu, ()), (pipelined_and_plain, ()),
+                           (sweep_with_shm_dir, (runs, shm_dir))):
+            torch.save(body(rank, world, *args), out_dir / f"{body.__name__}-rank{rank}.pt")
 
 
 @pytest.fixture(scope="module")
 def groups(cache_dir, tiny, tmp_path_factory):
-    """``each_group_in_turn`` in 4 processes, started once for all the groups of this module's tests (a launch per
-    test would start its processes again); the folder of what they wrote.  The processes have no numba CUDA simulator
-    to stand in for a GPU (``refuse_gpu_samplings_on_cpu``); the other bodies sample on the CPU, which never runs
-    it."""
+    """``train_and_run_the_bodies`` in a group of 4 processes and then of 2, started once for all this module's
+    tests (a launch per test would start its processes again); the folder of what they wrote.  The processes have no
+    numba CUDA simulator to stand in for a GPU (``refuse_gpu_samplings_on_cpu``); the other bodies sample on the CPU,
+    which never runs it."""
     from suite.datasets.reordered import load_reordered
 
     out = tmp_path_factory.mktemp("distributed-training")
@@ -87,8 +74,7 @@ def groups(cache_dir, tiny, tmp_path_factory):
         patch.setenv("TIERBENCH_DATA", str(cache_dir))  # the processes' cache: the session's, where tiny is
         load_reordered("tiny", "wrpr", progress=False)  # prepared once, before the processes open it
         patch.setenv("NUMBA_ENABLE_CUDASIM", "0")
-        mp.spawn(each_group_in_turn, args=(out, str(out / "runs"), str(out / "shm")), nprocs=max(DDP_SAMPLINGS),
-                 join=True)
+        run_gloo_groups(train_and_run_the_bodies, DDP_SAMPLINGS, out, out, str(out / "runs"), str(out / "shm"))
     return out
 
 

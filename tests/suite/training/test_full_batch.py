@@ -6,14 +6,13 @@ import json
 import numpy as np
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from baselines.sar.metis import Partition, metis_partition
 from suite.datasets import load_dataset
 from suite.datasets.partitions import cached_partition
 from suite.training.domain_parallel import LocalGraph
 from suite.training.full_batch import WorkerData, reference_loss, sage_layers, step_loss, train_step
+from tests.gloo import run_gloo_groups
 
 HIDDEN, LAYERS = 16, 3
 WORLDS = (4, 2, 1)
@@ -54,21 +53,9 @@ def one_step_of_each_aggregation(rank, world):
     return {aggregation: one_step(rank, world, aggregation) for aggregation in AGGREGATIONS}
 
 
-def each_world_in_turn(rank, out_dir, worlds):
-    """Process ``rank`` of ``max(worlds)``: for each world W in turn, the first W processes join a gloo group of
-    their own (W workers, met through a file store under ``out_dir``), run ``one_step_of_each_aggregation`` and leave
-    it; what each returned goes to ``world<W>-rank<rank>.pt``.  One thread per process: more processes than cores,
-    each spinning on threads of its own, would only wait for each other."""
-    torch.set_num_threads(1)
-    for world in worlds:
-        if rank >= world:
-            continue
-        dist.init_process_group("gloo", init_method=f"file://{out_dir}/store-{world}", rank=rank, world_size=world)
-        try:
-            result = one_step_of_each_aggregation(rank, world)
-        finally:
-            dist.destroy_process_group()
-        torch.save(result, f"{out_dir}/world{world}-rank{rank}.pt")
+def save_one_step_of_each_aggregation(rank, world, out_dir):
+    """``one_step_of_each_aggregation`` in a group of ``world``, saved as ``world<W>-rank<rank>.pt``."""
+    torch.save(one_step_of_each_aggregation(rank, world), f"{out_dir}/world{world}-rank{rank}.pt")
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +65,7 @@ def steps_by_world(cache_dir, tiny, tmp_path_factory):
     out = tmp_path_factory.mktemp("full-batch")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TIERBENCH_DATA", str(cache_dir))  # the processes' cache: the session's, where tiny is
-        mp.spawn(each_world_in_turn, args=(str(out), WORLDS), nprocs=max(WORLDS), join=True)
+        run_gloo_groups(save_one_step_of_each_aggregation, WORLDS, out, str(out))
     return {world: [torch.load(out / f"world{world}-rank{rank}.pt", weights_only=True) for rank in range(world)]
             for world in WORLDS}
 

@@ -3,9 +3,8 @@
 import numpy as np
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 
+from tests.gloo import run_gloo_groups
 from tiering.graph.csr import CSRGraph
 from tiering.sampling.distributed import DistributedNeighborSampler, GraphPartition
 from tiering.sampling.neighbors import NeighborSampler
@@ -73,35 +72,22 @@ SCHEMES = {4: ("interleaved",), 2: ("interleaved", "contiguous")}
 """The partition schemes ``sample_like_one_process`` samples over on each number of processes."""
 
 
-def each_group_in_turn(rank, out_dir):
-    """Process ``rank`` of 4: for each number of processes W of ``SCHEMES`` in turn, the first W join a gloo group
-    of their own (met through a file store under ``out_dir``) and run ``sample_like_one_process`` over each of its
-    schemes (``<W>-rank<rank>.done`` marks it finished without an error), then, with 2,
-    ``sample_the_hubs_uniformly``.  One thread per process: more processes than cores, each spinning on threads of
-    its own, would only wait for each other."""
-    import numba
-
-    torch.set_num_threads(1)
-    numba.set_num_threads(1)
-    for world, schemes in SCHEMES.items():
-        if rank >= world:
-            continue
-        dist.init_process_group("gloo", init_method=f"file://{out_dir}/store-{world}", rank=rank, world_size=world)
-        try:
-            sample_like_one_process_in_each_scheme(rank, world, schemes)
-            (out_dir / f"{world}-rank{rank}.done").touch()
-            if world == 2:
-                sample_the_hubs_uniformly(rank, world, out_dir)
-        finally:
-            dist.destroy_process_group()
+def sample_in_each_scheme(rank, world, out_dir):
+    """In a gloo group of ``world`` processes: ``sample_like_one_process`` over each of the world's schemes
+    (``SCHEMES``; ``<W>-rank<rank>.done`` marks it finished without an error), then, in the group of 2,
+    ``sample_the_hubs_uniformly``."""
+    sample_like_one_process_in_each_scheme(rank, world, SCHEMES[world])
+    (out_dir / f"{world}-rank{rank}.done").touch()
+    if world == 2:
+        sample_the_hubs_uniformly(rank, world, out_dir)
 
 
 @pytest.fixture(scope="module")
 def groups(tmp_path_factory):
-    """``each_group_in_turn`` in 4 processes, started once for all the groups of this module's tests (a launch per
-    test would start its processes again); the folder they wrote to."""
+    """``sample_in_each_scheme`` in a group of 4 processes and then of 2, started once for all this module's tests
+    (a launch per test would start its processes again); the folder they wrote to."""
     out = tmp_path_factory.mktemp("distributed-sampling")
-    mp.spawn(each_group_in_turn, args=(out,), nprocs=max(SCHEMES), join=True)
+    run_gloo_groups(sample_in_each_scheme, SCHEMES, out, out)
     return out
 
 
