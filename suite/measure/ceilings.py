@@ -206,11 +206,6 @@ def ran_under(candidates: list[tuple[datetime.datetime | None, str]],
     return untimed[0] if untimed else None
 
 
-def profile_of_record(path, made_at: datetime.datetime | None = None) -> str | None:
-    """The machine profile a record made at ``made_at`` names at ``path``, or None (``ran_under``)."""
-    return ran_under(profile_candidates(path), made_at)
-
-
 def newest_gpu_profile(machines, needed) -> tuple[Path, dict] | None:
     """``(path, profile)`` of the newest machine profile in directory ``machines`` (or in any of several
     directories) with every ceiling in ``needed`` measured, or None."""

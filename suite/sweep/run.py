@@ -94,13 +94,11 @@ def _rows_of(records: pd.DataFrame, cell: Cell, fanouts: str, device: str, pipel
     given, else in any)."""
     if records.empty:
         return pd.Series(dtype=bool)
-    if round_ is not None:
-        return _rows_of(records, cell, fanouts, device, pipeline, processes, batch_limit,
-                        sampler_kernels) & (records["round"] == round_)
     limited = records["batch_limit"].isna() if batch_limit is None else records["batch_limit"] == batch_limit
     kernels = launched_kernels(cell.sampling, sampler_kernels)
     launched = records["sampler_kernels"].isna() if kernels is None else records["sampler_kernels"] == kernels
-    return limited & launched & (records["pipeline"] == pipeline) & (records["sampling"] == cell.sampling) & (records["processes"] == processes) & (
+    in_round = True if round_ is None else records["round"] == round_
+    return in_round & limited & launched & (records["pipeline"] == pipeline) & (records["sampling"] == cell.sampling) & (records["processes"] == processes) & (
         (records["dataset"] == cell.dataset) & (records["loader"] == cell.loader) & (records["scorer"] == cell.scorer)
         & (records["hot_fraction"].round(6) == round(cell.hot_fraction, 6)) & (records["fanouts"] == fanouts)
         & (records["batch_size"] == cell.batch_size) & (records["device"] == device)

@@ -106,7 +106,10 @@ def test_records_reference_the_machine_profile_once_doctor_wrote_it(tmp_path, mo
 
 
 def test_a_second_doctor_keeps_the_first_profile_for_the_records_made_under_it(tmp_path, monkeypatch):
-    from suite.measure.ceilings import profile_of_record
+    from suite.measure.ceilings import profile_candidates, ran_under
+
+    def profile_of_record(path, made):
+        return ran_under(profile_candidates(path), made)
 
     monkeypatch.chdir(tmp_path)
     first, path = doctor.run_doctor(measure=False)
