@@ -33,7 +33,7 @@ from suite.io import records
 from suite.io.provenance import provenance
 from suite.policies import planner
 from suite.policies.lab import POLICIES, LabSettings, capacities_of, lab_traces, run_lab, scorer_order
-from suite.training.sampling import check_single_process
+from suite.training.sampling import check_single_process_name
 
 STEM = "plan"
 MEASURED = "plan-measured"
@@ -74,7 +74,7 @@ def measure(name: str, gpu_memory: str, records_dir, *, machine_path=None, epoch
     """Plan ``name`` for ``gpu_memory`` (``40GB``, ``24GiB``), its epochs' minibatches drawn by ``sampling``, and
     write the records into ``records_dir``; their path."""
     budget = planner.parse_bytes(gpu_memory)
-    check_single_process(sampling, "cuda")
+    check_single_process_name(sampling)  # the machine profile, not this one, ran the sampler
     machine = planner.machine(machine_path, sampling=sampling)
     batch, regime = regimes.resolve(name, regime, batch_size)
     fanouts = tuple(fanouts) if fanouts else regimes.default_fanouts(name)

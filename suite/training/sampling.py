@@ -48,12 +48,17 @@ def check_device(sampling: str, device) -> None:
         raise BadValue(f"{NEEDS_GPU[sampling]}: it needs a CUDA device (--device cuda)")
 
 
-def check_single_process(sampling: str, device) -> None:
-    """Refuse, in one line, a sampling one process cannot run by itself, or a GPU sampling on a device that is not
-    CUDA unless the simulator stands in for one."""
+def check_single_process_name(sampling: str) -> None:
+    """Refuse, in one line, a sampling one process cannot run by itself (``SINGLE_PROCESS``), whatever the device."""
     if sampling not in SINGLE_PROCESS:
         raise BadValue(f"sampling must be one of {', '.join(SINGLE_PROCESS)} in one process, got {sampling!r} "
                        "(--sampling)")
+
+
+def check_single_process(sampling: str, device) -> None:
+    """Refuse, in one line, a sampling one process cannot run by itself (``check_single_process_name``), or a GPU
+    sampling on a device that is not CUDA unless the simulator stands in for one."""
+    check_single_process_name(sampling)
     if sampling in GRAPH_MEMORY and not simulated():
         check_device(sampling, device)
 
