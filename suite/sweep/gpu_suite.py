@@ -121,9 +121,10 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     # goal: 5 min)
     "datasets-papers-xs-gpu-built": 10, "datasets-papers-100m": 300,
     # not yet run: open papers-100m in each order (its table made in memory and pinned, ~1.5 min projected each),
-    # then 4 + 6 cells in two rounds of 2 x 50 minibatches sampled on the GPU without validation, ~0.1 s each
-    # projected (~1 GB of rows): Figures 8 and 10 apart would open the reordered order twice
-    "paper-scale-sweeps": 440,
+    # then 4 + 6 cells in two rounds of 2 x 25 minibatches sampled on the GPU without validation, ~0.1 s each
+    # projected (~1 GB of rows), and each cell's loader built twice: Figures 8 and 10 apart would open the reordered
+    # order twice
+    "paper-scale-sweeps": 330,
     "paper-scale-reach": 60,  # H200: 50 s, gpubench over a buffer of papers-100m's table, filled and pinned
     "report-goals": 15,  # H200: 13 s
 }
@@ -142,11 +143,12 @@ SCORER = "wrpr"
 """The scorer every datasets step reorders by, the sweeps' default (weighted reverse PageRank, Data Tiering
 §3.2)."""
 PAPER_SCALE = "papers-100m"
-PAPER_SCALE_MINIBATCHES = 50
-"""Minibatches each paper-scale epoch times (of its 1,193), each gathering about 1 GB of rows; the paper-scale sweeps
-run no validation pass (``--no-validation``), which the epoch times never include: each of a cell's two rounds (its
-warm-up and one recorded epoch) then takes about 10 s, and the paper-scale steps about 14 minutes in all
-(``TYPED_S``)."""
+PAPER_SCALE_MINIBATCHES = 25
+"""Minibatches each paper-scale epoch times (of its 1,193), each gathering about 1 GB of rows, so a recorded epoch
+reads about 25 GB; the paper-scale sweeps run no validation pass (``--no-validation``), which the epoch times never
+include: each of a cell's two rounds (its warm-up and one recorded epoch) then takes about 5 s, and the paper-scale
+steps (papers-100m made, then the sweeps) about 11 minutes in all (``TYPED_S``), which two commands of a machine
+lent for 15 minutes hold."""
 RERUN_CELLS = ("--rerun",)
 """What makes ``tierbench run`` measure again the cells its records hold (a sweep step named by ``--rerun``)."""
 PAPER_SCALE_SWEEPS = "paper-scale-sweeps"
