@@ -37,19 +37,36 @@ profile takes its batch from:
 
 What a minibatch actually touched is measured where it runs
 (``measured_footprint``) and printed in every table beside the regime.
+
+The imitated graph's share takes seconds to model (ogbn-papers100M: its 111M
+nodes' masses and 8 minibatches of lists searched in them, ~12 s on 2 cores),
+and every process that trains, plans or reports a papers preset needs it, so
+each modelled share is kept in the dataset cache (``footprints/``, one JSON
+file a setting, written through a temporary file and a rename), under the
+digest of the model's source: a changed model computes its shares anew.  A
+file that is not what was asked for is computed again and replaced; where the
+cache cannot be written (a read-only cache), the share is computed and not
+kept.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import json
+import math
+from pathlib import Path
 from typing import NamedTuple
 
 import numba
 import numpy as np
 
+import tiering.rng
+from suite.datasets.cache import cache_root, writable
 from suite.datasets.presets import PAPERS_100M_NODES, PRESETS, Preset
 from suite.errors import BadValue
+from suite.io import atomic
 from tiering.rng import normal, uniform
 
 REGIMES = ("paper", "unscaled")
@@ -234,9 +251,63 @@ def footprint_model(preset: Preset, num_nodes: int, batch_size: int, fanouts: tu
     return _footprint(generator, num_nodes, batch_size, tuple(fanouts), batches, seed)
 
 
+FOOTPRINTS = "footprints"
+"""The dataset cache's folder of modelled footprint shares (the module docstring)."""
+
+
 @functools.lru_cache(maxsize=256)  # a float each
 def _footprint(generator: _Generator, num_nodes: int, batch_size: int, fanouts: tuple[int, ...], batches: int,
                seed: int) -> float:
+    """The modelled share, read from the dataset cache where it was kept, else modelled and kept there."""
+    setting = {"generator": generator._asdict(), "num_nodes": num_nodes, "batch_size": batch_size,
+               "fanouts": list(fanouts), "batches": batches, "seed": seed, "model": _model_digest()}
+    path = _kept_share_path(setting)
+    share = _read_kept_share(path, setting)
+    if share is None:
+        share = _modelled_footprint(generator, num_nodes, batch_size, fanouts, batches, seed)
+        if path is not None and writable(path.parent):
+            atomic.write_json(path, {"setting": setting, "share": share})
+    return share
+
+
+@functools.lru_cache(maxsize=1)
+def _model_digest() -> str:
+    """The digest of the model's source: this module and the counter-based draws it makes (``tiering.rng``)."""
+    digest = hashlib.sha256()
+    for source in (__file__, tiering.rng.__file__):
+        digest.update(Path(source).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _kept_share_path(setting: dict) -> Path | None:
+    """Where the share of ``setting`` is kept in the dataset cache; None where there is no cache root (no
+    ``$TIERBENCH_DATA`` and no platformdirs to find the user's cache directory)."""
+    try:
+        root = cache_root()
+    except BadValue:
+        return None
+    name = hashlib.sha256(json.dumps(setting, sort_keys=True).encode()).hexdigest()[:24]
+    return root / FOOTPRINTS / f"{name}.json"
+
+
+def _read_kept_share(path: Path | None, setting: dict) -> float | None:
+    """The share kept in ``path`` if the file holds one of ``setting`` (a float in (0, 1]), else None."""
+    if path is None or not path.is_file():
+        return None
+    try:
+        kept = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(kept, dict) or kept.get("setting") != setting:
+        return None
+    share = kept.get("share")
+    if isinstance(share, float) and math.isfinite(share) and 0.0 < share <= 1.0:
+        return share
+    return None
+
+
+def _modelled_footprint(generator: _Generator, num_nodes: int, batch_size: int, fanouts: tuple[int, ...],
+                        batches: int, seed: int) -> float:
     alpha = generator.degree_exponent - 1.0
     rng_seed = np.uint64(seed * 1_000_003 + generator.seed)
     cum_col = np.empty(num_nodes, dtype=np.float64)

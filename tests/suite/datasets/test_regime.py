@@ -57,3 +57,36 @@ def test_the_paper_regimes_batch_matches_the_imitated_graphs_footprint(monkeypat
     assert name == "paper" and 1 < batch < 1024 // 4
     assert abs(shares[1] - target) <= min(abs(shares[0] - target), abs(shares[2] - target))
     assert regime.resolve("tiny", "unscaled") == (1024, "unscaled")
+
+
+def test_a_modelled_share_is_kept_in_the_cache_and_read_back_by_the_next_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIERBENCH_DATA", str(tmp_path))
+
+    def share():
+        regime._footprint.cache_clear()  # as a new process finds it
+        return regime.footprint_model(PRESETS["tiny"], 4096, 64, (10, 5))
+
+    modelled = share()
+    kept = list((tmp_path / regime.FOOTPRINTS).glob("*.json"))
+    assert len(kept) == 1
+    with monkeypatch.context() as patch:
+        patch.setattr(regime, "_modelled_footprint", lambda *args: pytest.fail("modelled again"))
+        assert share() == modelled
+
+    text = kept[0].read_text()
+    for damaged in ("{not json", text.replace(repr(modelled), "1.5"), text.replace('"batch_size": 64', '"batch_size": 65')):
+        kept[0].write_text(damaged)  # a damaged file, a share out of range, a file of another setting
+        assert share() == modelled and kept[0].read_text() == text  # modelled again and kept in its place
+
+
+def test_a_read_only_cache_keeps_no_share_and_no_cache_root_is_no_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIERBENCH_DATA", str(tmp_path))
+    monkeypatch.setattr(regime, "writable", lambda directory: False)
+    regime._footprint.cache_clear()
+    modelled = regime.footprint_model(PRESETS["tiny"], 4096, 32, (10, 5))
+    assert not (tmp_path / regime.FOOTPRINTS).exists()
+    monkeypatch.delenv("TIERBENCH_DATA")
+    monkeypatch.setattr(regime, "cache_root", lambda: (_ for _ in ()).throw(regime.BadValue("no platformdirs")))
+    regime._footprint.cache_clear()
+    assert regime.footprint_model(PRESETS["tiny"], 4096, 32, (10, 5)) == modelled
+    regime._footprint.cache_clear()
