@@ -33,11 +33,11 @@ def test_samplerbench_on_a_cpu_measures_the_cpu_sampler_and_draws_its_report(tin
                                                                     "sampler-bench.png"]
 
 
-def test_the_gpu_samplers_sample_what_the_cpu_sampler_does(tiny, tmp_path, monkeypatch):
+def test_the_gpu_samplers_sample_what_the_cpu_sampler_does(tiny, tmp_path, tmp_path_factory, monkeypatch):
     # where no GPU is visible the simulator runs the fused sampler's numba kernels and the CUDA C++ ones run compiled
     # for the host: tiny sizes, every sampler, the same edges
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    cupy_kernels = host_kernels.cuda_cpp_kernels(tmp_path)
+    cupy_kernels = host_kernels.cuda_cpp_kernels(tmp_path_factory)
     assert list(sampler_bench.samplers("cuda")) == ["cpu", *sampler_bench.FUSED_SAMPLERS]
     fused = {name: (sampling, cupy_kernels if kernels == "cupy" else kernels)
              for name, (sampling, kernels) in sampler_bench.FUSED_SAMPLERS.items()}

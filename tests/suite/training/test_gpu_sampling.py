@@ -69,9 +69,9 @@ def test_an_epoch_with_gpu_sampling_is_the_epoch_with_cpu_sampling(tiny, pipelin
     assert 0 < got.hit_ratio < 1
 
 
-def test_an_epoch_sampled_by_the_cuda_cpp_kernels_is_the_epoch_sampled_by_the_numba_ones(tiny, tmp_path):
+def test_an_epoch_sampled_by_the_cuda_cpp_kernels_is_the_epoch_sampled_by_the_numba_ones(tiny, tmp_path_factory):
     # without a GPU the C++ kernels compiled for the host stand in for CuPy's (tests/tiering/sampling/host_kernels.py)
-    dataset, kernels = small(tiny), host_kernels.cuda_cpp_kernels(tmp_path)
+    dataset, kernels = small(tiny), host_kernels.cuda_cpp_kernels(tmp_path_factory)
     expected = trainer(dataset, "gpu").train_epoch(1, progress=False)
     built = trainer(dataset, "gpu", kernels)
     got = built.train_epoch(1, progress=False)

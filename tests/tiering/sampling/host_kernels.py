@@ -10,6 +10,7 @@ so an argument list out of step with the source fails here.
 """
 
 import ctypes
+import functools
 import importlib.resources
 import shutil
 import subprocess
@@ -73,14 +74,23 @@ def compiler() -> str | None:
     return shutil.which("c++")
 
 
-def cuda_cpp_kernels(folder: Path):
+def cuda_cpp_kernels(tmp_path_factory):
     """The CUDA C++ kernels as a test hands them to the sampler: CuPy's (``"cupy"``) where a GPU is visible, else
-    compiled for the host into ``folder`` (``HostLaunches``); the test skips without a GPU or a C++ compiler."""
+    compiled for the host (``HostLaunches``, over the one library this test session builds); the test skips without
+    a GPU or a C++ compiler."""
     if torch.cuda.is_available():
         return "cupy"
     if compiler() is None:
         pytest.skip("runs fused.cu on the host: needs a C++ compiler (c++)")
-    return HostLaunches(build(folder))
+    return HostLaunches(session_library(tmp_path_factory.getbasetemp()))
+
+
+@functools.cache
+def session_library(session_temp: Path) -> Path:
+    """``build``'s library, built once per test session into its temporary folder ``session_temp``."""
+    folder = session_temp / "fused-host"
+    folder.mkdir()
+    return build(folder)
 
 
 def build(folder: Path) -> Path:

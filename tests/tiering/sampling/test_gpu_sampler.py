@@ -36,7 +36,7 @@ DEVICE = "cpu" if fused_kernels.SIMULATED else "cuda"
 @pytest.fixture(scope="module")
 def cupy_kernels(tmp_path_factory):
     """The CUDA C++ kernels: CuPy's on a GPU, else compiled for the host (``host_kernels``)."""
-    return host_kernels.cuda_cpp_kernels(tmp_path_factory.mktemp("fused-host"))
+    return host_kernels.cuda_cpp_kernels(tmp_path_factory)
 
 
 @pytest.fixture(params=fused.KERNELS)
