@@ -15,7 +15,7 @@ def check_model_fits(dataset, layers: int, hidden: int, device) -> None:
     import torch
 
     from suite.measure.host_memory import available_bytes, gib
-    from suite.training.model import parameter_count, training_state_bytes
+    from suite.training.model_memory import parameter_count, training_state_bytes
 
     widths = (dataset.feature_dim, dataset.num_classes, layers, hidden)
     state = "GraphSAGE's weights, gradients and Adam's two moments take"

@@ -50,7 +50,7 @@ from suite.io.provenance import PROFILE_DIRS
 from suite.measure.ceilings import newest_gpu_profile, profile_ceilings, read_profile
 from suite.policies.static import replay_static
 from suite.sweep.records import read_records
-from suite.training.model import training_state_bytes
+from suite.training.model_memory import training_state_bytes
 from tiering.features.placement import hot_rows
 
 GPU_RESULTS = Path("results/gpu")
