@@ -1,8 +1,18 @@
-"""Running a test body in G gloo processes on the CPU (what the multi-GPU code does with NCCL, one process per GPU)."""
+"""Running a test body in G gloo processes on the CPU (what the multi-GPU code does with NCCL, one process per GPU),
+forked from the test session's forkserver (``tests.processes``)."""
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+
+from tests.processes import START_METHOD, in_callers_environment
+
+
+def _start(worker, args, processes: int) -> None:
+    """``worker(rank, *args)`` in ``processes`` processes forked from the forkserver, in the caller's environment,
+    joined; a failure in any of them fails the caller."""
+    mp.start_processes(in_callers_environment(worker), args=args, nprocs=processes, join=True,
+                       start_method=START_METHOD)
 
 
 def _worker(rank, world, store, out_dir, body, args):
@@ -15,7 +25,7 @@ def _worker(rank, world, store, out_dir, body, args):
 
 
 def run_gloo(body, world: int, tmp_path, *args) -> list:
-    """``body(rank, world, *args)`` in ``world`` spawned processes joined by a gloo group; what each returned, by rank.
+    """``body(rank, world, *args)`` in ``world`` processes (``_start``) joined by a gloo group; what each returned, by rank.
 
     The group meets through a file store under ``tmp_path`` (no ports); a
     failing assertion in any process fails the calling test.  Return values
@@ -23,7 +33,7 @@ def run_gloo(body, world: int, tmp_path, *args) -> list:
     ``weights_only`` loader: tensors, numbers, strings, lists and dicts.
     """
     store = tmp_path / f"gloo-store-{world}"
-    mp.spawn(_worker, args=(world, str(store), str(tmp_path), body, args), nprocs=world, join=True)
+    _start(_worker, (world, str(store), str(tmp_path), body, args), world)
     return [torch.load(tmp_path / f"gloo-rank{rank}.pt", weights_only=True) for rank in range(world)]
 
 
@@ -45,9 +55,9 @@ def _groups_in_turn(rank, worlds, out_dir, body, args):
 
 def run_gloo_groups(body, worlds, out_dir, *args) -> None:
     """``body(rank, world, *args)`` in a gloo group of each size W of ``worlds`` in turn, all of them in the same
-    ``max(worlds)`` spawned processes (started once, not once per group): the first W processes join a group of their
+    ``max(worlds)`` processes (``_start``) (started once, not once per group): the first W processes join a group of their
     own, met through a file store under ``out_dir``, and leave it before the next.  The bodies write what the test
     reads under ``out_dir``; a failing assertion in any process fails the calling fixture.  One thread per process
     (torch's and numba's): more processes than cores, each spinning on threads of its own, would only wait for each
     other."""
-    mp.spawn(_groups_in_turn, args=(tuple(worlds), str(out_dir), body, args), nprocs=max(worlds), join=True)
+    _start(_groups_in_turn, (tuple(worlds), str(out_dir), body, args), max(worlds))

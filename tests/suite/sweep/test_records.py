@@ -1,11 +1,12 @@
 """Records of tierbench run: typed columns, lines refused by number, appends that never rewrite or lose rows."""
 
 import csv
-import multiprocessing
 
 import pytest
 
 from suite.sweep.records import SCHEMA, read_records, records_path, store_records
+from tests.processes import context as forkserver_context
+from tests.processes import in_callers_environment
 
 OLD_HEADER = [  # the columns of results/runs/demo.csv, written before sampling, processes and pipeline existed
     "dataset", "num_nodes", "num_edges", "feature_dim", "fanouts", "batch_size", "loader", "scorer", "hot_fraction",
@@ -180,9 +181,10 @@ def append_many(path: str, writer: int, start, count: int) -> None:
 def test_three_processes_appending_and_rewriting_at_once_keep_every_row(tmp_path):
     path = tmp_path / "shared.csv"
     store_records(path, [row(host=f"seed-{writer}") for writer in range(3)])
-    context = multiprocessing.get_context("spawn")
+    context = forkserver_context()
     start = context.Barrier(3)
-    processes = [context.Process(target=append_many, args=(str(path), writer, start, 50)) for writer in range(3)]
+    processes = [context.Process(target=in_callers_environment(append_many), args=(str(path), writer, start, 50))
+                 for writer in range(3)]
     for process in processes:
         process.start()
     for process in processes:
@@ -217,8 +219,9 @@ def sweep_in_process(runs: str, loaders: list, cache: str) -> int:
 def test_three_sweeps_on_one_csv_keep_every_row(tiny, tmp_path, isolated_cache):
     runs = str(tmp_path / "runs")
     work = [["in-memory", "cpu-gather"], ["cpu-gather", "degree-cache"], ["degree-cache", "in-memory"]]  # overlapping
-    with multiprocessing.get_context("spawn").Pool(3) as pool:
-        ran = pool.starmap(sweep_in_process, [(runs, loaders, str(isolated_cache)) for loaders in work])
+    with forkserver_context().Pool(3) as pool:
+        ran = pool.starmap(in_callers_environment(sweep_in_process),
+                           [(runs, loaders, str(isolated_cache)) for loaders in work])
     records = read_records(tmp_path / "runs" / "shared.csv")
     assert len(records) == sum(ran) >= 3  # one row per cell run: a cell two sweeps both ran is there twice
     assert set(records["loader"]) == {"in-memory", "cpu-gather", "degree-cache"}

@@ -13,6 +13,8 @@ from suite.datasets.partitions import cached_partition
 from suite.training.domain_parallel import LocalGraph
 from suite.training.full_batch import WorkerData, reference_loss, sage_layers, step_loss, train_step
 from tests.gloo import run_gloo_groups
+from tests.processes import context as forkserver_context
+from tests.processes import in_callers_environment
 
 HIDDEN, LAYERS = 16, 3
 WORLDS = (4, 2, 1)
@@ -146,8 +148,9 @@ def train_until_a_peer_dies(rank, world, store, out_dir):
 
 
 def test_a_worker_that_dies_mid_step_makes_the_others_fail_clearly(tiny, tmp_path):
-    context = torch.multiprocessing.get_context("spawn")
-    workers = [context.Process(target=train_until_a_peer_dies, args=(rank, 2, tmp_path / "store", tmp_path))
+    context = forkserver_context()
+    workers = [context.Process(target=in_callers_environment(train_until_a_peer_dies),
+                               args=(rank, 2, tmp_path / "store", tmp_path))
                for rank in range(2)]
     for worker in workers:
         worker.start()

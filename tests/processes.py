@@ -1,0 +1,43 @@
+"""The processes a test starts, forked from Python's forkserver rather than spawned.
+
+A spawned process imports torch, numba, PyG and tierbench anew (seconds each on a CI machine's two cores).  The
+forkserver imports them once per test session (``PRELOAD``) and forks every process a test starts from there.
+Nothing that runs a test body starts a thread in it or touches a device, so what each process forks from holds
+only imported modules.
+
+A forked process inherits the forkserver's environment, the one of the test that happened to start it first; its
+target is therefore wrapped (``in_callers_environment``) to run in the environment of the test that starts it:
+``TIERBENCH_DATA``, say, and ``NUMBA_ENABLE_CUDASIM``, which numba's CUDA module (not preloaded) takes from numba's
+settings when a process first imports it, so numba reads its settings again from that environment.
+"""
+
+import multiprocessing
+import os
+
+PRELOAD = ["numpy", "numba", "torch", "torch.distributed", "torch_geometric", "pandas", "tiering.features.multi_gpu",
+           "tiering.sampling.distributed", "suite.training.trainer", "suite.training.distributed",
+           "suite.training.domain_parallel", "suite.sweep.run"]
+"""What the forkserver imports before it forks a test's processes (not ``numba.cuda``: see the module docstring)."""
+START_METHOD = "forkserver"
+multiprocessing.set_forkserver_preload(PRELOAD)
+
+
+def context():
+    """The multiprocessing context whose processes fork from the forkserver."""
+    return multiprocessing.get_context(START_METHOD)
+
+
+class in_callers_environment:  # noqa: N801 - used as a function that wraps a target
+    """``target`` as a process runs it: in the environment of the process that made this wrapper."""
+
+    def __init__(self, target):
+        self.target = target
+        self.environment = dict(os.environ)
+
+    def __call__(self, *args, **kwargs):
+        from numba.core import config
+
+        os.environ.clear()
+        os.environ.update(self.environment)
+        config.reload_config()  # numba's NUMBA_* settings, read when the forkserver imported it
+        return self.target(*args, **kwargs)
