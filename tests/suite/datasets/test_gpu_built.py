@@ -93,7 +93,7 @@ def test_the_generated_entry_verifies_and_lists(pair, capsys):
 
 def test_a_sweep_trains_on_it_for_a_fixed_number_of_minibatches(pair, tmp_path):
     assert main(["run", "--experiment", "fig8", "--datasets", BUILT, "--loaders", "tiered,uva", "--hot-fractions",
-                 "0.1", "--epochs", "1", "--warmup", "0", "--rounds", "1", "--minibatches", "3",
+                 "0.1", "--epochs", "1", "--warmup", "0", "--rounds", "1", "--minibatches", "3", "--batch-size", "64",
                  "--runs", str(tmp_path), "-q"]) == 0
     records = read_records(tmp_path / "fig8.csv")
     assert len(records) == 2 and (records["batches"] == 3).all() and (records["batch_limit"] == 3).all()
