@@ -11,6 +11,9 @@ from suite.figures.sampler_bench import render
 from tests.tiering.sampling import host_kernels
 from tiering.sampling import fused
 
+SMALL_CASES = {"one hop": (4,), "minibatch": (4, 4, 4)}
+"""The benchmark's cases at fanout 4 instead of 12, as many hops: what numba's CUDA simulator runs in seconds."""
+
 pytestmark = pytest.mark.filterwarnings("ignore:.*overflow encountered in scalar:RuntimeWarning")
 
 
@@ -42,7 +45,9 @@ def test_the_gpu_samplers_sample_what_the_cpu_sampler_does(tiny, tmp_path, tmp_p
     fused = {name: (sampling, cupy_kernels if kernels == "cupy" else kernels)
              for name, (sampling, kernels) in sampler_bench.FUSED_SAMPLERS.items()}
     monkeypatch.setattr(sampler_bench, "samplers", lambda device: {"cpu": ("cpu", None), **fused})
-    monkeypatch.setattr(launch_costs, "LAUNCHES", 2)  # the simulator runs each launch's threads in Python
+    monkeypatch.setattr(launch_costs, "LAUNCHES", 2)  # the simulator runs each launch's threads in Python,
+    monkeypatch.setattr(sampler_bench, "CASES", SMALL_CASES)  # one thread of them per candidate neighbour
+    monkeypatch.setattr(launch_costs, "MINIBATCH_FANOUTS", SMALL_CASES["minibatch"])
     path = sampler_bench.measure(tiny, tmp_path, device, seeds=12, batch_size=2, repeat=1, command="test")
     table = sampler_bench.read_records(path).table
     assert list(table["sampler"]) == ["cpu", "gpu", "uva", "gpu-cupy"] * 2
@@ -77,6 +82,8 @@ def test_a_sampler_that_fails_leaves_what_was_measured_before_it(tiny, tmp_path,
     monkeypatch.setattr(sampler_bench, "samplers", lambda device: {
         "cpu": ("cpu", None), "gpu": ("gpu", "numba"), "gpu-failing": ("gpu", Failing())})
     monkeypatch.setattr(launch_costs, "LAUNCHES", 2)
+    monkeypatch.setattr(sampler_bench, "CASES", SMALL_CASES)
+    monkeypatch.setattr(launch_costs, "MINIBATCH_FANOUTS", SMALL_CASES["minibatch"])
     with pytest.raises(RuntimeError, match="planted"):  # an internal failure keeps its traceback
         sampler_bench.measure(tiny, tmp_path, device, seeds=12, batch_size=2, repeat=1, command="test")
     table = sampler_bench.read_records(tmp_path).table
