@@ -16,7 +16,7 @@ pytest_plugins = ["tests.gpu_marker"]  # @pytest.mark.gpu
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch):
     """Nothing in tierbench may reach the network: fail any test whose code tries.  A Unix socket, which never leaves
-    the machine (the forkserver that starts the gloo processes: tests/gloo.py), connects."""
+    the machine (the forkserver that starts the processes of the tests: tests/processes.py), connects."""
 
     def refusing(connect):
         def refuse(self, address, *args, **kwargs):

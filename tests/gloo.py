@@ -25,7 +25,8 @@ def _worker(rank, world, store, out_dir, body, args):
 
 
 def run_gloo(body, world: int, tmp_path, *args) -> list:
-    """``body(rank, world, *args)`` in ``world`` processes (``_start``) joined by a gloo group; what each returned, by rank.
+    """``body(rank, world, *args)`` in ``world`` processes (``_start``) joined by a gloo group; what each returned, by
+    rank.
 
     The group meets through a file store under ``tmp_path`` (no ports); a
     failing assertion in any process fails the calling test.  Return values
@@ -55,8 +56,8 @@ def _groups_in_turn(rank, worlds, out_dir, body, args):
 
 def run_gloo_groups(body, worlds, out_dir, *args) -> None:
     """``body(rank, world, *args)`` in a gloo group of each size W of ``worlds`` in turn, all of them in the same
-    ``max(worlds)`` processes (``_start``) (started once, not once per group): the first W processes join a group of their
-    own, met through a file store under ``out_dir``, and leave it before the next.  The bodies write what the test
+    ``max(worlds)`` processes (``_start``, started once, not once per group): the first W processes join a group of
+    their own, met through a file store under ``out_dir``, and leave it before the next.  The bodies write what the test
     reads under ``out_dir``; a failing assertion in any process fails the calling fixture.  One thread per process
     (torch's and numba's): more processes than cores, each spinning on threads of its own, would only wait for each
     other."""

@@ -11,6 +11,7 @@ target is therefore wrapped (``in_callers_environment``) to run in the environme
 settings when a process first imports it, so numba reads its settings again from that environment.
 """
 
+import functools
 import multiprocessing
 import os
 
@@ -27,17 +28,15 @@ def context():
     return multiprocessing.get_context(START_METHOD)
 
 
-class in_callers_environment:  # noqa: N801 - used as a function that wraps a target
-    """``target`` as a process runs it: in the environment of the process that made this wrapper."""
+def in_callers_environment(target):
+    """``target`` as a process runs it: in the environment of the process that calls this, as it is now."""
+    return functools.partial(_in_environment, dict(os.environ), target)
 
-    def __init__(self, target):
-        self.target = target
-        self.environment = dict(os.environ)
 
-    def __call__(self, *args, **kwargs):
-        from numba.core import config
+def _in_environment(environment: dict, target, *args, **kwargs):
+    from numba.core import config
 
-        os.environ.clear()
-        os.environ.update(self.environment)
-        config.reload_config()  # numba's NUMBA_* settings, read when the forkserver imported it
-        return self.target(*args, **kwargs)
+    os.environ.clear()
+    os.environ.update(environment)
+    config.reload_config()  # numba's NUMBA_* settings, read when the forkserver imported it
+    return target(*args, **kwargs)

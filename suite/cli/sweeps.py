@@ -38,12 +38,10 @@ def _cmd_run(args) -> int:
         except ValueError as err:  # tiering's refusal of the directory --shm-dir names
             raise BadValue(str(err)) from None
     settings = dict(datasets=args.datasets, loaders=args.loaders, hot_fractions=args.hot_fractions,
-                    host_fractions=args.host_fractions,
-                    fanouts=[args.fanout] if args.fanout else None, samplings=args.sampling, epochs=args.epochs,
-                    warmup=args.warmup, rounds=args.rounds, batch_size=args.batch_size, regime=args.regime,
-                    scorer=args.scorer,
-                    pipeline=args.pipeline, batch_limit=args.minibatches, sampler_kernels=args.sampler_kernels,
-                    ogb_root=args.ogb_root)
+                    host_fractions=args.host_fractions, fanouts=[args.fanout] if args.fanout else None,
+                    samplings=args.sampling, epochs=args.epochs, warmup=args.warmup, rounds=args.rounds,
+                    batch_size=args.batch_size, regime=args.regime, scorer=args.scorer, pipeline=args.pipeline,
+                    batch_limit=args.minibatches, sampler_kernels=args.sampler_kernels, ogb_root=args.ogb_root)
     if args.gpus is not None and not distributed.launched_by_torchrun():
         sweep = plan_sweep(args.experiment, args.runs, **settings, device=args.device, processes=args.gpus)
         try:

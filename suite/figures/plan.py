@@ -106,8 +106,7 @@ def render(records: Path, out: Path) -> list[Path]:
         f"{facts['row_bytes']} B. Trace: fanouts {tuple(facts['fanouts'])}, {facts['trace']}, {facts['epochs']} "
         f"epoch(s) of {facts['batches_per_epoch']:,} minibatches{_sampled(facts)}. Projected: PCIe bytes / zero-copy "
         f"ceiling + (hits + rows admitted) x row bytes / D2D ceiling, per epoch: a bound that leaves out each gather's "
-        f"fixed costs, the "
-        f"same for every policy{_fixed_text(costs, facts)}.\n\n"
+        f"fixed costs, the same for every policy{_fixed_text(costs, facts)}.\n\n"
         + table.to_markdown(index=False, floatfmt=".3f", intfmt=",") + "\n"
         + _comparison_text(comparison, facts)
     )
