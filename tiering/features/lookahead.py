@@ -32,6 +32,15 @@ ids, where they are in host memory: a CPU sampler's), and the PCIe counters
 stay on the device (``tiering.features.device_counters``) until ``stats()``;
 on a GPU the misses' gather kernel adds their traffic to them as it copies.
 
+The rule sees each minibatch ``window`` minibatches ahead of its gather and
+no further, however far ahead it was announced: a pipeline's sampler thread
+(``suite.training.pipeline``) announces minibatches as it samples them, up to
+its queues' length beyond the window, and the cache must not keep other rows
+for that (its hits and PCIe bytes would vary with the threads' timing).  A
+minibatch announced early records its rows' next uses only for the reads
+within its window, and its promotions of cached rows wait, as a list of rows,
+for the gather after which the window reaches it.
+
 A gather of ids that were not announced (an evaluation pass, or a caller
 that never looks ahead) is served from the cache as it stands, and changes
 nothing.  ``announce`` wraps an epoch's minibatch iterator so that it looks
@@ -69,20 +78,43 @@ def _fill(rows, keys, slot_of, heap, key, where):
     return len(rows)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _promote_row(v, batch, where, heap, key, size):
+    """Row ``v``, if cached, is needed next by minibatch ``batch``."""
+    if where[v] >= 0:
+        key[v] = batch
+        sift_down(heap, key, where, where[v], size)
+
+
 @numba.njit(cache=True, nogil=True)
-def _announce(ids, batch, gathered, start, following, base, last_seen, last_pos, where, heap, key, size):
+def _announce(ids, batch, gathered, window, start, following, base, last_seen, last_pos, where, heap, key, size):
     """Minibatch ``batch`` (its ids at absolute positions ``start``...) enters the window: earlier announced reads of
-    the same rows learn their next use, and cached rows that no pending minibatch reads are promoted to it."""
+    the same rows within ``window`` minibatches learn their next use, and cached rows that no minibatch of the window
+    reads are promoted to it.  Announced before minibatch ``batch - window - 1`` is gathered (a sampler running
+    ahead), the promotions wait for that gather: the rows to promote then (``_promote``)."""
+    ahead = gathered < batch - window
+    deferred = np.empty(len(ids) if ahead else 0, np.int64)
+    count = 0
     for i in range(len(ids)):
         v = ids[i]
         seen = last_seen[v]
-        if seen >= gathered:  # a pending minibatch reads v before this one
+        if seen >= max(gathered, batch - window):  # a minibatch of the window reads v before this one
             following[last_pos[v] - base] = batch
-        elif where[v] >= 0:  # cached, not needed within the window until now
-            key[v] = batch
-            sift_down(heap, key, where, where[v], size)
+        elif ahead:
+            deferred[count] = v
+            count += 1
+        else:  # not needed within the window until now
+            _promote_row(v, batch, where, heap, key, size)
         last_seen[v] = batch
         last_pos[v] = start + i
+    return deferred[:count]
+
+
+@numba.njit(cache=True, nogil=True)
+def _promote(rows, batch, where, heap, key, size):
+    """The cached ones of ``rows``, needed next by minibatch ``batch``, are kept for it."""
+    for v in rows:
+        _promote_row(v, batch, where, heap, key, size)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -166,6 +198,7 @@ class LookaheadLoader(FeatureLoader):
         self._announced = 0  # minibatches announced so far
         self._gathered = 0  # announced minibatches gathered so far
         self._pending = collections.deque()  # the id counts of announced minibatches not yet gathered, in order
+        self._promotions = collections.deque()  # (minibatch, cached rows it promotes) announced ahead of the window
         self._base = 0  # the absolute position of the first pending id
         # the pending minibatches' ids, concatenated, and each one's next announced use (-1: none yet), in
         # buffers[head:tail] that new minibatches append to: ``_append`` moves them to the front only when the
@@ -176,15 +209,19 @@ class LookaheadLoader(FeatureLoader):
         self._lock = threading.Lock()  # a pipeline announces from its sampling thread while another gathers
 
     def look_ahead(self, ids) -> None:
-        """Announce the next minibatch's input nodes (distinct ids), sampled ahead of its gather."""
+        """Announce the next minibatch's input nodes (distinct ids), sampled ahead of its gather (any number of
+        minibatches ahead: the rule sees it ``window`` ahead)."""
         ids = np.ascontiguousarray(torch.as_tensor(ids).cpu().numpy(), dtype=np.int64)
         with self._lock:
             if not self._placed and self._announced == self.window:
                 self._place()
             start = self._base + self._tail - self._head
             self._append(ids)
-            _announce(ids, self._announced, self._gathered, start, self._following, self._base, self._last_seen,
-                      self._last_pos, self._where, self._heap, self._key, self._size)
+            deferred = _announce(ids, self._announced, self._gathered, self.window, start, self._following,
+                                 self._base, self._last_seen, self._last_pos, self._where, self._heap, self._key,
+                                 self._size)
+            if len(deferred):
+                self._promotions.append((self._announced, deferred))
             self._pending.append(len(ids))
             self._announced += 1
 
@@ -280,6 +317,9 @@ class LookaheadLoader(FeatureLoader):
                     self._slot_of, self._hit_in, self.capacity, self._size)
                 self._gathered += 1
                 self.rows_admitted += count
+                while self._promotions and self._promotions[0][0] - self.window <= self._gathered:
+                    batch, rows = self._promotions.popleft()
+                    _promote(rows, batch, self._where, self._heap, self._key, self._size)
         hits_at, misses_at = np.flatnonzero(slots >= 0), np.flatnonzero(slots < 0)
         self._stats.accesses += len(ids)
         self._stats.hits += len(hits_at)

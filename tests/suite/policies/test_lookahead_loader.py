@@ -13,11 +13,12 @@ from tiering.features.lookahead import LookaheadLoader
 from tiering.features.traffic import zero_copy_row_payload
 
 
-def drive(loader, batches, window):
-    """Gather every minibatch, each announced ``window`` minibatches ahead, as ``LookaheadLoader.announce`` does."""
+def drive(loader, batches, window, lead=lambda b: 0):
+    """Gather every minibatch, each announced ``window`` minibatches ahead, as ``LookaheadLoader.announce`` does, or
+    ``lead(b)`` more before minibatch b is gathered (a pipeline's sampler running ahead)."""
     announced = 0
     for b, ids in enumerate(batches):
-        while announced < len(batches) and announced <= b + window:
+        while announced < len(batches) and announced <= b + window + lead(b):
             loader.look_ahead(torch.tensor(batches[announced], dtype=torch.int64))
             announced += 1
         yield torch.tensor(ids, dtype=torch.int64), loader.gather(torch.tensor(ids, dtype=torch.int64))
@@ -47,6 +48,25 @@ def test_the_loader_counts_what_the_lab_replays_and_returns_the_tables_rows(seed
         [replay] = replay_lookahead(trace, [capacity], cost, window, order)
         assert (stats.hits, stats.pcie_payload_bytes, loader.rows_admitted) == (
             int(replay.hits.sum()), int(replay.miss_bytes.sum()), int(replay.fills.sum())), window
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_minibatches_announced_further_ahead_than_the_window_change_nothing_the_cache_does(seed):
+    """A pipeline's sampler announces minibatches as it samples them, a varying number ahead of the window: the rule
+    still sees each one only ``window`` minibatches ahead, so the counts are the lab's replay of that window."""
+    rng = np.random.default_rng(seed)
+    trace = random_trace(rng, 50, batches=40, largest=15)
+    features = torch.randn(50, 4)
+    batches = batches_of(trace)
+    leads = rng.integers(0, 6, len(batches))
+    for window in (0, 1, 3):
+        for lead in (lambda b: len(batches), lambda b: int(leads[b])):  # all at once, or a varying lead
+            loader = LookaheadLoader(features, 12, window=window)
+            for ids, rows in drive(loader, batches, window, lead):
+                assert torch.equal(rows, features[ids])
+            [replay] = replay_lookahead(trace, [12], zero_copy_row_payload(torch.arange(50), 16).numpy(), window,
+                                        np.arange(50))
+            assert (loader.stats().hits, loader.rows_admitted) == (int(replay.hits.sum()), int(replay.fills.sum()))
 
 
 def test_the_pending_ids_take_room_for_the_window_not_for_every_minibatch_announced():

@@ -10,6 +10,7 @@ from suite.cli import main
 from suite.experiments.reuse import access_counts, coverage
 from suite.training.model import GraphSAGE
 from suite.training.trainer import Trainer, majority_accuracy
+from tiering.features.lookahead import LookaheadLoader
 from tiering.sampling.neighbors import NeighborSampler, minibatches
 
 
@@ -202,6 +203,22 @@ def test_the_pipeline_gives_the_same_minibatches_and_losses(tiny, loader_name):
     assert [r.valid_accuracy for r in piped] == [r.valid_accuracy for r in plain]
     assert piped[0].pipeline and not plain[0].pipeline and len(piped[0].losses) == 7
     assert piped[0].sample_s > 0 and piped[0].gather_s > 0 and piped[0].train_s > 0
+
+
+def test_the_pipeline_changes_nothing_the_lookahead_cache_keeps(tiny):
+    """The pipeline's sampler announces minibatches to the lookahead loader as it samples them, ahead of the window;
+    the cache keeps the same rows, so the hits and PCIe bytes are those of an epoch without the pipeline."""
+
+    def run(pipeline):
+        loader = LookaheadLoader(tiny.features, tiny.num_nodes // 10, window=1)
+        t = Trainer(tiny, loader, (10, 5), batch_size=40, seed=4)
+        return [t.train_epoch(e, progress=False, pipeline=pipeline) for e in range(2)]
+
+    plain, piped = run(False), run(True)
+    assert len(plain[0].losses) > 10
+    assert [r.losses for r in piped] == [r.losses for r in plain]
+    assert [(r.hit_ratio, r.pcie_payload_bytes) for r in piped] == [(r.hit_ratio, r.pcie_payload_bytes) for r in plain]
+    assert 0 < plain[1].hit_ratio < 1
 
 
 def _finishes(fn, seconds=60):
