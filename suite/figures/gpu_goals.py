@@ -80,7 +80,7 @@ GOALS = {
     8: (f"cold gather ÷ pinned memcpy, {REACH_ROW_BYTES} B rows, the whole table", "report only (first visit: 0.36 "
         "over 4 GiB)", "paper-scale-reach"),
     9: ("lookahead loader vs tiered at equal GPU memory", "PCIe bytes lower; epoch time no worse",
-        "lookahead-papers-s"),
+        "lookahead-papers-s, lookahead-pipeline-papers-s"),
     10: ("planner projection vs measured epoch", f"within {PLANNER_TOLERANCE:.0%}",
          "costs-cpu-sampling-papers-s, then `tox -e plan`"),
 }
@@ -410,8 +410,8 @@ def reach_row(folder: Path, sources: Sources) -> list[Row]:
 
 def lookahead_rows(folder: Path, sources: Sources) -> list[Row]:
     """Goal 9: the lookahead loader's cells against tiered's in the same setting (the same hot fraction, so the same
-    GPU memory): mean PCIe payload per epoch lower, mean epoch time no higher; "(noise)" marks an epoch time within
-    the two cells' epoch-to-epoch spread."""
+    GPU memory), without and with the pipeline apart: mean PCIe payload per epoch lower, mean epoch time no higher;
+    "(noise)" marks an epoch time within the two cells' epoch-to-epoch spread."""
     records, path = _sweep(folder, "lookahead", DATASET, sources)
     if records.empty:
         return [_not_yet(9, f"no {DATASET} rows in {_relative(path, folder)}")]
@@ -424,9 +424,11 @@ def lookahead_rows(folder: Path, sources: Sources) -> list[Row]:
     ours = ours.reset_index(drop=True)
     matched = tables.matching(ours, base, same, tables.SPREAD_COLUMNS[:3] + ["pcie_payload_bytes"])
     noise = tables.within_spread(ours, matched)
-    labels = _settings_text(ours, [column for column in same if column != "dataset"])
+    labels = _settings_text(ours, [column for column in same if column != "dataset"], always=("pipeline",))
     source = f"{_relative(path, folder)}, means per cell, lookahead ÷ tiered in the same setting"
-    rows = []
+    rows = [_not_yet(9, f"no lookahead cell {'with' if pipeline else 'without'} the pipeline in "
+                        f"{_relative(path, folder)}", tables.describe("pipeline", pipeline))
+            for pipeline in (False, True) if not ours["pipeline"].astype(bool).eq(pipeline).any()]
     for k, cell in ours.iterrows():
         setting = labels[k]
         if pd.isna(matched.loc[k, "epoch_s"]):
@@ -501,9 +503,9 @@ def _draw(table: pd.DataFrame, record: dict, path: Path) -> None:
     judged = table[table[SCORE].notna() & table["verdict"].isin([MET, MISSED])].copy()
     judged["row"] = [textwrap.fill(f"{goal}. {GOALS[goal][0]}", 44) + (f"\n{setting}" if setting else "")
                      for goal, setting in zip(judged["goal"], judged["setting"])]
-    waiting = table[~table.index.isin(judged.index)].drop_duplicates("goal")
-    notes = [f"{goal}. {GOALS[goal][0]}: {verdict} ({GOALS[goal][2]})"
-             for goal, verdict in zip(waiting["goal"], waiting["verdict"])]
+    waiting = table[~table.index.isin(judged.index)].drop_duplicates(["goal", "setting"])
+    notes = [f"{goal}. {GOALS[goal][0]}" + (f", {setting}" if setting else "") + f": {verdict} ({GOALS[goal][2]})"
+             for goal, setting, verdict in zip(waiting["goal"], waiting["setting"], waiting["verdict"])]
     height = 0.55 * max(len(judged), 1) + 0.16 * len(notes) + 2.2
     fig, ax = plt.subplots(figsize=(9, height))
     if judged.empty:

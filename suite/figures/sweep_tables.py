@@ -188,14 +188,14 @@ def settings_of(records: pd.DataFrame) -> list[str]:
             and not (column in SAID_WHERE_SET and records[column].isna().all())]
 
 
-def _describe(column: str, value) -> str:
+def describe(column: str, value) -> str:
     """A setting's value as a reader names it: "hot 10%", "pipeline", "2 processes" ("" where another says it)."""
     return _NAMES.get(column, str)(value)
 
 
 def _words(row, columns: list[str]) -> str:
     """``row``'s values of ``columns`` as a reader names them, comma-separated."""
-    return ", ".join(filter(None, (_describe(column, row[column]) for column in columns)))
+    return ", ".join(filter(None, (describe(column, row[column]) for column in columns)))
 
 
 def varying(records: pd.DataFrame, columns: list[str], within: list[str] | None = None) -> list[str]:

@@ -22,7 +22,8 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
 6. ``fig8-<name>``, ``fig8-pipeline-<name>``, ``fig10-<name>``: the sweeps of Data Tiering Figures 8 and 10 on the GPU,
    one dataset per step (records in ``runs/``), and ``fig8-gpu-sampling-papers-s``: Figure 8 on papers-s sampled by
    the fused GPU sampler, beside the CPU-sampled cells of ``fig8-papers-s`` in the same records;
-   ``lookahead-papers-s``: the lookahead loader beside ``tiered`` in the same GPU memory;
+   ``lookahead-papers-s``, ``lookahead-pipeline-papers-s``: the lookahead loader beside ``tiered`` in the same GPU
+   memory, without and with the pipeline (whose sampler thread announces the minibatches to the lookahead cache);
    ``costs-papers-s``: the fixed cost of one minibatch per stage across batch sizes, sampled by the fused GPU
    sampler (``tierbench costs --sampling gpu``: the GPU-native path), into
    ``costs/papers-s/`` and the machine profile's ``minibatch_costs``, which ``tierbench plan`` adds to its bound;
@@ -113,6 +114,7 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     "fig8-papers-s": 40, "fig8-products-s": 55, "fig8-pipeline-papers-s": 40, "fig8-pipeline-products-s": 40,
     "fig10-papers-s": 135, "fig10-products-s": 150, "report-fig8": 10, "report-fig10": 20,
     "lookahead-papers-s": 140, "report-lookahead": 10,  # H200: 101 s (one round) and 10 s
+    "lookahead-pipeline-papers-s": 140,  # not yet run; as without the pipeline
     "samplerbench-papers-s": 40,  # H200: 12 s; 40 keeps its limit (three times this) at the 2 minutes of any step
     "fig8-gpu-sampling-papers-s": 25,  # H200: 18 s (one round)
     "costs-papers-s": 20,  # H200: 14 s
@@ -161,7 +163,7 @@ COSTS_STEPS = (("costs-papers-s", "gpu", "papers-s"), ("costs-cpu-sampling-paper
 CPU-sampled for Figure 10's epochs."""
 GOAL_STEPS = ("samplerbench-papers-s", *(step for step, _, _ in COSTS_STEPS), "fig8-papers-s",
               "fig8-gpu-sampling-papers-s", "datasets-papers-100m", PAPER_SCALE_SWEEPS, "paper-scale-reach",
-              "lookahead-papers-s")
+              "lookahead-papers-s", "lookahead-pipeline-papers-s")
 """The steps whose records ``report-goals`` judges the second visit's goals by (``suite.figures.gpu_goals``)."""
 PAPER_SCALE_TABLE_GIB = 53
 """papers-100m's float32 feature table, 111,059,956 x 512 B, in GiB (rounded down): the reach study's whole table."""
@@ -329,10 +331,12 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
                                                            "--loaders", gpu_sampled, "--sampling", "gpu", "--device", "cuda", "--runs", runs,
                                                            "-q", "--regime", "unscaled"),
                       f"{runs}/fig8.csv", inputs=("datasets-papers-s",), redo=RERUN_CELLS))
-    # the lookahead cache against the tiered loader in the same GPU memory, in the paper's regime
-    steps.append(Step("lookahead-papers-s", cli + ("run", "--experiment", "lookahead", "--datasets", "papers-s",
-                                                   "--device", "cuda", "--runs", runs, "-q"),
-                      f"{runs}/lookahead.csv", inputs=("datasets-papers-s",), redo=RERUN_CELLS))
+    # the lookahead cache against the tiered loader in the same GPU memory, in the paper's regime, and the same with
+    # the pipeline, whose sampler thread announces the minibatches to the lookahead cache off the training's thread
+    for step, extra in (("lookahead-papers-s", ()), ("lookahead-pipeline-papers-s", ("--pipeline",))):
+        steps.append(Step(step, cli + ("run", "--experiment", "lookahead", "--datasets", "papers-s", "--device",
+                                       "cuda", "--runs", runs, "-q", *extra),
+                          f"{runs}/lookahead.csv", inputs=("datasets-papers-s",), redo=RERUN_CELLS))
     # the fixed cost of one minibatch per stage across batch sizes, sampled on the GPU and then on the CPU, into the
     # machine profile `tierbench plan` reads, which adds to a plan the costs of its epochs' sampler
     for step, sampling, records_dir in COSTS_STEPS:

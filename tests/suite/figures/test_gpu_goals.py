@@ -30,7 +30,8 @@ def _profile(folder: Path) -> str:
 
 
 def _epochs(profile: str, dataset: str, loader: str, epochs=(1.0, 1.0), *, hot=0.0, sampling="cpu", gather_s=0.1,
-            pcie=10**9, hit_ratio=0.0, batch_limit=None, time="2027-01-02T11:00:00+00:00", device=DEVICE) -> list[dict]:
+            pcie=10**9, hit_ratio=0.0, batch_limit=None, time="2027-01-02T11:00:00+00:00", device=DEVICE,
+            pipeline=False) -> list[dict]:
     """The rows ``tierbench run`` records for one cell, one per epoch, with the numbers given."""
     return [{
         "dataset": dataset, "num_nodes": 1000, "num_edges": 5000, "feature_dim": 128, "fanouts": "12,12,12",
@@ -42,7 +43,8 @@ def _epochs(profile: str, dataset: str, loader: str, epochs=(1.0, 1.0), *, hot=0
         "gather_s": gather_s, "train_s": 0.1, "epoch_s": epoch_s, "batches": 12, "sampled_edges": 1000,
         "hit_ratio": hit_ratio, "rows_gathered": 10**6, "nodes_touched": 900, "row_bytes": 512,
         "pcie_payload_bytes": pcie, "pcie_requests": 100, "host_bytes_touched": pcie, "gpu_bytes_resident": 0,
-        "disk_bytes_read": 0, "pipeline": False, "batch_limit": batch_limit, "epoch_batches": 1193 if batch_limit else 12,
+        "disk_bytes_read": 0, "pipeline": pipeline, "batch_limit": batch_limit,
+        "epoch_batches": 1193 if batch_limit else 12,
     } for k, epoch_s in enumerate(epochs)]
 
 
@@ -119,6 +121,8 @@ def write_sweeps(folder: Path) -> None:
     store_records(runs / "lookahead.csv", [
         *_epochs(profile, "papers-s", "tiered", (1.0, 1.1), hot=0.1),
         *_epochs(profile, "papers-s", "lookahead", (1.05, 1.2), hot=0.1, pcie=8 * 10**8),  # slower, within noise
+        *_epochs(profile, "papers-s", "tiered", (1.0, 1.0), hot=0.1, pipeline=True),
+        *_epochs(profile, "papers-s", "lookahead", (0.9, 0.9), hot=0.1, pcie=8 * 10**8, pipeline=True),  # faster
     ])
 
 
@@ -140,8 +144,11 @@ def report(folder: Path, *out: str) -> pd.DataFrame:
     return pd.read_csv(where / "goals.csv", dtype={"setting": str, "measured": str, "source": str})
 
 
-def _row(table: pd.DataFrame, goal: int, setting: str = "") -> pd.Series:
-    rows = table[(table["goal"] == goal) & table["setting"].fillna("").str.contains(setting, regex=False)]
+def _row(table: pd.DataFrame, goal: int, setting: str = "", exact: bool = False) -> pd.Series:
+    """The one row of ``goal`` whose setting holds ``setting`` (is it, where ``exact``)."""
+    settings = table["setting"].fillna("")
+    chosen = settings == setting if exact else settings.str.contains(setting, regex=False)
+    rows = table[(table["goal"] == goal) & chosen]
     assert len(rows) == 1, (goal, setting, table[table["goal"] == goal][["setting", "verdict"]])
     return rows.iloc[0]
 
@@ -152,13 +159,14 @@ def test_every_goal_is_computed_from_the_visit_s_records_and_judged(tmp_path):
     verdicts = {(goal, setting): _row(table, goal, setting)["verdict"] for goal, setting in [
         (1, "gpu sampler"), (1, "uva sampler"), (2, "gpu sampler"), (2, "uva sampler"), (3, ""), (4, "cpu sampling, tiered"),
         (4, "cpu sampling, best"), (4, "gpu sampling, numba kernels, tiered"), (5, ""), (6, "UVA ÷ CPU gather"), (6, "tiered ÷ UVA"),
-        (7, ""), (8, ""), (9, "PCIe bytes"), (9, "epoch time"), (10, "")]}
+        (7, ""), (8, ""), (9, "no pipeline, PCIe bytes"), (9, "no pipeline, epoch time"), (10, "")]}
     assert verdicts == {(1, "gpu sampler"): "met", (1, "uva sampler"): "missed", (2, "gpu sampler"): "met",
                         (2, "uva sampler"): "missed", (3, ""): "met", (4, "cpu sampling, tiered"): "met",
                         (4, "cpu sampling, best"): "report only", (4, "gpu sampling, numba kernels, tiered"): "missed",
                         (5, ""): "met",
                         (6, "UVA ÷ CPU gather"): "met", (6, "tiered ÷ UVA"): "missed", (7, ""): "met",
-                        (8, ""): "report only", (9, "PCIe bytes"): "met", (9, "epoch time"): "missed",
+                        (8, ""): "report only", (9, "no pipeline, PCIe bytes"): "met",
+                        (9, "no pipeline, epoch time"): "missed",
                         (10, ""): "not computed here"}
     assert _row(table, 1, "gpu sampler")["value"] == pytest.approx(12.0)
     assert _row(table, 2, "uva sampler")["value"] == pytest.approx(1.5)
@@ -176,8 +184,10 @@ def test_every_goal_is_computed_from_the_visit_s_records_and_judged(tmp_path):
     assert _row(table, 6, "tiered ÷ UVA")["value"] == pytest.approx(1.25)
     assert _row(table, 7)["value"] == pytest.approx(-0.5) and "paper -42%" in _row(table, 7)["measured"]
     assert _row(table, 8)["value"] == pytest.approx(20 / 55) and pd.isna(_row(table, 8)[gpu_goals.SCORE])
-    assert _row(table, 9, "PCIe bytes")["value"] == pytest.approx(0.8)
-    assert _row(table, 9, "epoch time")["measured"] == "1.07 of tiered's (noise)"
+    assert _row(table, 9, "no pipeline, PCIe bytes")["value"] == pytest.approx(0.8)
+    assert _row(table, 9, "no pipeline, epoch time")["measured"] == "1.07 of tiered's (noise)"
+    assert _row(table, 9, "pipeline, epoch time", exact=True)["verdict"] == "met"
+    assert _row(table, 9, "pipeline, epoch time", exact=True)["value"] == pytest.approx(0.9)
     assert pd.isna(_row(table, 10)["value"])
     assert (table["verdict"] != "not yet run").all()
     judged = table[table["verdict"].isin(["met", "missed"])]
@@ -250,6 +260,18 @@ def test_the_gpu_sampled_cells_missing_are_a_row_of_their_own(tmp_path):
     store_records(folder / "runs" / "fig8.csv", _epochs(profile, "papers-s", "tiered", hot=0.1, gather_s=0.5))
     row = _row(report(folder), 4, "gpu sampling")
     assert row["verdict"] == "not yet run" and "run step fig8-gpu-sampling-papers-s" in row["source"]
+
+
+def test_the_lookahead_cells_with_the_pipeline_missing_are_a_row_of_their_own(tmp_path):
+    folder = tmp_path / "visit"
+    profile = _profile(folder)
+    store_records(folder / "runs" / "lookahead.csv", [*_epochs(profile, "papers-s", "tiered", hot=0.1),
+                                                      *_epochs(profile, "papers-s", "lookahead", hot=0.1, pcie=10)])
+    table = report(folder)
+    waiting = _row(table, 9, "pipeline", exact=True)
+    assert waiting["verdict"] == "not yet run" and "no lookahead cell with the pipeline" in waiting["source"]
+    assert "lookahead-pipeline-papers-s" in waiting["source"]
+    assert _row(table, 9, "no pipeline, PCIe bytes")["verdict"] == "met"
 
 
 def test_an_empty_folder_gives_every_goal_not_yet_run(tmp_path):

@@ -16,7 +16,8 @@ from suite.sweep import gpu_suite
 
 STEPS = ["doctor", "gpu-tests", "gpubench", "datasets-papers-s", "datasets-products-s", "samplerbench-papers-s",
          "fig8-papers-s", "fig8-products-s", "fig8-pipeline-papers-s", "fig8-pipeline-products-s", "fig10-papers-s",
-         "fig10-products-s", "fig8-gpu-sampling-papers-s", "lookahead-papers-s", "costs-papers-s",
+         "fig10-products-s", "fig8-gpu-sampling-papers-s", "lookahead-papers-s", "lookahead-pipeline-papers-s",
+         "costs-papers-s",
          "costs-cpu-sampling-papers-s", "datasets-papers-xs-gpu-built", "datasets-papers-100m", "paper-scale-sweeps",
          "paper-scale-reach", "report-fig8", "report-fig10", "report-lookahead", "report-goals"]
 
@@ -183,7 +184,8 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
                 and name != "report-lookahead"]  # its one sweep is papers-s's
     assert ran(runner.names) == expected  # the products-s sweeps, gpubench and the reports of them still ran
     for name in ("samplerbench-papers-s", "fig8-papers-s", "fig8-pipeline-papers-s", "fig10-papers-s",
-                 "fig8-gpu-sampling-papers-s", "lookahead-papers-s", "costs-papers-s", "costs-cpu-sampling-papers-s"):
+                 "fig8-gpu-sampling-papers-s", "lookahead-papers-s", "lookahead-pipeline-papers-s", "costs-papers-s",
+                 "costs-cpu-sampling-papers-s"):
         assert f"[skip] {name}: its input datasets-papers-s is not done (failed)" in lines
     assert any(line.startswith("[failed] gpu-tests: rc 1") and "fake output of gpu-tests" in line for line in lines)
     assert _state(tmp_path)["steps"]["datasets-papers-s"]["status"] == "failed"
@@ -193,7 +195,8 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
     assert _suite(tmp_path, lines) == 0  # the failed steps run again, then what waited on them
     assert ran(runner.names) == ["gpu-tests", "datasets-papers-s", "samplerbench-papers-s", "fig8-papers-s",
                             "fig8-pipeline-papers-s", "fig10-papers-s", "fig8-gpu-sampling-papers-s",
-                            "lookahead-papers-s", "costs-papers-s", "costs-cpu-sampling-papers-s", "report-fig8",
+                            "lookahead-papers-s", "lookahead-pipeline-papers-s", "costs-papers-s",
+                            "costs-cpu-sampling-papers-s", "report-fig8",
                             "report-fig10", "report-lookahead",
                             "report-goals"]
     assert any(line.startswith("[run] gpu-tests (it failed at") and "with rc 1; running it again" in line
@@ -289,8 +292,8 @@ def test_a_step_that_would_pass_the_time_budget_waits_and_later_steps_that_fit_r
             "--max-minutes)") in lines
     rows = _table_rows(lines)
     assert rows["gpu-tests"] == rows["paper-scale-reach"] == "not" and rows["gpubench"] == "done"
-    assert lines[-1] == (f"22 steps left for a later run by --max-minutes {budget:g}: gpu-tests, datasets-papers-s, "
-                         "datasets-products-s, datasets-papers-xs-gpu-built, paper-scale-reach did not fit, and 17 "
+    assert lines[-1] == (f"23 steps left for a later run by --max-minutes {budget:g}: gpu-tests, datasets-papers-s, "
+                         "datasets-products-s, datasets-papers-xs-gpu-built, paper-scale-reach did not fit, and 18 "
                          "more wait on them; run the command again")  # all but doctor and gpubench
 
     names.clear()
@@ -310,13 +313,13 @@ def test_the_dry_run_plans_what_a_run_under_the_same_budget_runs(tmp_path, fake_
     assert _suite(tmp_path, run_lines, max_minutes=budget) == 0
     assert planned == [name for name in STEPS if name in names]
     assert ran(names) == ["doctor", "gpu-tests", "datasets-papers-s"]
-    assert run_lines[-1].startswith(f"21 steps left for a later run by --max-minutes {budget:g}: gpubench, ")
+    assert run_lines[-1].startswith(f"22 steps left for a later run by --max-minutes {budget:g}: gpubench, ")
     text = "\n".join(lines)
     assert "datasets-papers-s: would run (not done yet; alongside gpu-tests)" in text
     assert f"datasets-products-s: would skip (its ~60 s, typed would pass --max-minutes {budget:g}" in text
     seconds = typed["doctor"] + typed["gpu-tests"]
     assert lines[-1].startswith(f"would run 3 of {len(STEPS)} steps: ~{seconds} s")
-    assert lines[-1].endswith(f"; 21 left for a later run by --max-minutes {budget:g}")
+    assert lines[-1].endswith(f"; 22 left for a later run by --max-minutes {budget:g}")
 
 
 def test_a_fresh_machine_makes_again_the_datasets_a_step_left_to_run_reads_and_redoes_nothing_else(tmp_path, fake_gpu,
