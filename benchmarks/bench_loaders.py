@@ -7,8 +7,13 @@ ids are the input nodes of real sampled minibatches (fanouts 12,12,12).
 CUDA is visible (the ``cuda`` parameter is skipped otherwise; asv's way of
 skipping is ``NotImplementedError`` from ``setup``).  ``track_miss_ratio``
 and ``track_pcie_mb_per_batch`` are exact model outputs: they change only
-when the placement or the traffic model changes.  All lower is better.
+when the placement or the traffic model changes.  ``LookaheadEpoch`` times
+the lookahead loader's host decisions over an epoch at the paper's batch, as
+a ratio to the tiered loader gathering the same ids in the same run.  All
+lower is better.
 """
+
+import types
 
 import torch
 
@@ -94,3 +99,54 @@ class Traffic:
         return self.stats.pcie_payload_bytes / 1e6 / self.batches
 
     track_pcie_mb_per_batch.unit = "MB"
+
+
+LOOKAHEAD_WINDOWS = [16, 256]
+PAPER_BATCH = 8
+"""Data Tiering §5.4's batch for papers (the paper's regime), at which the lookahead loader was measured slowest."""
+
+
+class LookaheadEpoch:
+    """The lookahead loader's host decisions (``tiering.features.lookahead``): an epoch of the papers-like graph's
+    training seeds at the paper's batch of 8, each minibatch announced ``window`` ahead and then gathered on the CPU,
+    against the tiered loader gathering the same ids in the same GPU memory (10% of the rows) in the same run.  Both
+    loaders persist across epochs, as in training; the first epoch (numba's compiles, the lookahead cache's
+    placement) is in ``setup``."""
+
+    params = [LOOKAHEAD_WINDOWS]
+    param_names = ["window"]
+    timeout = 300
+
+    def setup_cache(self):
+        return make_graphs()
+
+    def setup(self, root, window):
+        dataset, batches = loader_workload(load_graph(root, NODES), batches=None, seed=1, batch_size=PAPER_BATCH)
+        self.batches = [types.SimpleNamespace(input_nodes=ids) for ids in batches]
+        self.lookahead = create_loader("lookahead", dataset, 0.1, "cpu", window=window)
+        self.tiered = create_loader("tiered", dataset, 0.1, "cpu")
+        self.lookahead_epoch()
+        self.tiered_epoch()
+
+    def teardown(self, root, window):
+        for name in ("lookahead", "tiered"):
+            if hasattr(self, name):
+                getattr(self, name).close()
+
+    def lookahead_epoch(self):
+        for batch in self.lookahead.announce(iter(self.batches)):
+            self.lookahead.gather(batch.input_nodes)
+
+    def tiered_epoch(self):
+        for batch in self.batches:
+            self.tiered.gather(batch.input_nodes)
+
+    def time_epoch(self, root, window):
+        self.lookahead_epoch()
+
+    def track_ratio_vs_tiered(self, root, window):
+        _, ours = best_wall_seconds(self.lookahead_epoch)
+        _, peer = best_wall_seconds(self.tiered_epoch)
+        return ours / peer
+
+    track_ratio_vs_tiered.unit = "ratio"

@@ -78,13 +78,15 @@ def load_graph(root, n, shape: str = "papers-like") -> CSRGraph:
     return CSRGraph(indptr, indices)
 
 
-def loader_workload(graph: CSRGraph, batches: int, seed: int) -> tuple[Dataset, list[torch.Tensor]]:
+def loader_workload(graph: CSRGraph, batches: int | None, seed: int,
+                    batch_size: int = 64) -> tuple[Dataset, list[torch.Tensor]]:
     """The dataset the loader benchmarks gather from and the ids they gather.
 
     ``graph`` is reordered by weighted reverse PageRank of every 97th node (the
     training split) and given 128 random float32 features per node; the ids are
-    the input nodes of ``batches`` consecutive minibatches of 64 training seeds,
-    sampled with fanouts 12,12,12 from a generator seeded with ``seed``.
+    the input nodes of ``batches`` consecutive minibatches of ``batch_size``
+    training seeds (``None``: an epoch, every minibatch of the split), sampled
+    with fanouts 12,12,12 from a generator seeded with ``seed``.
     """
     n = graph.num_nodes
     train = torch.arange(0, n, 97)
@@ -95,7 +97,9 @@ def loader_workload(graph: CSRGraph, batches: int, seed: int) -> tuple[Dataset, 
     sampler = NeighborSampler(graph, (12, 12, 12))
     generator = torch.Generator().manual_seed(seed)
     seeds = dataset.splits["train"]
-    return dataset, [sampler.sample(seeds[i * 64 : (i + 1) * 64], generator).input_nodes for i in range(batches)]
+    batches = -(-len(seeds) // batch_size) if batches is None else batches
+    return dataset, [sampler.sample(seeds[i * batch_size : (i + 1) * batch_size], generator).input_nodes
+                     for i in range(batches)]
 
 
 def relabel_workload(graph: CSRGraph) -> tuple[torch.Tensor, torch.Tensor]:
