@@ -103,7 +103,7 @@ class Traffic:
 
 LOOKAHEAD_WINDOWS = [16, 256]
 PAPER_BATCH = 8
-"""Data Tiering §5.4's batch for papers (the paper's regime), at which the lookahead loader was measured slowest."""
+"""Data Tiering §5.4's batch for papers (the paper's regime), the lookahead sweep's."""
 
 
 class LookaheadEpoch:
