@@ -14,8 +14,9 @@ would first fail on a lent GPU, minutes into a visit.  This reads every source f
 
 An import inside a function binds its name for that function only, as Python does.  A name the file also binds to
 something else (an assignment, an argument) is not checked, nor are packages not installed here (CuPy on a CPU
-machine).  The lookup runs in a fresh interpreter without numba's CUDA simulator, which ``tests/conftest.py`` turns
-on, so that ``numba.cuda`` is the real one whose names the GPU runs.
+machine).  The lookup runs in a process forked from the tests' forkserver (``tests/processes.py``), which has not
+imported ``numba.cuda``, with numba's settings read again without the CUDA simulator that ``tests/conftest.py``
+turns on, so that ``numba.cuda`` is the real one whose names the GPU runs.
 """
 
 from __future__ import annotations
@@ -23,12 +24,11 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import json
-import os
-import subprocess
-import sys
 import types
 from pathlib import Path
+
+from tests.processes import context as forkserver_context
+from tests.processes import in_callers_environment
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = ("tiering", "baselines", "suite", "benchmarks", "tests")
@@ -185,11 +185,18 @@ def unresolved_names() -> dict:
     return total
 
 
-def test_every_module_attribute_the_code_names_exists_and_every_own_call_binds():
-    env = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
-    done = subprocess.run([sys.executable, "-m", "tests.test_names_resolve"], cwd=REPO, env=env,
-                          capture_output=True, text=True, check=True)
-    found = json.loads(done.stdout.splitlines()[-1])
+def names_without_the_simulator() -> tuple[dict, bool]:
+    """``unresolved_names()`` in a process whose numba runs no CUDA simulator, and whether the simulator was off."""
+    from numba.core import config
+
+    return unresolved_names(), not config.ENABLE_CUDASIM
+
+
+def test_every_module_attribute_the_code_names_exists_and_every_own_call_binds(monkeypatch):
+    monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
+    with forkserver_context().Pool(1) as pool:
+        found, real_cuda = pool.apply(in_callers_environment(names_without_the_simulator))
+    assert real_cuda
     assert found["attributes"] > 3000 and found["calls"] > 2000  # torch's, numba's and tierbench's names are read
     assert found["missing"] == []
     assert found["unbound"] == []
@@ -219,6 +226,3 @@ def test_an_import_inside_a_function_binds_its_name_there_only():
         "    return measure('papers-s', 'records', table_bytes=1)\n")["unbound"]
     assert unbound == ["7: measure: got an unexpected keyword argument 'table_bytes'"]
 
-
-if __name__ == "__main__":
-    print(json.dumps(unresolved_names()))

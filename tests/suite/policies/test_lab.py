@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,6 +18,8 @@ from suite.policies.static import replay_static
 from suite.policies.trace import record_trace
 from suite.sweep.records import read_records
 from suite.sweep.run import run_sweep
+from tests.processes import context as forkserver_context
+from tests.processes import in_callers_environment
 from tiering.features.placement import hot_rows
 from tiering.graph.csr import CSRGraph
 
@@ -173,17 +172,29 @@ def test_a_trace_that_claims_another_recording_is_refused_before_anything_is_all
                                  for trace in traces), err
 
 
+def plan_printing_to(printed: str, argv: list[str]) -> None:
+    """``tierbench`` with ``argv``, what it prints going to the file ``printed``; exits with its status."""
+    import contextlib
+
+    with open(printed, "w") as out, contextlib.redirect_stdout(out):
+        status = main(argv)
+    sys.exit(status)
+
+
 def test_two_plans_into_one_folder_take_turns_and_each_prints_its_own(tiny, tmp_path):
-    """Two `tierbench plan` runs with the same --out: each prints the plan it made, not the other's."""
-    repo = Path(__file__).resolve().parents[3]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))}
+    """Two `tierbench plan` processes with the same --out: each prints the plan it made, not the other's."""
     budgets = ["1.2GB", "2GB"]
-    runs = [subprocess.Popen([sys.executable, "-m", "suite.cli", "plan", "--dataset", "tiny", "--gpu-memory", budget,
-                              "--out", str(tmp_path / "plan"), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env) for budget in budgets]
+    context = forkserver_context()
+    runs = [context.Process(target=in_callers_environment(plan_printing_to), args=(
+        str(tmp_path / f"printed-{budget}.txt"),
+        ["plan", "--dataset", "tiny", "--gpu-memory", budget, "--out", str(tmp_path / "plan"), "-q"]))
+        for budget in budgets]
+    for run in runs:
+        run.start()
     for budget, run in zip(budgets, runs):
-        out, err = run.communicate(timeout=300)
-        assert run.returncode == 0, err
+        run.join(300)
+        assert run.exitcode == 0
+        out = (tmp_path / f"printed-{budget}.txt").read_text()
         (recommendation,) = [line for line in out.splitlines() if line.startswith("Recommended for tiny")]
         assert recommendation.startswith(f"Recommended for tiny in {budget} of GPU memory"), out
         assert f"in {budget} of GPU memory" in out.split("wrote ")[0]  # the table it printed is its own too
