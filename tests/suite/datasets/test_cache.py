@@ -4,7 +4,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,8 @@ from suite.datasets import DatasetFileError, entry_path, load_dataset, prepare_d
 from suite.datasets.cache import cache_root
 from suite.datasets.dataset import ARRAYS, load_entry
 from suite.io import atomic
+from tests.processes import context as forkserver_context
+from tests.processes import in_callers_environment
 
 
 def test_cache_root_follows_tierbench_data(monkeypatch, tmp_path):
@@ -149,46 +150,53 @@ def test_atomic_writes_get_the_usual_permissions_not_mkstemps_private_ones(tmp_p
 
 
 # ------------------------------------------------------- locks and recovery
-BUILD_TINY = r"""
-import os, pathlib, sys, time
-import suite.datasets.build as build
+def build_tiny_counted(ready: str, builds: str, reported: str) -> None:
+    """``prepare_dataset("tiny")`` in one of three processes started together, the graph's build holding the cache's
+    lock a second and counted in ``builds``; what the process logs goes to ``reported``, the entry to
+    ``reported.entry``."""
+    import contextlib
+    import time
 
-ready, builds = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-generate = build.generate_graph
+    from suite.datasets import build
 
-def counted(preset, progress=False):
-    with open(builds, "a") as f:
-        f.write(f"{os.getpid()}\n")
-    time.sleep(1.0)  # hold the lock while the others arrive
-    return generate(preset, progress)
+    generate = build.generate_graph
 
-build.generate_graph = counted
-(ready / str(os.getpid())).touch()
-deadline = time.monotonic() + 120
-while len(list(ready.iterdir())) < 3 and time.monotonic() < deadline:  # start the three builds together
-    time.sleep(0.02)
-print(build.prepare_dataset("tiny", progress=False))
-"""
+    def counted(preset, progress=False):
+        with open(builds, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        time.sleep(1.0)  # hold the lock while the others arrive
+        return generate(preset, progress)
+
+    build.generate_graph = counted
+    (Path(ready) / str(os.getpid())).touch()
+    deadline = time.monotonic() + 120
+    while len(list(Path(ready).iterdir())) < 3 and time.monotonic() < deadline:  # start the three builds together
+        time.sleep(0.02)
+    with open(reported, "w") as err, contextlib.redirect_stderr(err):
+        entry = build.prepare_dataset("tiny", progress=False)
+    Path(f"{reported}.entry").write_text(str(entry))
 
 
-def test_three_processes_building_one_entry_build_it_once(tmp_path):
+def test_three_processes_building_one_entry_build_it_once(tmp_path, monkeypatch):
     cache, ready, builds = tmp_path / "cache", tmp_path / "ready", tmp_path / "builds"
     ready.mkdir()
-    env = {**os.environ, "TIERBENCH_DATA": str(cache)}
-    repo = Path(__file__).resolve().parents[3]
-    procs = [
-        subprocess.Popen([sys.executable, "-c", BUILD_TINY, str(ready), str(builds)], cwd=repo, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(3)
-    ]
-    results = [p.communicate(timeout=600) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0, 0], [err for _, err in results]
-    entries = {out.strip().splitlines()[-1] for out, _ in results}
+    monkeypatch.setenv("TIERBENCH_DATA", str(cache))
+    context = forkserver_context()
+    reported = [tmp_path / f"reported-{k}.txt" for k in range(3)]
+    procs = [context.Process(target=in_callers_environment(build_tiny_counted), args=(str(ready), str(builds),
+                                                                                      str(path)))
+             for path in reported]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(600)
+    assert [p.exitcode for p in procs] == [0, 0, 0], [path.read_text() for path in reported if path.exists()]
+    entries = {Path(f"{path}.entry").read_text() for path in reported}
     assert len(entries) == 1
     assert len(builds.read_text().split()) == 1  # the build ran once
     # the builder holds the lock for a second after the three start together: the others wait for it (a late one
     # may instead find the entry complete, which is as good)
-    assert sum("waiting for another tierbench process that is building" in err for _, err in results) >= 1
+    assert sum("waiting for another tierbench process that is building" in path.read_text() for path in reported) >= 1
     entry = Path(entries.pop())
     assert [p.name for p in cache.iterdir() if p.is_dir()] == [entry.name]  # one entry, no partial left
     assert load_entry(entry, "hint").num_nodes == 4096
