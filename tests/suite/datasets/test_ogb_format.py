@@ -2,7 +2,6 @@
 
 import dataclasses
 import pickle
-import subprocess
 import sys
 
 import numpy as np
@@ -11,6 +10,8 @@ import torch
 
 from suite.datasets import PRESETS, DatasetFileError, ogb_format
 from suite.datasets.build import convert_ogb, generate_arrays, labels_from_ogb
+from tests.processes import context as forkserver_context
+from tests.processes import in_callers_environment
 
 HINT = "Rebuild it with the test's own command."
 
@@ -121,21 +122,31 @@ def test_real_meta_dict_comes_from_ogbs_master_table(tmp_path):
         ogb_format.read_node_dataset(meta, HINT)
 
 
+def import_ogb_offline() -> None:
+    """Import ogb through tierbench with every connection and name lookup recorded instead of made; fail if there
+    were any, or if a thread is left running half a second later."""
+    import socket
+    import threading
+    import time
+
+    assert not any(name == "ogb" or name.startswith("ogb.") for name in sys.modules), "ogb was imported already"
+    calls = []
+    socket.socket.connect = lambda self, addr, *a: calls.append(addr)
+    socket.getaddrinfo = lambda *a, **k: calls.append(a) or []
+    from suite.datasets.ogb_format import import_ogb_node_dataset
+
+    import_ogb_node_dataset()
+    time.sleep(0.5)
+    names = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    assert not calls and not names, (calls, names)
+
+
 def test_importing_ogb_through_tierbench_starts_no_version_check():
-    code = (
-        "import socket, threading, time\n"
-        "calls = []\n"
-        "socket.socket.connect = lambda self, addr, *a: calls.append(addr)\n"
-        "socket.getaddrinfo = lambda *a, **k: calls.append(a) or []\n"
-        "from suite.datasets.ogb_format import import_ogb_node_dataset\n"
-        "import_ogb_node_dataset()\n"
-        "time.sleep(0.5)\n"
-        "names = [t.name for t in threading.enumerate() if t is not threading.main_thread()]\n"
-        "print(calls, names)\n"
-        "assert not calls and not names, (calls, names)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+    """In a process that has not imported ogb (forked from the tests' forkserver, ``tests/processes.py``)."""
+    process = forkserver_context().Process(target=in_callers_environment(import_ogb_offline))
+    process.start()
+    process.join(120)
+    assert process.exitcode == 0
 
 
 def write_mini_ogbn_products(root, n=60, e=200, d=5, seed=0):
