@@ -155,16 +155,17 @@ def test_generate_papers_100m_here_exits_2_in_one_line_in_seconds(tmp_path):
 
 
 @SMALL_MACHINE
-def test_train_on_papers_100m_here_shows_the_run_plan_and_refuses_before_opening(tmp_path):
+def test_train_on_papers_100m_here_shows_the_run_plan_and_refuses_before_opening(tmp_path, monkeypatch, capsys):
+    from suite.cli import main
+
     env_cache = tmp_path / "cache"
+    monkeypatch.setenv("TIERBENCH_DATA", str(env_cache))
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "suite.cli", "train", "--dataset", "papers-100m-half", "--loader",
-                           "tiered", "--hot-fraction", "0.1"], check=False, capture_output=True, text=True,
-                          env={**os.environ, "TIERBENCH_DATA": str(env_cache)})
-    assert done.returncode == 2, done.stderr
-    lines = done.stderr.strip().splitlines()
+    assert main(["train", "--dataset", "papers-100m-half", "--loader", "tiered", "--hot-fraction", "0.1"]) == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tierbench: error: papers-100m-half needs 34.2 GiB of host RAM")
-    assert "hot tier (11,105,996 rows)" in done.stdout and "26.5 GiB" in done.stdout
+    assert "hot tier (11,105,996 rows)" in out and "26.5 GiB" in out
     assert time.perf_counter() - start < 30
     assert not env_cache.exists() or not any(env_cache.iterdir())
 
