@@ -53,7 +53,7 @@ def _draw_classes(cum_weights, seed, stream, out):
 
 
 @numba.njit(cache=True)
-def _guide_table(cum, size):
+def guide_table(cum, size):
     """Chen and Asau's guide table: ``out[j]`` = how many entries of ``cum`` are at most ``j * cum[-1] / size``."""
     out = np.empty(size + 1, dtype=np.int64)
     step = cum[-1] / size
@@ -67,15 +67,15 @@ def _guide_table(cum, size):
 
 
 @numba.njit(inline="always")
-def _bucket(cum, guide, scale, x):
+def guide_bucket(cum, guide, scale, x):
     """The range ``[lo, hi]`` of the guide table's bucket of x: ``searchsorted(cum, x, "right")`` lies in it unless
-    rounding put x just outside the bucket (``_search`` checks)."""
+    rounding put x just outside the bucket (``guided_search`` checks)."""
     j = min(int(x * scale), len(guide) - 2)
     return guide[j], guide[j + 1]
 
 
 @numba.njit(inline="always")
-def _search(cum, lo, hi, x):
+def guided_search(cum, lo, hi, x):
     """``np.searchsorted(cum, x, side="right")``, given a range ``[lo, hi]`` that should hold the answer.
 
     The range is checked first and widened to the whole array where it does
@@ -95,7 +95,7 @@ def _search(cum, lo, hi, x):
 
 @numba.njit(inline="always")
 def _touch(cum, lo, hi):
-    """Read the entries ``_search`` reads first, so that a batch's cache misses overlap instead of queueing."""
+    """Read the entries ``guided_search`` reads first, so that a batch's cache misses overlap instead of queueing."""
     n = len(cum)
     return cum[max(lo - 1, 0)] + cum[min(hi, n - 1)]
 
@@ -134,12 +134,12 @@ def _edge_kernel(block_ptr, cum_src, guide_src, cum_dst, guide_dst, cum_block_ds
         for b in range(size):
             e = first + start + b
             xs[b] = uniform(seed, stream, 4 * e + SRC_DRAW) * total_src
-            los[b], his[b] = _bucket(cum_src, guide_src, scale_src, xs[b])
+            los[b], his[b] = guide_bucket(cum_src, guide_src, scale_src, xs[b])
         for b in range(size):
             touched += _touch(cum_src, los[b], his[b])
         for b in range(size):
             e = first + start + b
-            s = min(_search(cum_src, los[b], his[b], xs[b]), n - 1)
+            s = min(guided_search(cum_src, los[b], his[b], xs[b]), n - 1)
             src[start + b] = s
             r = np.searchsorted(block_ptr, s, side="right") - 1
             if uniform(seed, stream, 4 * e + SAME_CLASS_DRAW) >= homophily:
@@ -150,11 +150,11 @@ def _edge_kernel(block_ptr, cum_src, guide_src, cum_dst, guide_dst, cum_block_ds
             base = cum_dst[lo - 1] if lo > 0 else 0.0
             xs[b] = base + uniform(seed, stream, 4 * e + DST_DRAW) * (cum_dst[hi - 1] - base)
             block_lo[b], block_hi[b] = lo, hi
-            los[b], his[b] = _bucket(cum_dst, guide_dst, scale_dst, xs[b])
+            los[b], his[b] = guide_bucket(cum_dst, guide_dst, scale_dst, xs[b])
         for b in range(size):
             touched += _touch(cum_dst, los[b], his[b])
         for b in range(size):
-            k = _search(cum_dst, los[b], his[b], xs[b])
+            k = guided_search(cum_dst, los[b], his[b], xs[b])
             dst[start + b] = min(max(k, block_lo[b]), block_hi[b] - 1)
         if touched < 0:  # never: masses are positive; keeps the reads from being optimised away
             src[start] = -1
@@ -251,8 +251,8 @@ def block_model(
     cum_dst = cum_src if symmetric else np.cumsum(theta_dst[order])
     block_mass = np.bincount(classes, weights=theta_dst, minlength=num_classes)
     del theta_src, theta_dst
-    guide_src = _guide_table(cum_src, num_nodes)
-    guide_dst = guide_src if symmetric else _guide_table(cum_dst, num_nodes)
+    guide_src = guide_table(cum_src, num_nodes)
+    guide_dst = guide_src if symmetric else guide_table(cum_dst, num_nodes)
     return BlockModel(classes, order, block_ptr, cum_src, cum_dst, np.cumsum(block_mass), guide_src, guide_dst,
                       homophily, seed)
 

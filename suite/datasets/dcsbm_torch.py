@@ -31,7 +31,7 @@ from tiering.rng import stream_hashes, uniform_from_hashes
 
 def search(cum: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """How many entries of the sorted ``cum`` are at most ``x``: ``np.searchsorted(cum, x, side="right")``, which
-    ``dcsbm._search`` returns (an x equal to an entry, or to a run of equal entries, goes after them)."""
+    ``dcsbm.guided_search`` returns (an x equal to an entry, or to a run of equal entries, goes after them)."""
     return torch.searchsorted(cum, x, right=True)
 
 

@@ -39,7 +39,7 @@ What a minibatch actually touched is measured where it runs
 (``measured_footprint``) and printed in every table beside the regime.
 
 The imitated graph's share takes seconds to model (ogbn-papers100M: its 111M
-nodes' masses and 8 minibatches of lists searched in them, ~12 s on 2 cores),
+nodes' masses and 8 minibatches of lists searched in them, ~9 s on 2 cores),
 and every process that trains, plans or reports a papers preset needs it, so
 each modelled share is kept in the dataset cache (``footprints/``, one JSON
 file a setting, written through a temporary file and a rename), under the
@@ -63,7 +63,9 @@ import numba
 import numpy as np
 
 import tiering.rng
+from suite.datasets import dcsbm
 from suite.datasets.cache import cache_root, writable
+from suite.datasets.dcsbm import guide_bucket, guide_table, guided_search
 from suite.datasets.presets import PAPERS_100M_NODES, PRESETS, Preset
 from suite.errors import BadValue
 from suite.io import atomic
@@ -99,6 +101,9 @@ PAPER_BATCH = 1024
 
 MODEL_BATCHES = 8
 """Minibatches the footprint model averages over."""
+GUIDE_SPACING = 8
+"""Nodes per bucket of the guide table the model searches θ_col's running sum through, on average (a table of N / 8
+entries beside the sum's N)."""
 
 
 def imitated_graph(name: str) -> ImitatedGraph | None:
@@ -150,8 +155,9 @@ def _list_length(mean, seed, v):
 
 
 @numba.njit(inline="always")
-def _entry(cum_col, block_ptr, cum_block, home, homophily, seed, v, j):
-    """Entry j of node v's list: a node of v's class (``home``) or of a class drawn by mass, drawn by θ_col."""
+def _entry(cum_col, guide, scale, block_ptr, cum_block, home, homophily, seed, v, j):
+    """Entry j of node v's list: a node of v's class (``home``) or of a class drawn by mass, drawn by θ_col (searched
+    in the guide table's bucket of ``cum_col``: searchsorted's answer, found in a few reads)."""
     entry_seed = seed + np.uint64(1)
     r = home
     if uniform(entry_seed, v, 3 * j) >= homophily:
@@ -160,12 +166,13 @@ def _entry(cum_col, block_ptr, cum_block, home, homophily, seed, v, j):
     lo, hi = block_ptr[r], block_ptr[r + 1]
     base = cum_col[lo - 1] if lo > 0 else 0.0
     x = base + uniform(entry_seed, v, 3 * j + 2) * (cum_col[hi - 1] - base)
-    return min(max(np.searchsorted(cum_col, x, side="right"), lo), hi - 1)
+    first, last = guide_bucket(cum_col, guide, scale, x)
+    return min(max(guided_search(cum_col, first, last, x), lo), hi - 1)
 
 
 @numba.njit(parallel=True, cache=True)
-def _sample_hop(nodes, fanout, hop_seed, cum_col, row_total, symmetric, alpha, entries, block_ptr, cum_block,
-                homophily, seed, out, counts):
+def _sample_hop(nodes, fanout, hop_seed, cum_col, guide, scale, row_total, symmetric, alpha, entries, block_ptr,
+                cum_block, homophily, seed, out, counts):
     for i in numba.prange(len(nodes)):
         v = nodes[i]
         if symmetric:
@@ -189,7 +196,7 @@ def _sample_hop(nodes, fanout, hop_seed, cum_col, row_total, symmetric, alpha, e
             out[i * fanout + r] = t
         extra = length  # a repeated entry is redrawn past the list's end: real lists hold no duplicates
         for r in range(k):
-            u = _entry(cum_col, block_ptr, cum_block, home, homophily, seed, v, out[i * fanout + r])
+            u = _entry(cum_col, guide, scale, block_ptr, cum_block, home, homophily, seed, v, out[i * fanout + r])
             for attempt in range(8):
                 repeated = False
                 for q in range(r):
@@ -198,7 +205,7 @@ def _sample_hop(nodes, fanout, hop_seed, cum_col, row_total, symmetric, alpha, e
                         break
                 if not repeated:
                     break
-                u = _entry(cum_col, block_ptr, cum_block, home, homophily, seed, v, extra)
+                u = _entry(cum_col, guide, scale, block_ptr, cum_block, home, homophily, seed, v, extra)
                 extra += 1
             out[i * fanout + r] = u
 
@@ -272,9 +279,10 @@ def _footprint(generator: _Generator, num_nodes: int, batch_size: int, fanouts: 
 
 @functools.lru_cache(maxsize=1)
 def _model_digest() -> str:
-    """The digest of the model's source: this module and the counter-based draws it makes (``tiering.rng``)."""
+    """The digest of the model's source: this module, the counter-based draws it makes (``tiering.rng``) and the
+    guided search it finds nodes with (``suite.datasets.dcsbm``)."""
     digest = hashlib.sha256()
-    for source in (__file__, tiering.rng.__file__):
+    for source in (__file__, tiering.rng.__file__, dcsbm.__file__):
         digest.update(Path(source).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -313,6 +321,8 @@ def _modelled_footprint(generator: _Generator, num_nodes: int, batch_size: int, 
     cum_col = np.empty(num_nodes, dtype=np.float64)
     _pareto_cumsum(alpha, rng_seed, 1, cum_col)
     row_total = cum_col[-1] if generator.symmetric else _pareto_sum(alpha, rng_seed, 2, num_nodes)
+    guide = guide_table(cum_col, max(1, num_nodes // GUIDE_SPACING))
+    scale = (len(guide) - 1) / cum_col[-1]
     entries = num_nodes * generator.avg_degree
     block_ptr = _class_blocks(generator, num_nodes)
     cum_block = np.cumsum([cum_col[hi - 1] - (cum_col[lo - 1] if lo else 0.0)
@@ -327,8 +337,8 @@ def _modelled_footprint(generator: _Generator, num_nodes: int, batch_size: int, 
             out = np.empty(len(nodes) * fanout, dtype=np.int64)
             counts = np.empty(len(nodes), dtype=np.int64)
             hop_seed = np.uint64((seed * 7919 + b) * 31 + hop)
-            _sample_hop(nodes, fanout, hop_seed, cum_col, row_total, generator.symmetric, alpha, entries, block_ptr,
-                        cum_block, generator.homophily, rng_seed, out, counts)
+            _sample_hop(nodes, fanout, hop_seed, cum_col, guide, scale, row_total, generator.symmetric, alpha, entries,
+                        block_ptr, cum_block, generator.homophily, rng_seed, out, counts)
             nodes = np.concatenate([nodes, _new_nodes(seen, out, counts, fanout)])
         seen[nodes] = False
         shares.append(len(nodes) / num_nodes)

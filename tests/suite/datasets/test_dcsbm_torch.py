@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from suite.datasets import PRESETS, build
-from suite.datasets.dcsbm import _search, block_model
+from suite.datasets.dcsbm import block_model, guided_search
 from suite.datasets.dcsbm_torch import TorchBlockModel, search
 from tiering.rng import stream_hashes, uniform, uniform_from_hashes
 
@@ -58,7 +58,7 @@ def test_search_takes_the_guided_search_side_on_ties():
     got = search(torch.from_numpy(cum), torch.from_numpy(xs)).numpy()
     for x, k in zip(xs, got):
         for lo, hi in [(0, len(cum)), (2, 5), (0, 1), (6, 8)]:  # right, and wrong, guide buckets
-            assert _search(cum, lo, hi, x) == k
+            assert guided_search(cum, lo, hi, x) == k
     np.testing.assert_array_equal(got, [0, 2, 2, 5, 5, 6, 6, 8, 8])
     block_ptr = np.array([0, 0, 3, 3, 7])  # empty classes: a position belongs to the class after them
     got = search(torch.from_numpy(block_ptr), torch.arange(7)).numpy() - 1
