@@ -134,7 +134,7 @@ class LookaheadEpoch:
                 getattr(self, name).close()
 
     def lookahead_epoch(self):
-        for batch in self.lookahead.announce(iter(self.batches)):
+        for batch in self.lookahead.announce(self.batches):
             self.lookahead.gather(batch.input_nodes)
 
     def tiered_epoch(self):

@@ -65,7 +65,6 @@ import numpy as np
 import tiering.rng
 from suite.datasets import dcsbm
 from suite.datasets.cache import cache_root, writable
-from suite.datasets.dcsbm import guide_bucket, guide_table, guided_search
 from suite.datasets.presets import PAPERS_100M_NODES, PRESETS, Preset
 from suite.errors import BadValue
 from suite.io import atomic
@@ -166,8 +165,8 @@ def _entry(cum_col, guide, scale, block_ptr, cum_block, home, homophily, seed, v
     lo, hi = block_ptr[r], block_ptr[r + 1]
     base = cum_col[lo - 1] if lo > 0 else 0.0
     x = base + uniform(entry_seed, v, 3 * j + 2) * (cum_col[hi - 1] - base)
-    first, last = guide_bucket(cum_col, guide, scale, x)
-    return min(max(guided_search(cum_col, first, last, x), lo), hi - 1)
+    first, last = dcsbm.guide_bucket(cum_col, guide, scale, x)
+    return min(max(dcsbm.guided_search(cum_col, first, last, x), lo), hi - 1)
 
 
 @numba.njit(parallel=True, cache=True)
@@ -321,7 +320,7 @@ def _modelled_footprint(generator: _Generator, num_nodes: int, batch_size: int, 
     cum_col = np.empty(num_nodes, dtype=np.float64)
     _pareto_cumsum(alpha, rng_seed, 1, cum_col)
     row_total = cum_col[-1] if generator.symmetric else _pareto_sum(alpha, rng_seed, 2, num_nodes)
-    guide = guide_table(cum_col, max(1, num_nodes // GUIDE_SPACING))
+    guide = dcsbm.guide_table(cum_col, max(1, num_nodes // GUIDE_SPACING))
     scale = (len(guide) - 1) / cum_col[-1]
     entries = num_nodes * generator.avg_degree
     block_ptr = _class_blocks(generator, num_nodes)
