@@ -123,22 +123,30 @@ def test_real_meta_dict_comes_from_ogbs_master_table(tmp_path):
 
 
 def import_ogb_offline() -> None:
-    """Import ogb through tierbench with every connection and name lookup recorded instead of made; fail if there
-    were any, or if a thread is left running half a second later."""
+    """Import ogb through tierbench with every connection and name lookup recorded instead of made, and with an
+    ``outdated`` module loaded whose version check records its calls (the real one may answer from a cache of its
+    last check and connect to nothing); fail if there were any, or if a thread is left running half a second
+    later."""
     import socket
     import threading
     import time
+    import types
 
     assert not any(name == "ogb" or name.startswith("ogb.") for name in sys.modules), "ogb was imported already"
     calls = []
     socket.socket.connect = lambda self, addr, *a: calls.append(addr)
     socket.getaddrinfo = lambda *a, **k: calls.append(a) or []
+    outdated = types.ModuleType("outdated")
+    outdated.check_outdated = lambda *a, **k: calls.append(("check_outdated", a)) or (False, "")
+    outdated.warn_if_outdated = lambda *a, **k: calls.append(("warn_if_outdated", a))
+    sys.modules["outdated"] = outdated
     from suite.datasets.ogb_format import import_ogb_node_dataset
 
     import_ogb_node_dataset()
     time.sleep(0.5)
     names = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
     assert not calls and not names, (calls, names)
+    assert sys.modules["outdated"] is outdated, "the outdated module loaded before is not put back"
 
 
 def test_importing_ogb_through_tierbench_starts_no_version_check():
