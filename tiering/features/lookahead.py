@@ -43,7 +43,11 @@ for the gather after which the window reaches it.
 
 A gather of ids that were not announced (an evaluation pass, or a caller
 that never looks ahead) is served from the cache as it stands, and changes
-nothing.  ``announce`` wraps an epoch's minibatch iterator so that it looks
+nothing.  An epoch cut short (an exception in training, a break) leaves
+minibatches announced and never gathered; ``start_epoch`` forgets them, so
+that the next epoch's announcements are the next gathered, and ranks every
+cached row by the static order again, as nothing is announced then (without
+it, every later gather would be taken for one that was not announced).  ``announce`` wraps an epoch's minibatch iterator so that it looks
 ahead ``window`` minibatches for the caller (the trainer uses it).
 """
 
@@ -115,6 +119,15 @@ def _promote(rows, batch, where, heap, key, size):
     """The cached ones of ``rows``, needed next by minibatch ``batch``, are kept for it."""
     for v in rows:
         _promote_row(v, batch, where, heap, key, size)
+
+
+@numba.njit(cache=True, nogil=True)
+def _rank_statically(heap, key, where, size, rank):
+    """Every cached row keyed by its static rank alone, none by a next use, and the heap rebuilt."""
+    for i in range(size):
+        key[heap[i]] = BEYOND + rank[heap[i]]
+    for i in range(size // 2 - 1, -1, -1):
+        sift_down(heap, key, where, i, size)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -196,7 +209,7 @@ class LookaheadLoader(FeatureLoader):
         self._size = 0
         self._placed = False
         self._announced = 0  # minibatches announced so far
-        self._gathered = 0  # announced minibatches gathered so far
+        self._gathered = 0  # the next announced minibatch to gather (those before it: gathered or forgotten)
         self._pending = collections.deque()  # the id counts of announced minibatches not yet gathered, in order
         self._promotions = collections.deque()  # (minibatch, cached rows it promotes) announced ahead of the window
         self._base = 0  # the absolute position of the first pending id
@@ -213,7 +226,7 @@ class LookaheadLoader(FeatureLoader):
         minibatches ahead: the rule sees it ``window`` ahead)."""
         ids = np.ascontiguousarray(torch.as_tensor(ids).cpu().numpy(), dtype=np.int64)
         with self._lock:
-            if not self._placed and self._announced == self.window:
+            if not self._placed and self._announced - self._gathered == self.window:
                 self._place()
             start = self._base + self._tail - self._head
             self._append(ids)
@@ -276,6 +289,18 @@ class LookaheadLoader(FeatureLoader):
         if len(rows):
             self.host.launch_kernel(torch.as_tensor(rows).to(self.device), self.cache[:len(rows)])
         self._placed = True
+
+    def start_epoch(self, epoch: int) -> None:
+        """Forget the minibatches announced and not gathered by an epoch cut short (module docstring)."""
+        with self._lock:
+            if not self._pending:
+                return
+            self._base += self._tail - self._head
+            self._head = self._tail = 0
+            self._pending.clear()
+            self._promotions.clear()
+            self._gathered = self._announced  # the forgotten minibatches' numbers are skipped, never gathered
+            _rank_statically(self._heap, self._key, self._where, self._size, self.rank)
 
     def announce(self, batches):
         """``batches`` (an iterator of minibatches with ``input_nodes``), each announced ``window`` minibatches

@@ -3,14 +3,17 @@ the rows it returns are the table's."""
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 import torch
 
 from suite.policies.lookahead import replay_lookahead
 from tests.suite.policies.test_replay import batches_of, random_trace
-from tiering.features.lookahead import LookaheadLoader
+from tiering.features.lookahead import BEYOND, LookaheadLoader
 from tiering.features.traffic import zero_copy_row_payload
+from tiering.heap import above
 
 
 def drive(loader, batches, window, lead=lambda b: 0):
@@ -117,3 +120,76 @@ def test_bad_settings_are_refused():
         LookaheadLoader(features, 2, window=-1)
     with pytest.raises(ValueError, match="every one of the 10 rows once"):
         LookaheadLoader(features, 2, order=np.zeros(10, np.int64))
+
+
+def interrupted_then(loader, cut, then):
+    """An epoch of ``cut``'s two lists of minibatches through ``loader.announce``, stopped after gathering the first
+    (the second's first ``window`` announced, never gathered), then the next epoch, ``then``: ``epoch_counts`` of
+    it."""
+    gathered, announced = cut
+    batches = loader.announce(types.SimpleNamespace(input_nodes=torch.tensor(ids, dtype=torch.int64)) for ids in gathered + announced)
+    for _ in gathered:
+        loader.gather(next(batches).input_nodes)
+    batches.close()  # an exception in training, or a break
+    loader.start_epoch(1)
+    return epoch_counts(loader, then)
+
+
+def epoch_counts(loader, batches):
+    """Run ``batches`` through ``loader.announce``: each minibatch's rows and hits, and the rows admitted."""
+    admitted, counts = loader.rows_admitted, []
+    for batch in loader.announce(types.SimpleNamespace(input_nodes=torch.tensor(ids, dtype=torch.int64)) for ids in batches):
+        hits = loader.stats().hits
+        counts.append((loader.gather(batch.input_nodes), loader.stats().hits - hits))
+    return counts, loader.rows_admitted - admitted
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_epoch_after_one_cut_short_goes_as_after_one_that_ended(seed):
+    """Rows 0-39 are read by the first epoch's gathered minibatches and by the next epoch; 40-59 only by the
+    minibatches the cut epoch announced and never gathered, which are never cached (placement and admissions take
+    rows 0-39 here), so the cache stands as after an epoch that ended with its last gather: the next epoch must go
+    as it goes then."""
+    rng = np.random.default_rng(seed)
+    features = torch.randn(60, 4)
+    gathered = batches_of(random_trace(rng, 40, batches=20, largest=10))
+    forgotten = [[v + 40 for v in ids] for ids in batches_of(random_trace(rng, 20, batches=8, largest=6))]
+    then = batches_of(random_trace(rng, 60, batches=25, largest=12))
+    for window in (0, 1, 3, 6):
+        cut = LookaheadLoader(features, 12, window=window)
+        ended = LookaheadLoader(features, 12, window=window)
+        epoch_counts(ended, gathered)
+        ended.start_epoch(1)
+        after_cut, after_end = interrupted_then(cut, (gathered, forgotten), then), epoch_counts(ended, then)
+        for (rows, hits), (expected_rows, expected_hits), ids in zip(after_cut[0], after_end[0], then):
+            assert torch.equal(rows, features[ids]) and torch.equal(expected_rows, features[ids])
+            assert hits == expected_hits, window
+        assert after_cut[1] == after_end[1] and (window == 0 or after_cut[1] > 0), window
+        assert torch.equal(cut.cache, ended.cache)
+
+
+def test_an_epoch_cut_short_leaves_no_cached_row_kept_for_a_minibatch_that_will_not_come():
+    """After the cut, nothing is announced: every cached row is ranked by the static order alone, the heap in order
+    (the rows kept for the forgotten minibatches would otherwise outlive every other)."""
+    rng = np.random.default_rng(11)
+    features = torch.randn(50, 4)
+    trace = batches_of(random_trace(rng, 50, batches=30, largest=10))
+    loader = LookaheadLoader(features, 15, order=rng.permutation(50), window=5)
+    interrupted_then(loader, (trace[:12], trace[12:]), [])
+    cached = loader._heap[:loader._size]
+    assert len(cached) == 15 and (loader._key[cached] == BEYOND + loader.rank[cached]).all()
+    assert all(not above(loader._key, cached[i], cached[(i - 1) // 2]) for i in range(1, len(cached)))
+    assert (loader._where[cached] == np.arange(len(cached))).all()
+
+
+def test_an_epoch_cut_before_the_cache_was_placed_places_it_from_the_next_epochs_window():
+    rng = np.random.default_rng(5)
+    features = torch.randn(40, 4)
+    trace = random_trace(rng, 40, batches=20, largest=10)
+    cut = LookaheadLoader(features, 10, window=6)
+    for ids in batches_of(random_trace(rng, 40, batches=4, largest=10)):  # fewer than the window: nothing placed
+        cut.look_ahead(torch.tensor(ids, dtype=torch.int64))
+    cut.start_epoch(1)
+    counts, admitted = epoch_counts(cut, batches_of(trace))
+    [replay] = replay_lookahead(trace, [10], zero_copy_row_payload(torch.arange(40), 16).numpy(), 6, np.arange(40))
+    assert (sum(hits for _, hits in counts), admitted) == (int(replay.hits.sum()), int(replay.fills.sum()))
