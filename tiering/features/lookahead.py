@@ -47,8 +47,10 @@ nothing.  An epoch cut short (an exception in training, a break) leaves
 minibatches announced and never gathered; ``start_epoch`` forgets them, so
 that the next epoch's announcements are the next gathered, and ranks every
 cached row by the static order again, as nothing is announced then (without
-it, every later gather would be taken for one that was not announced).  ``announce`` wraps an epoch's minibatch iterator so that it looks
-ahead ``window`` minibatches for the caller (the trainer uses it).
+it, every later gather would be taken for one that was not announced).
+``announce`` wraps an epoch's minibatch iterator so that it looks ahead
+``window`` minibatches for the caller (the trainer uses it, and calls
+``start_epoch`` before each epoch).
 """
 
 from __future__ import annotations
