@@ -3,7 +3,11 @@
 The model is GraphSAGE (Hamilton et al., NeurIPS 2017) built from PyG's
 ``SAGEConv`` with mean aggregation: hidden width 256, ReLU and dropout
 between layers, as in Data Tiering and DSP; Adam and cross-entropy on the
-training nodes; minibatches of 1024 seeds by default.
+training nodes; minibatches of 1024 seeds by default.  Adam updates every
+parameter in one fused kernel (``fused=True``): in the paper's regime a
+minibatch of 8 seeds trains in a few milliseconds that are mostly the host
+issuing operators, and the multi-tensor Adam issues several per step (on
+this project's CPU machine the fused step took 0.8 ms against 1.7).
 
 An epoch runs three stages per minibatch and times each one, synchronising
 the training's CUDA stream (not the whole GPU) before reading the clock when
@@ -149,7 +153,7 @@ class Trainer:
         self.model = GraphSAGE(dataset.feature_dim, dataset.num_classes, len(self.sampler.fanouts), hidden, dropout,
                                weighted=own_sampler is not None)
         self.model.to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr, fused=True)
         self.labels = dataset.labels.to(self.device)
         self.pcie = PCIeCounter(self.device)
         self.epoch_stats = None  # the loader's counters over the last training epoch's minibatches
