@@ -17,7 +17,7 @@ import types
 
 import torch
 
-from benchmarks.workloads import NODES, load_graph, loader_workload, make_graphs
+from benchmarks.workloads import NODES, PAPER_BATCH, load_graph, loader_workload, make_graphs
 from suite.measure.timing import best_wall_seconds
 from suite.registry import create_loader
 
@@ -102,8 +102,6 @@ class Traffic:
 
 
 LOOKAHEAD_WINDOWS = [16, 256]
-PAPER_BATCH = 8
-"""Data Tiering §5.4's batch for papers (the paper's regime), the lookahead sweep's."""
 
 
 class LookaheadEpoch:

@@ -5,7 +5,9 @@
 ``track_time_ratio_vs_torch`` compares it with the vectorised torch version
 of the same algorithm on the CPU in the same run (below 1: numba is faster).
 ``NeighborSampler`` is timed for a whole three-layer minibatch, relabelling
-included, and reported as minibatches/s (against DGL: ``tox -e peers``).
+included, and reported as minibatches/s (against DGL: ``tox -e peers``);
+``SmallMinibatch`` times minibatches of the paper's 8 seeds, whose hops each go
+in one serial call, as a ratio to the staged hops drawing the same minibatches.
 ``FusedMinibatch`` times a (12,12,12) minibatch drawn by the fused GPU sampler
 training launches, with the CSR in GPU memory or in pinned host memory read
 from the GPU (UVA sampling), through its numba or its CUDA C++ kernels, as a ratio
@@ -17,10 +19,11 @@ regression.
 import numba
 import torch
 
-from benchmarks.workloads import NODES, load_graph, make_graphs, relabel_workload
+from benchmarks.workloads import NODES, PAPER_BATCH, load_graph, make_graphs, relabel_workload
 from suite.experiments.sampler_bench import FUSED_SAMPLERS
 from suite.measure.timing import best_wall_seconds
 from suite.training.sampling import build_sampler, installed
+from tiering.sampling import neighbors
 from tiering.sampling.neighbors import (
     NeighborSampler,
     append_new_nodes,
@@ -90,6 +93,47 @@ class Minibatch:
         return 1.0 / seconds
 
     track_minibatches_per_second.unit = "minibatches/s"
+
+
+class SmallMinibatch:
+    """100 (12,12,12) minibatches of the paper's 8 seeds (Data Tiering §5.4), every hop from a frontier below
+    ``neighbors.SERIAL_HOP_BELOW`` nodes and so drawn in one serial call, against the staged hops (the threshold set
+    to 0: parallel regions and a Python step per stage) drawing the same minibatches in the same run."""
+
+    timeout = 300
+
+    def setup_cache(self):
+        return make_graphs()
+
+    def setup(self, root):
+        self.sampler = NeighborSampler(load_graph(root, NODES), (12, 12, 12))
+        generator = torch.Generator().manual_seed(0)
+        self.seeds = [torch.randperm(NODES, generator=generator)[:PAPER_BATCH] for _ in range(100)]
+        self.in_one_call()  # compiles both paths
+        self.staged()
+
+    def in_one_call(self):
+        generator = torch.Generator().manual_seed(1)
+        for seeds in self.seeds:
+            self.sampler.sample(seeds, generator)
+
+    def staged(self):
+        threshold = neighbors.SERIAL_HOP_BELOW
+        neighbors.SERIAL_HOP_BELOW = 0
+        try:
+            self.in_one_call()
+        finally:
+            neighbors.SERIAL_HOP_BELOW = threshold
+
+    def time_minibatches(self, root):
+        self.in_one_call()
+
+    def track_ratio_vs_staged(self, root):
+        _, ours = best_wall_seconds(self.in_one_call)
+        _, peer = best_wall_seconds(self.staged)
+        return ours / peer
+
+    track_ratio_vs_staged.unit = "ratio"
 
 
 class Relabel:

@@ -31,6 +31,8 @@ NODES = 1 << 18
 """Size of the papers-like graph that benchmarks not parametrised by size run on."""
 SIZES = [1 << 16, NODES]
 """Sizes of the papers-like graphs ``make_graphs`` writes."""
+PAPER_BATCH = 8
+"""Data Tiering §5.4's batch for papers (the paper's regime), the lookahead sweep's."""
 
 
 def papers_like_graph(num_nodes: int) -> CSRGraph:

@@ -11,7 +11,7 @@ and Floyd, CACM 1987): for j = d-k, ..., d-1 pick t uniform in [0, j]; take
 t unless it was already taken, else take j.  It needs k draws and no O(d)
 scratch, so a hub with 370,000 entries costs what a leaf does.
 
-* ``cpu``: numba, parallel over nodes.
+* ``cpu``: numba, parallel over batches of nodes.
 * ``torch``: the same algorithm vectorised over nodes with torch ops, k rounds
   of batched draws and comparisons; it runs wherever the CSR tensors live: GPU
   memory, or host memory mapped into the GPU's address space (UVA sampling,
@@ -33,7 +33,13 @@ lists keep a prefix property (layer l+1's nodes start with layer l's), which
 is what PyG's ``SAGEConv`` expects for bipartite message passing: a block is
 an ``edge_index`` with sources indexing the larger node list and targets its
 prefix.  ``input_nodes`` (the nodes whose features the minibatch needs) starts
-with the seeds.
+with the seeds.  With the ``cpu`` backend, a hop from a frontier of fewer than
+``SERIAL_HOP_BELOW`` nodes (every hop of a minibatch of the paper's 8 seeds)
+is drawn, relabelled and laid out as a block in one serial numba call: there
+the staged path's parallel regions and Python steps cost more than the work
+(0.4-0.65 of the staged path's time for minibatches of 8 seeds, fanouts
+(12, 12, 12), on this project's 2-core CPU machine: asv's ``SmallMinibatch``
+in ``benchmarks/bench_sampling.py``).  Both paths draw the same minibatches.
 """
 
 from __future__ import annotations
@@ -92,40 +98,45 @@ def check_distinct(seeds: torch.Tensor) -> None:
 _BATCH = 64  # nodes whose memory reads are issued together
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)  # nogil: a sampler thread runs beside training
-def _sample_kernel(indptr, indices, rows, streams, fanout, seed, offsets, out):
-    """A batch of nodes at a time, in three stages: their list starts, then the positions drawn in each list (kept
-    in ``out`` meanwhile, each entry's read prefetched as it is drawn), then the entries at those positions, so
+@numba.njit(cache=True, nogil=True)  # nogil: a sampler thread runs beside training
+def _sample_batch(indptr, indices, rows, streams, fanout, seed, offsets, out, batch):
+    """Batch ``batch`` of ``_BATCH`` nodes, in three stages: their list starts, then the positions drawn in each list
+    (kept in ``out`` meanwhile, each entry's read prefetched as it is drawn), then the entries at those positions, so
     that the batch's cache misses overlap."""
-    n = len(rows)
-    for batch in numba.prange((n + _BATCH - 1) // _BATCH):
-        first = batch * _BATCH
-        size = min(_BATCH, n - first)
-        starts = np.empty(size, dtype=np.int64)
-        for b in range(size):
-            starts[b] = indptr[rows[first + b]]
-        for b in range(size):
-            i = first + b
-            base = offsets[i]
-            degree = indptr[rows[i] + 1] - starts[b]
-            if degree <= fanout:
-                for k in range(degree):
-                    out[base + k] = k
-                prefetch(indices, starts[b])
-                continue
-            for r in range(fanout):  # Floyd
-                j = degree - fanout + r
-                t = min(int(uniform(seed, streams[i], r) * (j + 1)), j)
-                for q in range(r):
-                    if out[base + q] == t:
-                        t = j
-                        break
-                out[base + r] = t
-                prefetch(indices, starts[b] + t)
-        for b in range(size):
-            start = starts[b]
-            for p in range(offsets[first + b], offsets[first + b + 1]):
-                out[p] = indices[start + out[p]]
+    first = batch * _BATCH
+    size = min(_BATCH, len(rows) - first)
+    starts = np.empty(size, dtype=np.int64)
+    for b in range(size):
+        starts[b] = indptr[rows[first + b]]
+    for b in range(size):
+        i = first + b
+        base = offsets[i]
+        degree = indptr[rows[i] + 1] - starts[b]
+        if degree <= fanout:
+            for k in range(degree):
+                out[base + k] = k
+            prefetch(indices, starts[b])
+            continue
+        for r in range(fanout):  # Floyd
+            j = degree - fanout + r
+            t = min(int(uniform(seed, streams[i], r) * (j + 1)), j)
+            for q in range(r):
+                if out[base + q] == t:
+                    t = j
+                    break
+            out[base + r] = t
+            prefetch(indices, starts[b] + t)
+    for b in range(size):
+        start = starts[b]
+        for p in range(offsets[first + b], offsets[first + b + 1]):
+            out[p] = indices[start + out[p]]
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _sample_kernel(indptr, indices, rows, streams, fanout, seed, offsets, out):
+    """Every node's draws into ``out`` (at ``offsets``), the batches of ``_BATCH`` nodes in parallel."""
+    for batch in numba.prange((len(rows) + _BATCH - 1) // _BATCH):
+        _sample_batch(indptr, indices, rows, streams, fanout, seed, offsets, out, batch)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -254,6 +265,9 @@ class MiniBatch:
 
 
 _AHEAD = 16  # how far ahead _append_kernel prefetches its map
+SERIAL_HOP_BELOW = 2048
+"""Frontiers of fewer nodes are sampled and relabelled by ``NeighborSampler`` in one serial numba call: every hop of a
+minibatch of the paper's 8 seeds, where parallel regions and a Python step per stage cost more than the work."""
 
 
 @numba.njit(cache=True, nogil=True)
@@ -328,6 +342,28 @@ def append_new_nodes(frontier: torch.Tensor, neighbors: torch.Tensor) -> tuple[t
     return append_new_nodes_by_sorting(frontier, neighbors)
 
 
+@numba.njit(cache=True, nogil=True)
+def _serial_hop(indptr, indices, frontier, fanout, seed, slot):
+    """A whole hop of ``NeighborSampler`` in one serial pass: each frontier node's draws (its id as its stream), the
+    new nodes appended (``_append_kernel``, over ``slot``) and the block's edges; ``(nodes, edge_index)``, the
+    staged path's arrays."""
+    n = len(frontier)
+    offsets = np.empty(n + 1, np.int64)
+    offsets[0] = 0
+    for i in range(n):
+        offsets[i + 1] = offsets[i] + min(indptr[frontier[i] + 1] - indptr[frontier[i]], fanout)
+    neighbors = np.empty(offsets[n], indices.dtype)
+    for batch in range((n + _BATCH - 1) // _BATCH):
+        _sample_batch(indptr, indices, frontier, frontier, fanout, seed, offsets, neighbors, batch)
+    nodes = np.empty(n + len(neighbors), frontier.dtype)
+    edge_index = np.empty((2, len(neighbors)), np.int64)
+    count = _append_kernel(frontier, neighbors, slot, nodes, edge_index[0])
+    for i in range(n):
+        for p in range(offsets[i], offsets[i + 1]):
+            edge_index[1, p] = i
+    return nodes[:count], edge_index
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _fill_destinations(offsets, out):
     for i in numba.prange(len(offsets) - 1):
@@ -390,13 +426,30 @@ class NeighborSampler:
         nodes = seeds
         blocks = []
         for fanout in self.fanouts:
-            counts, neighbors, weights = self.hop(nodes, fanout, generator)
-            counts, neighbors = counts.to(device), neighbors.to(device)
-            next_nodes, src = append_new_nodes(nodes, neighbors)
-            dst = destinations(counts)
-            blocks.append(Block(torch.stack([src, dst]), len(next_nodes), len(nodes), weights))
+            if self._in_one_call(nodes):
+                next_nodes, block = self._serial_hop(nodes, fanout, generator)
+            else:
+                counts, neighbors, weights = self.hop(nodes, fanout, generator)
+                counts, neighbors = counts.to(device), neighbors.to(device)
+                next_nodes, src = append_new_nodes(nodes, neighbors)
+                block = Block(torch.stack([src, destinations(counts)]), len(next_nodes), len(nodes), weights)
+            blocks.append(block)
             nodes = next_nodes
         return MiniBatch(seeds=seeds, input_nodes=nodes, blocks=blocks[::-1])
+
+    def _in_one_call(self, frontier: torch.Tensor) -> bool:
+        """Whether a hop from ``frontier`` goes in one serial call (``SERIAL_HOP_BELOW``): uniform draws (this class's
+        ``hop``, not a subclass's) by the ``cpu`` backend over a CSR in host memory, from a small frontier."""
+        return (len(frontier) < SERIAL_HOP_BELOW and self.backend == "cpu" and type(self).hop is NeighborSampler.hop
+                and self.graph.indptr.device.type == "cpu")
+
+    def _serial_hop(self, frontier: torch.Tensor, fanout: int, generator) -> tuple[torch.Tensor, Block]:
+        """``hop`` and the relabelling after it in one call (``_serial_hop``): the next frontier and the block."""
+        check_nodes(self.graph, frontier, fanout)
+        slot = _SLOTS.at_least(self.graph.num_nodes, len(frontier) * (1 + fanout))
+        nodes, edge_index = _serial_hop(self.graph.indptr.numpy(), self.graph.indices.numpy(), frontier.numpy(),
+                                        fanout, np.uint64(seed_from(generator)), slot)
+        return torch.from_numpy(nodes), Block(torch.from_numpy(edge_index), len(nodes), len(frontier))
 
     def hop(self, nodes: torch.Tensor, fanout: int, generator):
         """``(counts, neighbors, edge_weight or None)`` for one layer: uniform, without replacement."""

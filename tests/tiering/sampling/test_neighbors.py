@@ -64,9 +64,10 @@ def test_sampling_is_uniform_over_the_list(backend):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
-def test_a_fixed_seed_gives_identical_batches_on_one_and_two_threads():
+def test_a_fixed_seed_gives_identical_batches_on_one_and_two_threads(monkeypatch):
     g = star_and_friends()
     sampler = NeighborSampler(g, (10, 5, 3))
+    monkeypatch.setattr(sampling, "SERIAL_HOP_BELOW", 0)  # every hop staged: the parallel kernels
 
     def batch():
         return sampler.sample(torch.arange(0, 60), torch.Generator().manual_seed(7))
@@ -175,6 +176,28 @@ def test_minibatch_blocks_are_real_edges_with_the_prefix_property(backend, fanou
         assert int(torch.bincount(dst, minlength=block.num_dst).max()) <= fanout
 
 
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+def test_hops_in_one_serial_call_draw_the_minibatches_the_staged_hops_draw(monkeypatch, index_dtype):
+    """Below ``SERIAL_HOP_BELOW`` frontier nodes a hop is sampled and relabelled in one call; the minibatches are the
+    staged path's (every hop staged: 0; every hop in one call: above any frontier; both in one minibatch: 40)."""
+    rng = np.random.default_rng(8)
+    for trial in range(6):
+        n = int(rng.integers(50, 3000))
+        g = CSRGraph.from_edges(rng.integers(0, n, 8 * n), rng.integers(0, n, 8 * n), n).coalesce()
+        g = CSRGraph(g.indptr, g.indices.to(index_dtype))
+        fanouts = tuple(int(f) for f in rng.integers(1, 15, int(rng.integers(1, 4))))
+        seeds = torch.from_numpy(rng.choice(n, int(rng.integers(1, min(n, 300))), replace=False))
+        batches = []
+        for below in (0, 10**9, 40):
+            monkeypatch.setattr(sampling, "SERIAL_HOP_BELOW", below)
+            batches.append(NeighborSampler(g, fanouts).sample(seeds, torch.Generator().manual_seed(trial)))
+        assert_same_batches(batches[0], batches[1])
+        assert_same_batches(batches[0], batches[2])
+        assert batches[1].input_nodes.dtype == batches[0].input_nodes.dtype == torch.int64
+        assert all(x.edge_index.dtype == y.edge_index.dtype for x, y in zip(batches[0].blocks, batches[1].blocks))
+    assert (sampling._SLOTS.int32 == -1).all() and (sampling._SLOTS.int64 == -1).all()
+
+
 def test_a_sampler_with_other_fanouts_samples_as_a_new_one_over_the_same_graph():
     g, seeds = star_and_friends(), torch.tensor([0, 1, 2, 17, 99])
     first = NeighborSampler(g, (5,))
@@ -198,6 +221,8 @@ def test_bad_input_is_refused():
         sample_neighbors(g, torch.tensor([0]), 3, backend="gpu")
     with pytest.raises(ValueError, match="distinct"):
         NeighborSampler(g, (5,)).sample(torch.tensor([1, 1]))
+    with pytest.raises(ValueError, match=r"nodes\[1\] = 200 is not a node id"):
+        NeighborSampler(g, (5,)).sample(torch.tensor([0, 200]))  # a small frontier: the hop in one call
     with pytest.raises(ValueError, match="fanouts"):
         NeighborSampler(g, ())
 
