@@ -63,7 +63,7 @@ def insert(keys, positions, key, position, sizes):
 @cuda.jit
 def sample(indptr, indices, frontier, fanout, seed, sizes, hop, keys, positions, counts, sampled, slots):
     """Kernel 1 of a hop, over the frontier's bound (``frontier.size``; its size is ``sizes[2 * hop]``): frontier node
-    i's draws (Floyd, as ``neighbors._sample_kernel``) into ``sampled[i*fanout : i*fanout + counts[i]]``, and every
+    i's draws (Floyd, as ``neighbors._sample_batch``) into ``sampled[i*fanout : i*fanout + counts[i]]``, and every
     candidate into the table; a count of 0 for each row past the frontier."""
     i = cuda.grid(1)
     if i >= frontier.size:
