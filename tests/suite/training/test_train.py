@@ -221,6 +221,29 @@ def test_the_pipeline_changes_nothing_the_lookahead_cache_keeps(tiny):
     assert 0 < plain[1].hit_ratio < 1
 
 
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_after_an_epoch_cut_short_the_lookahead_cache_is_still_run_by_its_rule(tiny, monkeypatch, pipeline):
+    """An exception in the third training step leaves minibatches announced and never gathered; the next epoch (the
+    trainer starts it with ``start_epoch``) gathers the minibatches it announces, admits rows and leaves none
+    pending."""
+    loader = LookaheadLoader(tiny.features, tiny.num_nodes // 10, window=3)
+    t = Trainer(tiny, loader, (10, 5), batch_size=40, seed=4, validate=False)
+    step, steps = t._step, []
+
+    def third_step_fails(*args, **kwargs):
+        steps.append(None)
+        if len(steps) == 3:
+            raise RuntimeError("cut short")
+        return step(*args, **kwargs)
+
+    monkeypatch.setattr(t, "_step", third_step_fails)
+    with pytest.raises(RuntimeError, match="cut short"):
+        t.train_epoch(0, progress=False, pipeline=pipeline)
+    assert loader._pending  # announced, never gathered
+    result = t.train_epoch(1, progress=False, pipeline=pipeline)
+    assert result.batches > 10 and loader.rows_admitted > 0 and not loader._pending
+
+
 def _finishes(fn, seconds=60):
     """Run ``fn`` in a thread; return what it raised (or None), failing if it hangs."""
     import threading
