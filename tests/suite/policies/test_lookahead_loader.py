@@ -122,12 +122,17 @@ def test_bad_settings_are_refused():
         LookaheadLoader(features, 2, order=np.zeros(10, np.int64))
 
 
+def as_minibatches(lists):
+    """Each list of ids as a minibatch the loader's ``announce`` takes (its ``input_nodes``)."""
+    return (types.SimpleNamespace(input_nodes=torch.tensor(ids, dtype=torch.int64)) for ids in lists)
+
+
 def interrupted_then(loader, cut, then):
     """An epoch of ``cut``'s two lists of minibatches through ``loader.announce``, stopped after gathering the first
     (the second's first ``window`` announced, never gathered), then the next epoch, ``then``: ``epoch_counts`` of
     it."""
     gathered, announced = cut
-    batches = loader.announce(types.SimpleNamespace(input_nodes=torch.tensor(ids, dtype=torch.int64)) for ids in gathered + announced)
+    batches = loader.announce(as_minibatches(gathered + announced))
     for _ in gathered:
         loader.gather(next(batches).input_nodes)
     batches.close()  # an exception in training, or a break
@@ -138,7 +143,7 @@ def interrupted_then(loader, cut, then):
 def epoch_counts(loader, batches):
     """Run ``batches`` through ``loader.announce``: each minibatch's rows and hits, and the rows admitted."""
     admitted, counts = loader.rows_admitted, []
-    for batch in loader.announce(types.SimpleNamespace(input_nodes=torch.tensor(ids, dtype=torch.int64)) for ids in batches):
+    for batch in loader.announce(as_minibatches(batches)):
         hits = loader.stats().hits
         counts.append((loader.gather(batch.input_nodes), loader.stats().hits - hits))
     return counts, loader.rows_admitted - admitted
