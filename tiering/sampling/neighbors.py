@@ -98,7 +98,7 @@ def check_distinct(seeds: torch.Tensor) -> None:
 _BATCH = 64  # nodes whose memory reads are issued together
 
 
-@numba.njit(cache=True, nogil=True)  # nogil: a sampler thread runs beside training
+@numba.njit(cache=True, nogil=True, inline="always")  # nogil: a sampler thread runs beside training
 def _sample_batch(indptr, indices, rows, streams, fanout, seed, offsets, out, batch):
     """Batch ``batch`` of ``_BATCH`` nodes, in three stages: their list starts, then the positions drawn in each list
     (kept in ``out`` meanwhile, each entry's read prefetched as it is drawn), then the entries at those positions, so
