@@ -423,6 +423,7 @@ class NeighborSampler:
         device = self.graph.indptr.device
         seeds = torch.as_tensor(seeds).to(device=device, dtype=torch.int64)
         check_distinct(seeds)
+        check_nodes(self.graph, seeds, 1)  # the seeds; every later frontier is made of the graph's own lists
         nodes = seeds
         blocks = []
         for fanout in self.fanouts:
@@ -445,7 +446,6 @@ class NeighborSampler:
 
     def _serial_hop(self, frontier: torch.Tensor, fanout: int, generator) -> tuple[torch.Tensor, Block]:
         """``hop`` and the relabelling after it in one call (``_serial_hop``): the next frontier and the block."""
-        check_nodes(self.graph, frontier, fanout)
         slot = _SLOTS.at_least(self.graph.num_nodes, len(frontier) * (1 + fanout))
         nodes, edge_index = _serial_hop(self.graph.indptr.numpy(), self.graph.indices.numpy(), frontier.numpy(),
                                         fanout, np.uint64(seed_from(generator)), slot)
