@@ -1,18 +1,18 @@
 """Running a test body in G gloo processes on the CPU (what the multi-GPU code does with NCCL, one process per GPU),
-forked from the test session's forkserver (``tests.processes``)."""
+forked from the test session's forkserver, or spawned where the body uses a GPU (``tests.processes``)."""
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from tests.processes import START_METHOD, in_callers_environment
+from tests.processes import GPU_START_METHOD, START_METHOD, in_callers_environment
 
 
-def _start(worker, args, processes: int) -> None:
-    """``worker(rank, *args)`` in ``processes`` processes forked from the forkserver, in the caller's environment,
-    joined; a failure in any of them fails the caller."""
+def _start(worker, args, processes: int, start_method: str = START_METHOD) -> None:
+    """``worker(rank, *args)`` in ``processes`` processes started by ``start_method`` (forked from the forkserver
+    unless told otherwise), in the caller's environment, joined; a failure in any of them fails the caller."""
     mp.start_processes(in_callers_environment(worker), args=args, nprocs=processes, join=True,
-                       start_method=START_METHOD)
+                       start_method=start_method)
 
 
 def _worker(rank, world, store, out_dir, body, args):
@@ -24,9 +24,9 @@ def _worker(rank, world, store, out_dir, body, args):
     torch.save(result, f"{out_dir}/gloo-rank{rank}.pt")
 
 
-def run_gloo(body, world: int, tmp_path, *args) -> list:
-    """``body(rank, world, *args)`` in ``world`` processes (``_start``) joined by a gloo group; what each returned, by
-    rank.
+def run_gloo(body, world: int, tmp_path, *args, gpu: bool = False) -> list:
+    """``body(rank, world, *args)`` in ``world`` processes (``_start``; spawned where ``gpu`` says the body uses a
+    GPU) joined by a gloo group; what each returned, by rank.
 
     The group meets through a file store under ``tmp_path`` (no ports); a
     failing assertion in any process fails the calling test.  Return values
@@ -34,7 +34,8 @@ def run_gloo(body, world: int, tmp_path, *args) -> list:
     ``weights_only`` loader: tensors, numbers, strings, lists and dicts.
     """
     store = tmp_path / f"gloo-store-{world}"
-    _start(_worker, (world, str(store), str(tmp_path), body, args), world)
+    _start(_worker, (world, str(store), str(tmp_path), body, args), world,
+           GPU_START_METHOD if gpu else START_METHOD)
     return [torch.load(tmp_path / f"gloo-rank{rank}.pt", weights_only=True) for rank in range(world)]
 
 

@@ -2,8 +2,11 @@
 
 A spawned process imports torch, numba, PyG and tierbench anew (seconds each on a CI machine's two cores).  The
 forkserver imports them once per test session (``PRELOAD``) and forks every process a test starts from there.
-Nothing that runs a test body starts a thread in it or touches a device, so what each process forks from holds
-only imported modules.
+Nothing that runs a test body starts a thread in it, so what each process forks from holds only imported modules.
+On a GPU machine a process forked from there cannot use the GPU: on an H200 with torch 2.11 its first CUDA call
+failed with "initialization error", the driver's answer in a process forked after the driver was initialised (by
+one of those imports, there).  A process whose body uses a GPU is therefore spawned (``GPU_START_METHOD``), a fresh
+interpreter that imports what it needs itself.
 
 A forked process inherits the forkserver's environment, the one of the test that happened to start it first; its
 target is therefore wrapped (``in_callers_environment``) to run in the environment of the test that starts it:
@@ -20,6 +23,8 @@ PRELOAD = ["numpy", "numba", "torch", "torch.distributed", "torch_geometric", "p
            "suite.training.domain_parallel", "suite.sweep.run"]
 """What the forkserver imports before it forks a test's processes (not ``numba.cuda``: see the module docstring)."""
 START_METHOD = "forkserver"
+GPU_START_METHOD = "spawn"
+"""How a process whose body uses a GPU is started (see the module docstring)."""
 multiprocessing.set_forkserver_preload(PRELOAD)
 
 

@@ -294,7 +294,7 @@ def too_large(rank, world, shm_dir):
 
 @pytest.mark.gpu
 def test_gpu_one_rank_matches_the_combined_tensor(tmp_path, shm_dir):
-    [[result]] = run_gloo(gpu_child, 1, tmp_path, [(10, 22, None)], str(shm_dir))
+    [[result]] = run_gloo(gpu_child, 1, tmp_path, [(10, 22, None)], str(shm_dir), gpu=True)
     check([[result]], [(10, 22, None)], world=1)
     single = CombinedTensor(page_aligned_table(), hot_rows=32, device="cuda")
     ids = id_sets()["random"]
@@ -309,10 +309,10 @@ def test_gpu_one_rank_matches_the_combined_tensor(tmp_path, shm_dir):
 def test_gpu_two_ranks_read_peers_by_ipc_or_fall_back_to_the_host(tmp_path, shm_dir):
     # on one GPU both ranks share it: IPC still maps the other process's allocation
     configs = [(5, 40, None), (5, 40, False)]
-    check(run_gloo(gpu_child, 2, tmp_path, configs, str(shm_dir)), configs, world=2)
+    check(run_gloo(gpu_child, 2, tmp_path, configs, str(shm_dir), gpu=True), configs, world=2)
 
 
 @pytest.mark.gpu
 def test_gpu_a_plan_larger_than_free_memory_is_refused(tmp_path, shm_dir):
-    [message] = run_gloo(too_large, 1, tmp_path, str(shm_dir))
+    [message] = run_gloo(too_large, 1, tmp_path, str(shm_dir), gpu=True)
     assert message.startswith("PlacementTooLarge: GPU 0 would hold")
