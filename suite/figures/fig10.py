@@ -24,9 +24,15 @@ from suite.figures import sweep_tables as tables
 from suite.io.plotting import pyplot, write_table_and_figure
 from suite.io.provenance import caption
 
-PAPER = {0.05: "-33% time", 0.25: "-97% traffic, -42% time"}
-"""The paper's changes from 0% hot, beside the hot fraction they are at."""
+PAPER_CHANGES = {0.05: {"time": -0.33}, 0.25: {"traffic": -0.97, "time": -0.42}}
+"""The paper's changes from 0% hot (ogbn-papers100M), by the hot fraction they are at."""
+ZERO_HOT_CHANGE = "epoch time vs 0% hot (%)"
 
+
+def paper_text(hot_fraction: float) -> str:
+    """The paper's changes at ``hot_fraction``, as the table's ``paper`` column gives them; empty where it has none."""
+    changes = PAPER_CHANGES.get(round(hot_fraction, 2), {})
+    return ", ".join(f"{change:+.0%} {measure}" for measure, change in changes.items())
 
 
 def render(records: Path, out: Path) -> list[Path]:
@@ -48,7 +54,7 @@ def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
     table["traffic vs 0% (model)"] = table["pcie_payload_bytes"] / base["pcie_payload_bytes"] - 1.0
     table["time vs 0%"] = table["epoch_s"] / base["epoch_s"] - 1.0
     table["time vs 0% within spread"] = tables.within_spread(table, base)
-    table["paper"] = table["hot_fraction"].round(2).map(PAPER).fillna("")
+    table["paper"] = table["hot_fraction"].map(paper_text)
     missing = int(base["epoch_s"].isna().sum())
     note = f" {missing} rows have no 0% hot cell in the same setting: their changes are empty." if missing else ""
     record = tables.record_of(tiered)
@@ -71,6 +77,12 @@ def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
         "PCIe payload (GB, model)": plotted["pcie_payload_bytes"] / 1e9,
         "PCIe RX (GB, NVML)": plotted["pcie_rx_bytes_measured"] / 1e9,
     })
+    # each epoch against the mean 0% hot epoch of its own setting: settings whose epochs differ by orders of magnitude
+    # (a paper-scale epoch's first minibatches, a whole epoch of the paper's regime) share one scale, as the paper's
+    zero_hot = (tiered[tiered["hot_fraction"] == 0.0].groupby(same, dropna=False)["epoch_s"].mean()
+                .rename("zero hot epoch_s").reset_index())
+    plotted = plotted.merge(zero_hot, on=same, how="left")
+    plotted[ZERO_HOT_CHANGE] = 100 * (plotted["epoch_s"] / plotted["zero hot epoch_s"] - 1.0)
     marks, errorbar = tables.spread_marks(table)
     style = dict(hue="setting" if lines else None, hue_order=hue_order, errorbar=errorbar, err_style="bars",
                  legend=False)
@@ -81,14 +93,19 @@ def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
         sns.lineplot(data=plotted, x="hot fraction (%)", y="PCIe RX (GB, NVML)", marker="X", linestyle="--",
                      ax=axes[0], **style)
     axes[0].set(ylabel="PCIe bytes per epoch (GB)")
-    sns.lineplot(data=plotted, x="hot fraction (%)", y="epoch_s", marker="o", ax=axes[1], **style)
-    axes[1].set(ylabel="epoch time (s)")
+    sns.lineplot(data=plotted, x="hot fraction (%)", y=ZERO_HOT_CHANGE, marker="o", ax=axes[1], **style)
+    axes[1].axhline(0.0, color="0.6", linewidth=0.8)
+    paper = {100 * fraction: 100 * changes["time"] for fraction, changes in PAPER_CHANGES.items() if "time" in changes}
+    axes[1].scatter(list(paper), list(paper.values()), marker="*", s=120, color="black", zorder=3)
+    axes[1].set(ylabel=ZERO_HOT_CHANGE)
     # the legends below the panels, never over the data: one entry per setting (colour), one per source (line)
     colours = dict(zip(hue_order or [], sns.color_palette(n_colors=len(hue_order or []))))
     handles = [Line2D([], [], color=colour, marker="o", label=label) for label, colour in colours.items()]
     sources = [Line2D([], [], color="0.3", marker="o", label="modelled payload (traffic model)")]
     if measured:
         sources.append(Line2D([], [], color="0.3", marker="X", linestyle="--", label="measured RX (NVML, whole GPU)"))
+    sources.append(Line2D([], [], color="black", marker="*", markersize=10, linestyle="",
+                          label="paper's epoch time (ogbn-papers100M)"))
     if handles:
         fig.legend(handles=handles, title="setting", loc="lower center", bbox_to_anchor=(0.5, 0.1),
                    ncols=min(len(handles), 3), frameon=False, fontsize=8, title_fontsize=8)
