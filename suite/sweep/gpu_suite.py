@@ -114,18 +114,17 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     "fig8-papers-s": 40, "fig8-products-s": 55, "fig8-pipeline-papers-s": 40, "fig8-pipeline-products-s": 40,
     "fig10-papers-s": 135, "fig10-products-s": 150, "report-fig8": 10, "report-fig10": 20,
     "lookahead-papers-s": 140, "report-lookahead": 10,  # H200: 101 s (one round) and 10 s
-    "lookahead-pipeline-papers-s": 140,  # not yet run; as without the pipeline
+    "lookahead-pipeline-papers-s": 140,  # H200: 89 s (one round)
     "samplerbench-papers-s": 40,  # H200: 12 s; 40 keeps its limit (three times this) at the 2 minutes of any step
     "fig8-gpu-sampling-papers-s": 25,  # H200: 18 s (one round)
     "costs-papers-s": 20,  # H200: 14 s
-    "costs-cpu-sampling-papers-s": 20,  # not yet run; the same minibatches sampled on the CPU
-    # the paper-scale route at papers-xs's size (H200: 6 s), then papers-100m built and reordered: not yet run (its
+    "costs-cpu-sampling-papers-s": 20,  # H200: 17 s; the same minibatches sampled on the CPU
+    # the paper-scale route at papers-xs's size (H200: 6 s), then papers-100m built and reordered (H200: 162 s; its
     # goal: 5 min)
     "datasets-papers-xs-gpu-built": 10, "datasets-papers-100m": 300,
-    # not yet run: open papers-100m in each order (its table made in memory and pinned, ~1.5 min projected each),
-    # then 4 + 6 cells in two rounds of 2 x 25 minibatches sampled on the GPU without validation, ~0.1 s each
-    # projected (~1 GB of rows), and each cell's loader built twice: Figures 8 and 10 apart would open the reordered
-    # order twice
+    # H200: 204 s to open papers-100m in each order (its table made in memory and pinned) and run 4 + 6 cells in two
+    # rounds of 2 x 25 minibatches sampled on the GPU without validation (~13 ms each, 91 MB of rows), each cell's
+    # loader built twice: Figures 8 and 10 apart would open the reordered order twice
     "paper-scale-sweeps": 330,
     "paper-scale-reach": 60,  # H200: 50 s, gpubench over a buffer of papers-100m's table, filled and pinned
     "report-goals": 15,  # H200: 13 s
@@ -146,11 +145,10 @@ SCORER = "wrpr"
 §3.2)."""
 PAPER_SCALE = "papers-100m"
 PAPER_SCALE_MINIBATCHES = 25
-"""Minibatches each paper-scale epoch times (of its 1,193), each gathering about 1 GB of rows, so a recorded epoch
-reads about 25 GB; the paper-scale sweeps run no validation pass (``--no-validation``), which the epoch times never
-include: each of a cell's two rounds (its warm-up and one recorded epoch) then takes about 5 s, and the paper-scale
-steps (papers-100m made, then the sweeps) about 11 minutes in all (``TYPED_S``), which two commands of a machine
-lent for 15 minutes hold."""
+"""Minibatches each paper-scale epoch times (of its 1,194), each gathering about 178,000 rows (91 MB) on the H200,
+so a recorded epoch reads about 2.3 GB; the paper-scale sweeps run no validation pass (``--no-validation``), which
+the epoch times never include.  The paper-scale steps (papers-100m made, then the sweeps) took 6.1 minutes on the
+H200 (11 by ``TYPED_S``), which two commands of a machine lent for 15 minutes hold."""
 RERUN_CELLS = ("--rerun",)
 """What makes ``tierbench run`` measure again the cells its records hold (a sweep step named by ``--rerun``)."""
 PAPER_SCALE_SWEEPS = "paper-scale-sweeps"
