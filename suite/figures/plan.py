@@ -44,8 +44,8 @@ def _comparison_text(comparison: pd.DataFrame, facts: dict) -> str:
         fitted = (f"The overhead, fitted by least squares on the GPU epochs of {others} (not {name}'s): "
                   f"{overhead[0] * 1e3:.3f} ms per minibatch + {overhead[1] * 1e9:.2f} ns per row.")
     return (f"\n## Projected against measured, {facts['device']}\n\nGather time of the committed GPU epochs of {name} "
-            f"(batch {batch}, fanouts {fanouts}{sampled}; `uva` keeps nothing, `tiered` keeps the top wR-PR rows), "
-            f"against the "
+            f"(batch {batch}, fanouts {fanouts}{sampled}; `uva` keeps nothing, `tiered` keeps the top wR-PR rows; one "
+            f"row per revision of the code that measured them, oldest first), against the "
             f"bound projected from this trace, and the bound plus the overhead every gather pays. {fitted}"
             f"{_measured_costs_text(comparison)} Error: "
             f"projected / measured - 1; the goal is within 15%.\n\n"

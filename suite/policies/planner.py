@@ -217,24 +217,38 @@ def static_epoch(counts: np.ndarray, order: np.ndarray, capacity: int, row_cost:
     return float(kept.miss_bytes.mean()), float(kept.hits.mean())
 
 
+REVISION_CHARS = 12
+"""How much of a git revision the comparison shows (the length the records of earlier runs hold)."""
+DIRTY = "-dirty"
+
+
+def short_revision(revision: str) -> str:
+    """``revision``'s first ``REVISION_CHARS`` characters, still marked where the working tree was not clean."""
+    return revision[:REVISION_CHARS] + (DIRTY if revision.endswith(DIRTY) else "")
+
+
 def compare_measured(name: str, batch_size: int, fanouts, measured_machine: Machine, counts, order, row_cost,
-                     row_bytes: int, batches_per_epoch: int, reads_per_epoch: float) -> pd.DataFrame:
+                     row_bytes: int, batches_per_epoch: int, reads_per_epoch: float,
+                     results=GPU_RESULTS) -> pd.DataFrame:
     """Projected against measured data-loading (gather) time for the GPU epochs of ``name`` at this trace's batch
     and fanouts, sampled as the machine's fixed costs were (``Machine.sampling``): the ``tiered`` loader (order
-    ``order``) at each hot fraction, and ``uva`` (nothing kept)."""
-    epochs = gpu_epochs(measured_machine.device, measured_machine.sampling)
+    ``order``) at each hot fraction, and ``uva`` (nothing kept).  One row per loader, hot fraction and revision of
+    the code that measured the epochs, oldest first: epochs of different code are never averaged together."""
+    epochs = gpu_epochs(measured_machine.device, measured_machine.sampling, results)
     if epochs.empty:
         return pd.DataFrame()
     mine = epochs[(epochs["dataset"] == name) & (epochs["batch_size"] == batch_size)
                   & (epochs["fanouts"] == ",".join(map(str, fanouts)))]
     overhead = fit_overhead(epochs[epochs["dataset"] != name], measured_machine.ceilings)
+    mine = mine.assign(revision=mine["git_revision"].astype(str).map(short_revision))
+    mine = mine.assign(first=mine.groupby("revision")["time"].transform("min"))
     rows = []
     num_nodes = counts.shape[1]
-    for (loader, fraction), group in mine.groupby(["loader", "hot_fraction"]):
+    for (loader, fraction, _, revision), group in mine.groupby(["loader", "hot_fraction", "first", "revision"]):
         capacity = hot_rows(num_nodes, fraction) if loader == "tiered" else 0
         miss_bytes, hit_rows = static_epoch(counts, order, capacity, row_cost)
         bound = projected_seconds(miss_bytes, hit_rows, 0, row_bytes, measured_machine.ceilings)
-        row = {"loader": loader, "hot fraction": fraction, "epochs": len(group),
+        row = {"loader": loader, "hot fraction": fraction, "revision": revision, "epochs": len(group),
                "measured gather s": group["gather_s"].mean(), "bound s": bound,
                "bound error": bound / group["gather_s"].mean() - 1}
         if overhead is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -125,3 +126,23 @@ def test_measured_epochs_are_compared_only_with_the_projection_for_their_sampler
     assert planner.gpu_epochs("cuda: G", "cpu", tmp_path)["gather_s"].tolist() == [2.0]
     assert planner.gpu_epochs("cuda: G", "gpu", tmp_path)["gather_s"].tolist() == [1.0]
     assert planner.gpu_epochs("cuda: H", "gpu", tmp_path).empty
+
+
+def test_epochs_of_different_code_are_compared_apart(tmp_path):
+    from suite.sweep.records import store_records
+    from tests.suite.sweep.test_records import row
+
+    epoch = {"device": "cuda: G", "loader": "uva", "hot_fraction": 0.0, "batches": 2, "rows_gathered": 20}
+    store_records(tmp_path / "cuda-g" / "runs" / "fig10.csv", [
+        row(**epoch, git_revision="b" * 40, time="2026-11-28T19:00:00+00:00", gather_s=1.0),
+        row(**epoch, git_revision="b" * 40, time="2026-11-28T19:01:00+00:00", gather_s=2.0, epoch=2),
+        row(**epoch, git_revision="a" * 12 + "-dirty", time="2026-11-21T10:00:00+00:00", gather_s=4.0),
+    ])
+    machine = planner.Machine("cuda: G", {planner.ZERO_COPY: 1e9, planner.D2D: 1e12}, "test", True)
+    counts, row_cost = np.ones((1, 10)), np.full(10, 128.0)
+    table = planner.compare_measured("tiny", 1024, (10, 10), machine, counts, np.arange(10), row_cost, 128,
+                                     batches_per_epoch=2, reads_per_epoch=20.0, results=tmp_path)
+    assert table["revision"].tolist() == ["aaaaaaaaaaaa-dirty", "b" * 12]  # oldest first, each marked as recorded
+    assert table["epochs"].tolist() == [1, 2]
+    assert table["measured gather s"].tolist() == [4.0, 1.5]
+    assert table["bound s"].tolist() == [1280 / 1e9] * 2
