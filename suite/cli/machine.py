@@ -30,11 +30,20 @@ def _cmd_doctor(args) -> int:
 
 
 def _cmd_costs(args) -> int:
-    from suite.experiments.costs import measure, read_records, summary
+    from suite.experiments.costs import measure, read_records, refit, summary
     from suite.io.provenance import machine_profile_name
     from suite.sweep.sampler_choice import sampler_kernels
     from suite.training.sampling import check_single_process
 
+    if args.from_records:
+        if not args.machine:
+            raise BadValue("--from-records fits the records again into a profile: give it with --machine PATH")
+        path = refit(args.from_records, args.machine)
+        print(summary(read_records(path)))
+        print(f"fitted {path} again into {args.machine}")
+        return 0
+    if not args.dataset:
+        raise BadValue("give --dataset to time its minibatches, or --from-records to fit measured ones again")
     check_single_process(args.sampling, args.device)  # before the kernels are chosen and named
     choice = sampler_kernels(args.sampler_kernels, [args.sampling], args.device)
     if choice.line([args.sampling]):
@@ -154,7 +163,9 @@ def add_parsers(sub) -> None:
 
 def _costs_arguments(costs) -> None:
     """``costs``' options, with the fused sampler's kernels (``tiering.sampling.fused``, which imports torch)."""
-    costs.add_argument("--dataset", required=True, help="the preset whose minibatches are timed (papers-s on a GPU)")
+    costs.add_argument("--dataset", help="the preset whose minibatches are timed (papers-s on a GPU)")
+    costs.add_argument("--from-records", metavar="DIR", help="time nothing: fit the records an earlier run wrote in "
+                       "DIR (a GPU visit's, committed) again into the profile --machine names")
     costs.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     costs.add_argument("--loader", default="uva", help="the feature loader gathering (default uva: every row over "
                        "zero-copy)")

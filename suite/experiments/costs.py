@@ -27,13 +27,16 @@ least-squares line
 Records: ``costs.csv`` (one row per timed minibatch) and its sidecar with the
 fits; the fits also go into the machine profile (``tierbench doctor``'s
 JSON), in its ``minibatch_costs`` section under the sampler's name (beside
-another sampler's, which they leave as they were), where ``tierbench plan``
-finds those of the sampler it plans for.
+another sampler's, which they leave as they were), with the medians of each
+batch size's input rows and gather excess (``gather_by_batch``), where
+``tierbench plan`` finds those of the sampler it plans for.  ``refit``
+(``tierbench costs --from-records``) puts them there again from records
+already made, measuring nothing: a GPU visit's, into the committed profile of
+the machine that measured them.
 """
 
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +51,15 @@ from suite.io.provenance import provenance
 from suite.measure.ceilings import profile_ceilings, read_profile
 from suite.measure.stage_events import StageEvents
 from suite.measure.timing import stage_seconds
-from suite.policies.planner import ABOVE_BOUND, COSTS_SECTION, D2D, ZERO_COPY, costs_by_sampling, projected_seconds
+from suite.policies.planner import (
+    ABOVE_BOUND,
+    COSTS_SECTION,
+    D2D,
+    GATHER_BY_BATCH,
+    ZERO_COPY,
+    costs_by_sampling,
+    projected_seconds,
+)
 from suite.registry import create_loader
 from suite.training.sampling import check_kernels, check_single_process, describe_sampling, launched_kernels
 from suite.training.trainer import Trainer
@@ -147,18 +158,50 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
         "batch_sizes": sizes,
         "repeats": repeats, "gather_above": above, "fits": fits, "machine_profile": str(profile_path),
     }
-    path = records.write_records(records_dir / f"{STEM}.csv", table, provenance(device), facts, index=False)
+    record = provenance(device)
+    path = records.write_records(records_dir / f"{STEM}.csv", table, record, facts, index=False)
+    _into_profile(profile_path, profile, table, facts, path, record["time"])
+    return path
+
+
+def gather_by_batch(table: pd.DataFrame) -> list[dict]:
+    """Per batch size timed: the median input rows of its minibatches and the median of their gathers' seconds above
+    the bound (``planner.GATHER_BY_BATCH``)."""
+    medians = table.groupby("batch_size")[["input_rows", "gather_excess_s"]].median()
+    return [{"batch_size": int(size), "input_rows": float(row["input_rows"]), "excess_s": float(row["gather_excess_s"])}
+            for size, row in medians.iterrows()]
+
+
+def _into_profile(profile_path: Path, profile: dict, table: pd.DataFrame, facts: dict, path: Path, time: str) -> None:
+    """The fits of ``table`` (records ``path``, timed at ``time``) as the profile's entry for their sampler, beside
+    any other sampler's entry, written to ``profile_path``."""
     profile[COSTS_SECTION] = costs_by_sampling(profile)
-    profile[COSTS_SECTION][sampling] = {
-        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "dataset": name, "loader": loader, "sampling": sampling, "sampler_kernels": kernels,
-        "fanouts": list(fanouts), "batch_sizes": sizes,
-        "repeats": repeats,
-        "timed_by": "CUDA events on the stage's stream" if device.type == "cuda" else "the host clock",
-        "gather_above": above, "stages": fits, "records": str(path),
+    profile[COSTS_SECTION][facts["sampling"]] = {
+        "time": time, "dataset": facts["dataset"], "loader": facts["loader"], "sampling": facts["sampling"],
+        "sampler_kernels": facts["sampler_kernels"], "fanouts": list(facts["fanouts"]),
+        "batch_sizes": list(facts["batch_sizes"]), "repeats": facts["repeats"],
+        "timed_by": "CUDA events on the stage's stream" if torch.device(facts["device"]).type == "cuda"
+        else "the host clock",
+        "gather_above": facts["gather_above"], "stages": fits_of(table), GATHER_BY_BATCH: gather_by_batch(table),
+        "records": str(path),
     }
     atomic.write_json(profile_path, profile)
-    return path
+
+
+def refit(records_path, profile_path) -> Path:
+    """Fit again the records ``tierbench costs`` wrote at ``records_path`` (a GPU visit's, committed) and put the
+    fits into the machine profile at ``profile_path`` of the device that measured them, as ``measure`` does, measuring
+    nothing; the records' path."""
+    measured = read_records(records_path)
+    profile_path = Path(profile_path)
+    if not profile_path.is_file():
+        raise BadValue(f"{profile_path} does not exist: give the profile of the machine that measured the records")
+    profile = read_profile(profile_path)
+    if profile.get("device") != measured.provenance["device"]:
+        raise BadValue(f"{measured.path} was measured on {measured.provenance['device']}, but {profile_path} is the "
+                       f"profile of {profile.get('device')}: give that machine's profile")
+    _into_profile(profile_path, profile, measured.table, measured.facts, measured.path, measured.provenance["time"])
+    return measured.path
 
 
 def read_records(path) -> records.Records:

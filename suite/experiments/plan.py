@@ -10,12 +10,17 @@ the same device and sampler are committed, ``plan-measured.csv``: the
 projection beside their measured gather time.  The plan is for epochs whose
 minibatches ``sampling`` draws (``cpu`` unless told, as ``tierbench train``
 samples).  Where the machine profile holds the fixed cost of minibatches that
-sampler drew (``tierbench costs --sampling``), every projection adds it:
-``a x minibatches + b x row reads`` per epoch, the same for every policy; the
-sidecar's ``minibatch_costs`` holds ``[a, b]`` (None without them, and
-``costs_note`` why, where the profile holds another sampler's; both absent,
-and ``sampling`` too, in plans made before they existed: those planned with
-the only costs the profile held).  ``suite.figures.plan`` draws them.
+sampler drew (``tierbench costs --sampling``), every projection adds it, the
+same for every policy: per minibatch, the gather's excess over its bound
+interpolated between the batch sizes timed around the planned minibatches'
+rows, where the profile holds those sizes' medians and the rows lie below the
+largest, else ``a x minibatches + b x row reads`` by the fitted line
+(``planner.fixed_seconds``).  The sidecar's ``minibatch_costs`` holds
+``[a, b]`` (None without them, and ``costs_note`` why, where the profile
+holds another sampler's; both absent, and ``sampling`` too, in plans made
+before they existed: those planned with the only costs the profile held) and
+``fixed_basis`` which of the two priced the plan (absent in plans made before
+the medians).  ``suite.figures.plan`` draws them.
 """
 
 from __future__ import annotations
@@ -88,8 +93,8 @@ def measure(name: str, gpu_memory: str, records_dir, *, machine_path=None, epoch
     rows, facts = run_lab(dataset, settings, capacities, traces, progress=progress)
     summary = summarise(rows)
     summary["hits"] = summary["hits"] / epochs
-    fixed = planner.fixed_seconds(machine.minibatch_costs, facts["batches_per_epoch"],
-                                  float(np.mean(facts["reads_per_epoch"])))
+    reads = float(np.mean(facts["reads_per_epoch"]))
+    fixed = planner.fixed_seconds(machine.minibatch_costs, facts["batches_per_epoch"], reads, machine.gather_by_batch)
     summary[PROJECTED] = planner.projected_seconds(summary["miss_bytes"], summary["hits"], summary["fill_rows"],
                                                    row_bytes, machine.ceilings) + fixed
     projection = "projected bound" if machine.minibatch_costs is None else "projected bound + fixed cost"
@@ -99,7 +104,7 @@ def measure(name: str, gpu_memory: str, records_dir, *, machine_path=None, epoch
     if machine.measured:
         comparison = planner.compare_measured(name, batch, fanouts, machine, facts["counts"],
                                               scorer_order(dataset, "wrpr"), facts["row_cost"], row_bytes,
-                                              facts["batches_per_epoch"], float(np.mean(facts["reads_per_epoch"])))
+                                              facts["batches_per_epoch"], reads)
     records_dir = Path(records_dir)
     overhead = comparison.attrs.get("overhead")
     record = provenance(device="cpu")
@@ -118,6 +123,8 @@ def measure(name: str, gpu_memory: str, records_dir, *, machine_path=None, epoch
         "sampling": sampling,
         "minibatch_costs": None if machine.minibatch_costs is None else list(machine.minibatch_costs),
         "costs_note": machine.costs_note,
+        "fixed_basis": "" if machine.minibatch_costs is None
+        else planner.fixed_basis(machine, facts["batches_per_epoch"], reads),
         "fixed_s_per_epoch": fixed,
     }
     if len(comparison):

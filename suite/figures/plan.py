@@ -71,8 +71,9 @@ def _fixed_text(costs, facts: dict) -> str:
     if costs is None:
         note = facts.get("costs_note")
         return f"; the profile's fixed costs are not added: {note}" if note else ""
-    return (f"; to which every projection here adds the fixed cost `tierbench costs` measured on that GPU, "
-            f"{costs[0] * 1e3:.3f} ms per minibatch + {costs[1] * 1e9:.2f} ns per row read above the bound: "
+    basis = facts.get("fixed_basis") or (f"{costs[0] * 1e3:.3f} ms per minibatch + {costs[1] * 1e9:.2f} ns per row "
+                                         "read above the bound")  # plans made before the medians were read
+    return (f"; to which every projection here adds the fixed cost `tierbench costs` measured on that GPU, {basis}: "
             f"{facts['fixed_s_per_epoch']:.3f} s per epoch")
 
 

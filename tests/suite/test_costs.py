@@ -10,6 +10,7 @@ from suite.errors import BadValue
 from suite.experiments import costs as costs_experiment
 from suite.experiments.costs import fit_line, read_records
 from suite.policies.planner import COSTS_SECTION as SECTION
+from suite.policies.planner import GATHER_BY_BATCH
 
 
 def test_the_line_is_fitted_exactly_where_the_times_lie_on_one():
@@ -64,6 +65,33 @@ def test_costs_on_tiny_writes_records_and_the_fits_into_the_machine_profile(tiny
         seconds = table["gather_excess_s"] if stage == "gather" else table[f"{stage}_s"]
         a, b = fit_line(table[column], seconds)
         assert costs["stages"][stage]["a_s"] == pytest.approx(a) and costs["stages"][stage]["b_s"] == pytest.approx(b)
+    medians = table.groupby("batch_size")[["input_rows", "gather_excess_s"]].median()
+    assert costs[GATHER_BY_BATCH] == [{"batch_size": size, "input_rows": medians.loc[size, "input_rows"],
+                                       "excess_s": medians.loc[size, "gather_excess_s"]} for size in (8, 32, 128)]
+
+
+def test_records_are_fitted_again_into_the_profile_of_the_device_that_measured_them(tiny, tmp_path, capsys):
+    profile = _profile(tmp_path)
+    out = tmp_path / "costs"
+    assert main(["costs", "--dataset", "tiny", "--batch-sizes", "8", "32", "--repeats", "2", "--machine",
+                 str(profile), "--out", str(out), "-q"]) == 0
+    measured = json.loads(profile.read_text())
+    emptied = {key: value for key, value in measured.items() if key != SECTION}
+    profile.write_text(json.dumps(emptied))
+    assert main(["costs", "--from-records", str(out), "--machine", str(profile)]) == 0
+    assert json.loads(profile.read_text()) == measured  # what the run that timed them wrote, nothing timed again
+    assert f"fitted {out / 'costs.csv'} again into {profile}" in capsys.readouterr().out
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**emptied, "device": "cuda: Other GPU"}))
+    for arguments, message in ((["--from-records", str(out), "--machine", str(other)],
+                                f"was measured on {measured['device']}, but"),
+                               (["--from-records", str(out)], "give it with --machine PATH"),
+                               ([], "give --dataset to time its minibatches, or --from-records")):
+        status = main(["costs", *arguments])
+        error = capsys.readouterr().err
+        assert status == 2 and error.startswith("tierbench: error: ") and error.count("\n") == 1, arguments
+        assert message in error, arguments
+    assert SECTION not in json.loads(other.read_text())
 
 
 @pytest.mark.filterwarnings("ignore:.*overflow encountered in scalar:RuntimeWarning")  # the simulator's hash wraps

@@ -79,7 +79,23 @@ def test_the_fixed_cost_of_a_minibatch_is_taken_only_where_fitted_above_the_ceil
         assert planner.machine(path).minibatch_costs == expected, name
     assert planner.fixed_seconds((1e-3, 5e-9), 100, 2e6) == pytest.approx(0.1 + 0.01)
     assert planner.fixed_seconds(None, 100, 2e6) == 0.0
+    timed = ((7_000.0, 3e-4), (12_000.0, 2e-4), (40_000.0, 6e-4))  # rows and excess of three batch sizes
+    assert planner.fixed_seconds((1e-3, 5e-9), 100, 100 * 9_500, timed) == pytest.approx(100 * 2.5e-4)
+    assert planner.fixed_seconds((1e-3, 5e-9), 100, 100 * 7_000, timed) == pytest.approx(100 * 3e-4)
+    assert planner.fixed_seconds((1e-3, 5e-9), 100, 100 * 6_000, timed) == pytest.approx(100 * 3e-4)  # the smallest
+    assert planner.fixed_seconds((1e-3, 5e-9), 100, 100 * 50_000, timed) == pytest.approx(0.1 + 5e-7 * 50_000)  # line
+    assert planner.fixed_seconds((1e-3, 5e-9), 100, 100 * 9_500, timed[:1]) == pytest.approx(0.1 + 5e-7 * 9_500)
+    assert planner.fixed_seconds(None, 100, 100 * 9_500, timed) == 0.0
     assert planner.machine("none").minibatch_costs is None
+    medians = [{"batch_size": 64, "input_rows": 40_000, "excess_s": 6e-4},
+               {"batch_size": 8, "input_rows": 7_000, "excess_s": 3e-4}]
+    for name, section, expected in (("medians", {**above, planner.GATHER_BY_BATCH: medians}, timed[::2]),
+                                    ("no line", {**above, "gather_above": "nothing", planner.GATHER_BY_BATCH: medians},
+                                     ()), ("before medians", above, ())):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"device": "cuda: G", "time": "2026-01-01", "ceilings": ceilings,
+                                    planner.COSTS_SECTION: section}))
+        assert planner.machine(path).gather_by_batch == expected, name
 
 
 def test_the_fixed_cost_is_that_of_minibatches_drawn_by_the_planned_epochs_sampler(tmp_path):
