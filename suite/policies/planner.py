@@ -29,11 +29,11 @@ size timed), the projection of an epoch is the bound plus what every gather
 pays beside its bytes (``fixed_seconds``): per minibatch, the medians' excess
 interpolated at the trace's rows per minibatch (the smallest size's below
 it), else, above the largest size timed, ``a x minibatches + b x row reads``
-by the line, which the largest minibatches dominate.  The costs are the ones timed on minibatches drawn
-by the planned epochs' sampler: a gather of CPU-sampled ids first copies them
-to the GPU, one of GPU-sampled ids does not, so one sampler's line says
-nothing of the other's epochs, nor are their measured
-epochs compared with each other's projections.  Without that entry (or with
+by the line, which the largest minibatches dominate.  The costs are the ones
+timed on minibatches drawn by the planned epochs' sampler: a gather of
+CPU-sampled ids first copies them to the GPU, one of GPU-sampled ids does
+not, so one sampler's costs say nothing of the other's epochs, nor are their
+measured epochs compared with each other's projections.  Without that entry (or with
 one fitted on a machine without measured ceilings, whose line holds the bytes'
 time too) the projection is the bound alone, and says why.
 """
