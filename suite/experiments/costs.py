@@ -160,7 +160,7 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     }
     record = provenance(device)
     path = records.write_records(records_dir / f"{STEM}.csv", table, record, facts, index=False)
-    _into_profile(profile_path, profile, table, facts, path, record["time"])
+    _into_profile(profile_path, profile, table, facts, fits, path, record["time"])
     return path
 
 
@@ -172,9 +172,10 @@ def gather_by_batch(table: pd.DataFrame) -> list[dict]:
             for size, row in medians.iterrows()]
 
 
-def _into_profile(profile_path: Path, profile: dict, table: pd.DataFrame, facts: dict, path: Path, time: str) -> None:
-    """The fits of ``table`` (records ``path``, timed at ``time``) as the profile's entry for their sampler, beside
-    any other sampler's entry, written to ``profile_path``."""
+def _into_profile(profile_path: Path, profile: dict, table: pd.DataFrame, facts: dict, fits: dict, path: Path,
+                  time: str) -> None:
+    """``fits`` and the medians of ``table`` (records ``path``, timed at ``time``) as the profile's entry for their
+    sampler, beside any other sampler's entry, written to ``profile_path``."""
     profile[COSTS_SECTION] = costs_by_sampling(profile)
     profile[COSTS_SECTION][facts["sampling"]] = {
         "time": time, "dataset": facts["dataset"], "loader": facts["loader"], "sampling": facts["sampling"],
@@ -182,7 +183,7 @@ def _into_profile(profile_path: Path, profile: dict, table: pd.DataFrame, facts:
         "batch_sizes": list(facts["batch_sizes"]), "repeats": facts["repeats"],
         "timed_by": "CUDA events on the stage's stream" if torch.device(facts["device"]).type == "cuda"
         else "the host clock",
-        "gather_above": facts["gather_above"], "stages": fits_of(table), GATHER_BY_BATCH: gather_by_batch(table),
+        "gather_above": facts["gather_above"], "stages": fits, GATHER_BY_BATCH: gather_by_batch(table),
         "records": str(path),
     }
     atomic.write_json(profile_path, profile)
@@ -200,7 +201,8 @@ def refit(records_path, profile_path) -> Path:
     if profile.get("device") != measured.provenance["device"]:
         raise BadValue(f"{measured.path} was measured on {measured.provenance['device']}, but {profile_path} is the "
                        f"profile of {profile.get('device')}: give that machine's profile")
-    _into_profile(profile_path, profile, measured.table, measured.facts, measured.path, measured.provenance["time"])
+    _into_profile(profile_path, profile, measured.table, measured.facts, fits_of(measured.table), measured.path,
+                  measured.provenance["time"])
     return measured.path
 
 

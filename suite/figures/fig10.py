@@ -77,10 +77,10 @@ def draw(records: pd.DataFrame, out_dir, command: str) -> list[Path]:
         "PCIe payload (GB, model)": plotted["pcie_payload_bytes"] / 1e9,
         "PCIe RX (GB, NVML)": plotted["pcie_rx_bytes_measured"] / 1e9,
     })
-    # each epoch against the mean 0% hot epoch of its own setting: settings whose epochs differ by orders of magnitude
-    # (a paper-scale epoch's first minibatches, a whole epoch of the paper's regime) share one scale, as the paper's
-    zero_hot = (tiered[tiered["hot_fraction"] == 0.0].groupby(same, dropna=False)["epoch_s"].mean()
-                .rename("zero hot epoch_s").reset_index())
+    # each epoch against the mean 0% hot epoch of its own setting (the table's reference cell): settings whose epochs
+    # differ by orders of magnitude (a paper-scale epoch's first minibatches, a whole epoch of the paper's regime)
+    # share one scale, as the paper's
+    zero_hot = zero[same + ["epoch_s"]].rename(columns={"epoch_s": "zero hot epoch_s"})
     plotted = plotted.merge(zero_hot, on=same, how="left")
     plotted[ZERO_HOT_CHANGE] = 100 * (plotted["epoch_s"] / plotted["zero hot epoch_s"] - 1.0)
     marks, errorbar = tables.spread_marks(table)
