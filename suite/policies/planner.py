@@ -101,6 +101,7 @@ class Machine:
     gather_by_batch: tuple[tuple[float, float], ...] = ()  # (input rows, seconds above the bound) per size timed
     sampling: str = SAMPLING  # the sampler of the planned epochs, whose fixed costs these are
     costs_note: str = ""  # why there are none, where the profile holds some of another sampler's minibatches
+    costs_loader: str = ""  # the loader that gathered the minibatches the costs were timed on, and its hot fraction
 
 
 def costs_by_sampling(profile: dict) -> dict[str, dict]:
@@ -131,6 +132,16 @@ def gather_medians(profile: dict, sampling: str = SAMPLING) -> tuple[tuple[float
         return ()
     timed = costs_by_sampling(profile)[sampling].get(GATHER_BY_BATCH, [])
     return tuple(sorted((float(size["input_rows"]), float(size["excess_s"])) for size in timed))
+
+
+def costs_loader(profile: dict, sampling: str) -> str:
+    """The loader whose gathers ``sampling``'s fixed costs were timed through, with its hot fraction where it kept rows
+    in GPU memory (an entry written before it recorded one was timed at 0%); "" without costs."""
+    if gather_costs(profile, sampling) is None:
+        return ""
+    entry = costs_by_sampling(profile)[sampling]
+    fraction = entry.get("hot_fraction", 0.0)
+    return f"the {entry.get('loader', 'uva')} loader" + (f" at {fraction:.0%} hot" if fraction else "")
 
 
 def costs_note(profile: dict, sampling: str) -> str:
@@ -169,11 +180,12 @@ def fixed_basis(machine: Machine, batches, reads) -> str:
     """How ``fixed_seconds`` prices ``machine``'s minibatches of ``reads / batches`` rows, in words."""
     rows = reads / batches if batches else 0.0
     per_minibatch = _by_medians(machine.gather_by_batch, rows)
+    timed = f", timed through {machine.costs_loader}" if machine.costs_loader else ""
     if per_minibatch is not None:
         return (f"the medians of the batch sizes timed nearest {rows:,.0f} rows a minibatch: "
-                f"{per_minibatch * 1e3:.3f} ms a minibatch above the bound")
+                f"{per_minibatch * 1e3:.3f} ms a minibatch above the bound{timed}")
     a, b = machine.minibatch_costs
-    return f"{a * 1e3:.3f} ms per minibatch + {b * 1e9:.2f} ns per row read above the bound"
+    return f"{a * 1e3:.3f} ms per minibatch + {b * 1e9:.2f} ns per row read above the bound{timed}"
 
 
 NO_PROFILE = "none"
@@ -207,7 +219,7 @@ def machine(path=None, machines=PROFILE_DIRS, sampling: str = SAMPLING) -> Machi
     profile = read_profile(path)
     return Machine(profile["device"], ceilings, f"measured by `tierbench doctor` on {profile['time']} ({path})", True,
                    gather_costs(profile, sampling), gather_medians(profile, sampling), sampling,
-                   costs_note(profile, sampling))
+                   costs_note(profile, sampling), costs_loader(profile, sampling))
 
 
 def model_bytes(feature_dim: int, num_classes: int, layers: int, hidden: int, max_rows: int, row_bytes: int) -> int:

@@ -117,6 +117,8 @@ def test_the_fixed_cost_is_that_of_minibatches_drawn_by_the_planned_epochs_sampl
                                     planner.COSTS_SECTION: section}))
         machines[name] = {sampling: planner.machine(path, sampling=sampling) for sampling in ("cpu", "gpu", "uva")}
     assert machines["both"]["cpu"].minibatch_costs == (2e-3, 5e-9) and machines["both"]["cpu"].costs_note == ""
+    assert machines["both"]["cpu"].costs_loader == "the uva loader"  # written before entries named a hot fraction
+    assert machines["gpu"]["cpu"].costs_loader == ""
     assert machines["both"]["gpu"].minibatch_costs == (1e-3, 5e-9) and machines["both"]["gpu"].sampling == "gpu"
     assert "sampled on cpu and gpu, not on uva" in machines["both"]["uva"].costs_note
     for name in ("gpu", "one entry"):
@@ -128,6 +130,13 @@ def test_the_fixed_cost_is_that_of_minibatches_drawn_by_the_planned_epochs_sampl
     assert machines["cpu unbounded"]["cpu"].minibatch_costs is None
     assert "without measured ceilings" in machines["cpu unbounded"]["cpu"].costs_note
     assert planner.machine("none", sampling="gpu").costs_note == ""
+    tiered = tmp_path / "tiered.json"
+    tiered.write_text(json.dumps({"device": "cuda: G", "time": "2026-01-01", "ceilings": ceilings,
+                                  planner.COSTS_SECTION: {"cpu": {**entry("cpu", 2e-3), "loader": "tiered",
+                                                                  "hot_fraction": 0.1}}}))
+    machine = planner.machine(tiered)
+    assert machine.costs_loader == "the tiered loader at 10% hot"
+    assert planner.fixed_basis(machine, 10, 10_000).endswith(", timed through the tiered loader at 10% hot")
 
 
 def test_measured_epochs_are_compared_only_with_the_projection_for_their_sampler(tmp_path):
