@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from suite.cli import options
-from suite.cli.options import DEFAULT_HOT_FRACTION
+from suite.cli.options import DEFAULT_HOT_FRACTION, DEFAULT_SCORER
 from suite.cli.output import show
 from suite.errors import BadValue
 
@@ -31,6 +31,7 @@ def _cmd_doctor(args) -> int:
 
 def _cmd_costs(args) -> int:
     from suite.experiments.costs import measure, read_records, refit, summary
+    from suite.figures.costs import render
     from suite.io.provenance import machine_profile_name
     from suite.sweep.sampler_choice import sampler_kernels
     from suite.training.sampling import check_single_process
@@ -49,12 +50,16 @@ def _cmd_costs(args) -> int:
     if choice.line([args.sampling]):
         print(choice.line([args.sampling]))
     profile = args.machine or f"{args.machines}/{machine_profile_name(args.device)}"
+    hot_fraction = options.loader_hot_fraction(args.loader, args.hot_fraction)
+    scorer = options.loader_scorer(args.loader, args.scorer)
     path = measure(args.dataset, args.out or f"out/costs/{args.dataset}", profile, device=args.device,
-                   loader=args.loader, sampling=args.sampling, sampler_kernels=choice.kernels,
-                   batch_sizes=args.batch_sizes, repeats=args.repeats,
-                   progress=not args.quiet)
+                   loader=args.loader, hot_fraction=hot_fraction, scorer=scorer, sampling=args.sampling,
+                   sampler_kernels=choice.kernels, batch_sizes=args.batch_sizes, repeats=args.repeats,
+                   operators=args.operators, progress=not args.quiet)
     print(summary(read_records(path)))
-    print(f"wrote {path} and the fits into {profile}")
+    for written in render(path, path.parent):
+        print(f"wrote {written}")
+    print(f"wrote the fits into {profile}")
     return 0
 
 
@@ -162,13 +167,21 @@ def add_parsers(sub) -> None:
 
 
 def _costs_arguments(costs) -> None:
-    """``costs``' options, with the fused sampler's kernels (``tiering.sampling.fused``, which imports torch)."""
+    """``costs``' options, with the fused sampler's kernels (``tiering.sampling.fused``, which imports torch) and the
+    registry's scorers."""
+    from suite.registry import SCORERS, reordered_loaders
+
     costs.add_argument("--dataset", help="the preset whose minibatches are timed (papers-s on a GPU)")
     costs.add_argument("--from-records", metavar="DIR", help="time nothing: fit the records an earlier run wrote in "
                        "DIR (a GPU visit's, committed) again into the profile --machine names")
     costs.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     costs.add_argument("--loader", default="uva", help="the feature loader gathering (default uva: every row over "
                        "zero-copy)")
+    costs.add_argument("--hot-fraction", type=options.fraction, help="share of rows the loader keeps in GPU memory, "
+                       f"for a loader with a hot tier (default {DEFAULT_HOT_FRACTION}); the planned epochs' fraction "
+                       "times the gathers they make")
+    costs.add_argument("--scorer", choices=list(SCORERS), help="gather from the dataset reordered by this scorer "
+                       f"(default: {DEFAULT_SCORER} for {', '.join(reordered_loaders())}, which need one)")
     costs.add_argument("--sampling", default="cpu", help="the sampler drawing the minibatches: cpu (numba; the "
                        "default), gpu (the fused GPU sampler, the graph in GPU memory) or uva (the same, the graph in "
                        "pinned host memory); gpu and uva need --device cuda")
@@ -176,6 +189,9 @@ def _costs_arguments(costs) -> None:
     costs.add_argument("--batch-sizes", type=options.positive_int, nargs="+", default=[8, 16, 32, 64, 128, 256, 512,
                        1024, 2048, 4096], help="seeds per minibatch, at least two sizes (default 8 to 4096)")
     costs.add_argument("--repeats", type=options.positive_int, default=5, help="timed minibatches per size")
+    costs.add_argument("--operators", type=options.count, default=0, help="minibatches per size to run again under "
+                       "torch's profiler after the timed ones: each stage's operators, host and device time and "
+                       "kernels, into costs-operators.csv (default 0: none)")
     costs.add_argument("--machines", default="out/machines", help="where this machine's profile is (tierbench "
                        "doctor's --out)")
     costs.add_argument("--machine", help="the machine profile to add the fits to (default: this machine's in "

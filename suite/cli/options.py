@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 from suite.measure.host_memory import physical_bytes
 
@@ -20,6 +21,34 @@ REGIME_HELP = ("the batch's regime (suite/datasets/regime.py): paper, a batch wh
                "graph one minibatch touches) matches the paper's batch on the graph the dataset imitates; unscaled, "
                "the paper's 1024 seeds as they are; --batch-size overrides both")
 OGB_ROOT_HELP = "directory holding real OGB datasets (as ogb lays them out; nothing is downloaded)"
+
+
+def loader_hot_fraction(name: str, hot_fraction: float | None) -> float:
+    """The share of rows loader ``name`` keeps in GPU memory: ``hot_fraction`` (default ``DEFAULT_HOT_FRACTION``) for
+    a loader with a hot tier, else all or none of them (``--hot-fraction`` given to such a loader is ignored, with a
+    warning)."""
+    from suite.registry import hot_tier_loaders, loader
+
+    spec = loader(name)
+    if spec.hot_tier:
+        return DEFAULT_HOT_FRACTION if hot_fraction is None else hot_fraction
+    if hot_fraction is not None:
+        print(f"tierbench: warning: --hot-fraction {hot_fraction} is ignored: loader {name} has no hot tier (it keeps "
+              f"{spec.gpu_share:.0%} of the rows in GPU memory); the loaders with one are "
+              f"{', '.join(hot_tier_loaders())}", file=sys.stderr)
+    return spec.gpu_share
+
+
+def loader_scorer(name: str, scorer: str | None) -> str | None:
+    """The scorer whose order loader ``name`` reads the dataset in: ``scorer``, else ``DEFAULT_SCORER`` for a loader
+    that needs a dataset reordered hottest-first (said in a line), else None (the original order)."""
+    from suite.registry import loader
+
+    if scorer is None and loader(name).reordered:
+        print(f"loader {name} needs a dataset reordered hottest-first: using --scorer {DEFAULT_SCORER} "
+              f"(weighted reverse PageRank; --scorer chooses another)")
+        return DEFAULT_SCORER
+    return scorer
 
 
 def dataset_help(real_ogb: bool = True) -> str:

@@ -12,24 +12,6 @@ from suite.cli.options import DEFAULT_HOT_FRACTION, DEFAULT_SCORER
 from suite.cli.output import show
 
 
-def _warn(message: str) -> None:
-    print(f"tierbench: warning: {message}", file=sys.stderr)
-
-
-def _loader_hot_fraction(name: str, hot_fraction: float | None) -> float:
-    """The share of rows loader ``name`` keeps in GPU memory: ``hot_fraction`` for a loader with a hot tier, else all or
-    none of them (``--hot-fraction`` given to such a loader is ignored, with a warning)."""
-    from suite.registry import hot_tier_loaders, loader
-
-    spec = loader(name)
-    if spec.hot_tier:
-        return DEFAULT_HOT_FRACTION if hot_fraction is None else hot_fraction
-    if hot_fraction is not None:
-        _warn(f"--hot-fraction {hot_fraction} is ignored: loader {name} has no hot tier (it keeps {spec.gpu_share:.0%} "
-              f"of the rows in GPU memory); the loaders with one are {', '.join(hot_tier_loaders())}")
-    return spec.gpu_share
-
-
 def _plan_paper_scale(cell, hidden: int, device) -> None:
     """For a paper-scale preset (``gpu_built``): the run's memory plan, shown and checked before the dataset is
     opened (``suite.datasets.memory_plan``)."""
@@ -52,20 +34,16 @@ def _cmd_train(args) -> int:
     from suite.datasets import regime as regimes
     from suite.datasets.regime import default_fanouts
     from suite.figures.training import write_training_report
-    from suite.registry import loader
     from suite.sweep.cells import Cell, check_batch_limit
     from suite.sweep.run import cell_variant, open_dataset, train_cell
     from suite.sweep.sampler_choice import sampler_kernels
     from suite.training.sampling import check_device, check_kernels, describe_sampling, launched_kernels
     from suite.training.trainer import majority_accuracy
 
-    hot_fraction = _loader_hot_fraction(args.loader, args.hot_fraction)
+    hot_fraction = options.loader_hot_fraction(args.loader, args.hot_fraction)
     check_batch_limit(args.minibatches)
     device = torch.device(args.device)  # checked by main
-    if args.scorer is None and loader(args.loader).reordered:
-        args.scorer = DEFAULT_SCORER
-        print(f"loader {args.loader} needs a dataset reordered hottest-first: using --scorer {DEFAULT_SCORER} "
-              f"(weighted reverse PageRank; --scorer chooses another)")
+    args.scorer = options.loader_scorer(args.loader, args.scorer)
     fanouts = tuple(args.fanout or default_fanouts(args.dataset))
     batch_size, regime = regimes.resolve(args.dataset, args.regime, args.batch_size)
     cell = Cell(args.dataset, args.loader, hot_fraction, fanouts, args.scorer or "none", args.sampling,

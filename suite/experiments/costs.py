@@ -24,8 +24,18 @@ least-squares line
   bound is 0 and the line fits the whole gather;
 * **train**: rows are the input rows (the first layer's width).
 
+The loader gathers with a hot tier of ``hot_fraction`` of the rows (0 by
+default: ``uva`` keeps none; ``tiered`` at the epochs' hot fraction, over the
+dataset reordered by the epochs' scorer, times the gathers that the epochs
+make).  With ``operators`` minibatches asked for, each
+batch size's timed ones are followed by that many more run under torch's
+profiler (``suite.measure.operators``; never the timed ones, which the
+profiler would slow): what each stage issues, operator by operator, with its
+host and device time and the kernels it launches.
+
 Records: ``costs.csv`` (one row per timed minibatch) and its sidecar with the
-fits; the fits also go into the machine profile (``tierbench doctor``'s
+fits, ``costs-operators.csv`` (one row per batch size, stage and top-level
+operator) where operators were profiled; the fits also go into the machine profile (``tierbench doctor``'s
 JSON), in its ``minibatch_costs`` section under the sampler's name (beside
 another sampler's, which they leave as they were), with the medians of each
 batch size's input rows and gather excess (``gather_by_batch``), where
@@ -42,13 +52,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from tqdm.auto import tqdm
 
 from suite.datasets import load_dataset
 from suite.datasets import regime as regimes
+from suite.datasets.reordered import load_reordered
 from suite.errors import BadValue
 from suite.io import atomic, records
 from suite.io.provenance import provenance
 from suite.measure.ceilings import profile_ceilings, read_profile
+from suite.measure.operators import COLUMNS as OPERATOR_COLUMNS
+from suite.measure.operators import OUTSIDE_OPERATORS, operator_table, profiled, stage_range
 from suite.measure.stage_events import StageEvents
 from suite.measure.timing import stage_seconds
 from suite.policies.planner import (
@@ -66,6 +80,7 @@ from suite.training.trainer import Trainer
 from tiering.sampling.fused import DEFAULT_KERNELS
 
 STEM = "costs"
+OPERATORS_STEM = "costs-operators"
 BATCH_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 ROWS = {"sample": "sampled_edges", "gather": "input_rows", "train": "input_rows"}
 """The column each stage's seconds are fitted against."""
@@ -108,16 +123,31 @@ def _time_minibatch(trainer: Trainer, seeds: torch.Tensor, generator: torch.Gene
             "train_s": train_s}
 
 
-def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str = "uva", sampling: str = "cpu",
-            sampler_kernels: str = DEFAULT_KERNELS, batch_sizes=BATCH_SIZES, repeats: int = 5, fanouts=None,
-            seed: int = 0, ogb_root=None, progress: bool = True) -> Path:
+def _profile_minibatch(trainer: Trainer, seeds: torch.Tensor, generator: torch.Generator) -> None:
+    """One minibatch of ``seeds``, each stage in its profiler range, waiting for the gather as an epoch does."""
+    with stage_range("sample"):
+        batch = trainer.sampler.sample(seeds, generator)
+    with stage_range("gather"):
+        prepared = trainer._prepare(batch)
+        trainer._sync()
+    with stage_range("train"):
+        trainer._step(*prepared, {"train": 0.0}, train=True, events=StageEvents("cpu"))
+
+
+def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str = "uva", hot_fraction: float = 0.0,
+            scorer: str | None = None, sampling: str = "cpu", sampler_kernels: str = DEFAULT_KERNELS, batch_sizes=BATCH_SIZES,
+            repeats: int = 5, operators: int = 0, fanouts=None, seed: int = 0, ogb_root=None,
+            progress: bool = True) -> Path:
     """Time the stages of ``repeats`` minibatches of each size in ``batch_sizes`` on ``name``, sampled by
-    ``sampling``'s sampler (the fused one launching ``sampler_kernels``), write the records into ``records_dir``
-    and the fits into the machine profile at ``profile_path``; the records' path."""
+    ``sampling``'s sampler (the fused one launching ``sampler_kernels``) and gathered by ``loader`` at
+    ``hot_fraction`` (from the dataset reordered by ``scorer``, where one is given), then profile ``operators`` more of each size; write the records into ``records_dir`` and the
+    fits into the machine profile at ``profile_path``; the records' path."""
     profile_path = Path(profile_path)
     sizes = sorted(set(batch_sizes))
     if len(sizes) < 2:
         raise BadValue("a fixed cost needs minibatches of at least two sizes: give two or more --batch-sizes")
+    if operators < 0:
+        raise BadValue(f"--operators is a number of minibatches, at least 0, got {operators}")
     check_single_process(sampling, device)  # before the dataset is loaded
     check_kernels(sampling, sampler_kernels, device)
     kernels = launched_kernels(sampling, sampler_kernels)
@@ -129,36 +159,54 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     ceilings = ceilings if {ZERO_COPY, D2D} <= set(ceilings) else {}
     device = torch.device(device)
     fanouts = tuple(fanouts) if fanouts else regimes.default_fanouts(name)
-    dataset = load_dataset(name, ogb_root=ogb_root, progress=progress)
+    dataset = load_reordered(name, scorer, ogb_root=ogb_root, progress=progress) if scorer \
+        else load_dataset(name, ogb_root=ogb_root, progress=progress)
     train_ids = dataset.splits["train"]
     if sizes[-1] > len(train_ids):
         raise BadValue(f"{name} has {len(train_ids):,} training nodes, fewer than a batch of {sizes[-1]:,} seeds")
-    with create_loader(loader, dataset, 0.0, device, progress=progress) as feature_loader:  # unpinned at the end
+    with create_loader(loader, dataset, hot_fraction, device, progress=progress) as feature_loader:  # unpinned
         trainer = Trainer(dataset, feature_loader, fanouts, batch_size=sizes[0], seed=seed, sampling=sampling,
                           sampler_kernels=sampler_kernels)
         generator = torch.Generator().manual_seed(seed)
-        rows = []
-        for size in sizes:
+
+        def draw(size: int) -> torch.Tensor:
+            return train_ids[torch.randperm(len(train_ids), generator=generator)[:size]]
+
+        rows, operator_tables = [], []
+        for size in tqdm(sizes, desc=f"costs of {name} minibatches", unit="size", disable=not progress):
             for repeat in range(repeats + 1):  # the first is untimed: it warms the allocator and the kernels' caches
-                seeds = train_ids[torch.randperm(len(train_ids), generator=generator)[:size]]
-                timed = _time_minibatch(trainer, seeds, generator, ceilings)
+                timed = _time_minibatch(trainer, draw(size), generator, ceilings)
                 if repeat:
                     rows.append({"batch_size": size, "repeat": repeat, **timed})
+            if operators:
+                with profiled(device) as trace:
+                    for _ in range(operators):
+                        _profile_minibatch(trainer, draw(size), generator)
+                operator_tables.append(operator_table(trace.events(), operators, device.type == "cuda").assign(batch_size=size))
     table = pd.DataFrame(rows)
     fits = fits_of(table)
     above = ABOVE_BOUND if ceilings else "nothing (the profile has no measured ceilings)"
     records_dir = Path(records_dir)
     kernels_option = f" --sampler-kernels {kernels}" if kernels else ""
     facts = {
-        "command": (f"tierbench costs --dataset {name} --device {device} --loader {loader} --sampling {sampling}"
-                    f"{kernels_option} --batch-sizes {' '.join(map(str, sizes))} --repeats {repeats} --out "
-                    f"{records_dir} --machine {profile_path}"),
-        "dataset": name, "loader": loader, "sampling": sampling, "sampler_kernels": kernels, "device": str(device),
-        "fanouts": list(fanouts),
+        "command": (f"tierbench costs --dataset {name} --device {device} --loader {loader} --hot-fraction "
+                    f"{hot_fraction:g}{f' --scorer {scorer}' if scorer else ''} --sampling {sampling}{kernels_option} --batch-sizes {' '.join(map(str, sizes))} "
+                    f"--repeats {repeats} --operators {operators} --out {records_dir} --machine {profile_path}"),
+        "dataset": name, "loader": loader, "hot_fraction": hot_fraction, "scorer": scorer or "none",
+        "sampling": sampling,
+        "sampler_kernels": kernels, "device": str(device), "fanouts": list(fanouts),
         "batch_sizes": sizes,
-        "repeats": repeats, "gather_above": above, "fits": fits, "machine_profile": str(profile_path),
+        "repeats": repeats, "operators": operators, "gather_above": above, "fits": fits,
+        "machine_profile": str(profile_path),
     }
     record = provenance(device)
+    operators_path = records_dir / f"{OPERATORS_STEM}.csv"
+    if operator_tables:
+        ordered = pd.concat(operator_tables, ignore_index=True)[["batch_size", *OPERATOR_COLUMNS]]
+        records.write_records(operators_path, ordered, record, facts, index=False)
+    else:  # an earlier run's operators would sit beside records they were not profiled with
+        operators_path.unlink(missing_ok=True)
+        records.sidecar_path(operators_path).unlink(missing_ok=True)
     path = records.write_records(records_dir / f"{STEM}.csv", table, record, facts, index=False)
     _into_profile(profile_path, profile, table, facts, fits, path, record["time"])
     return path
@@ -178,7 +226,8 @@ def _into_profile(profile_path: Path, profile: dict, table: pd.DataFrame, facts:
     sampler, beside any other sampler's entry, written to ``profile_path``."""
     profile[COSTS_SECTION] = costs_by_sampling(profile)
     profile[COSTS_SECTION][facts["sampling"]] = {
-        "time": time, "dataset": facts["dataset"], "loader": facts["loader"], "sampling": facts["sampling"],
+        "time": time, "dataset": facts["dataset"], "loader": facts["loader"],
+        "hot_fraction": facts.get("hot_fraction", 0.0), "sampling": facts["sampling"],
         "sampler_kernels": facts["sampler_kernels"], "fanouts": list(facts["fanouts"]),
         "batch_sizes": list(facts["batch_sizes"]), "repeats": facts["repeats"],
         "timed_by": "CUDA events on the stage's stream" if torch.device(facts["device"]).type == "cuda"
@@ -216,10 +265,37 @@ def read_records(path) -> records.Records:
 def summary(measured: records.Records) -> str:
     """One line per stage: its fixed cost per minibatch and its cost per row."""
     facts = measured.facts
-    sampled_by = describe_sampling(facts["sampling"], facts["sampler_kernels"])
-    lines = [f"fixed cost of one minibatch on {measured.provenance['device']} ({facts['dataset']}, {facts['loader']}, "
-             f"{sampled_by}, batches of {facts['batch_sizes'][0]}-{facts['batch_sizes'][-1]} "
+    lines = [f"fixed cost of one minibatch on {measured.provenance['device']} ({facts['dataset']}, {loaded_by(facts)}, "
+             f"{sampled_by(facts)}, batches of {facts['batch_sizes'][0]}-{facts['batch_sizes'][-1]} "
              f"seeds; gather above {facts['gather_above']}):"]
     for stage, fit in facts["fits"].items():
         lines.append(f"  {stage:<7} {1e3 * fit['a_s']:8.3f} ms + {1e9 * fit['b_s']:9.2f} ns per {fit['per']}")
     return "\n".join(lines)
+
+
+def sampled_by(facts: dict) -> str:
+    """The sampler that drew the minibatches, in words."""
+    return describe_sampling(facts["sampling"], facts["sampler_kernels"])
+
+
+def loaded_by(facts: dict) -> str:
+    """The loader that gathered, and its hot fraction where it kept rows in GPU memory (records made before the
+    option was their loader at 0%)."""
+    fraction = facts.get("hot_fraction", 0.0)
+    return f"{facts['loader']} at {fraction:.0%} hot" if fraction else facts["loader"]
+
+
+def outside_operators(operators: pd.DataFrame) -> pd.Series:
+    """Which rows of an operators table hold a stage's host time outside any operator, not an operator."""
+    return operators["operator"] == OUTSIDE_OPERATORS
+
+
+def read_operators(path) -> records.Records | None:
+    """The operators ``tierbench costs --operators`` profiled beside the records at ``path`` (their folder or
+    ``costs.csv``); None where none were."""
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    if not (folder / f"{OPERATORS_STEM}.csv").exists():
+        return None
+    return records.read_records(folder / f"{OPERATORS_STEM}.csv", FACTS, measured_by="tierbench costs --operators")
+

@@ -32,6 +32,7 @@ committed.
   speed, what building a dataset costs, the projected plan for a GPU memory
   budget, the disk tier, SAR, Marius's buckets and GPU microbenchmarks;
 * ``sampler_bench``: the CPU and GPU neighbour samplers' rates (``tierbench samplerbench``);
+* ``costs``: the fixed cost of one minibatch per stage, and the operators each stage issues (``tierbench costs``);
 * ``gpu_goals``: the second GPU visit's goals, each judged from the records one ``tierbench gpu-suite`` visit wrote
   into its device folder, read through the readers of the experiments that wrote them ("not yet run", with the
   step that measures it, where there are none).
@@ -54,7 +55,7 @@ FIGURES = {"7": "fig7", "8": "fig8", "9": "fig9", "10": "fig10", "11": "fig11", 
            "policies": "policies", "plan": "plan", "disk": "disk", "bucket-orders": "bucket_orders",
            "bucket-train": "bucket_training", "sar": "sar", "scorers": "scorers", "build-cost": "build_cost",
            "gpubench": "gpu", "datasets": "datasets", "sampler-bench": "sampler_bench",
-           "gpu-goals": "gpu_goals"}
+           "gpu-goals": "gpu_goals", "costs": "costs"}
 """Every figure by the name ``tierbench report --figure NAME --records PATH`` draws it by, and its module here."""
 SWEEP_NAMES = ("8", "10", "11", "demo")
 """The figures whose records are a sweep's CSV under ``results/runs``, not a folder beside their outputs."""

@@ -28,7 +28,9 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
    sampler (``tierbench costs --sampling gpu``: the GPU-native path), into
    ``costs/papers-s/`` and the machine profile's ``minibatch_costs``, which ``tierbench plan`` adds to its bound;
    ``costs-cpu-sampling-papers-s``: the same with the CPU sampler (``costs/papers-s-cpu-sampling/``), whose ids the
-   gather copies to the GPU first: the costs ``tierbench plan`` adds for CPU-sampled epochs (Figure 10's);
+   gather copies to the GPU first; ``costs-tiered-papers-s``: the same through the tiered loader at 10% hot, as
+   Figure 10's epochs gather, with each stage's operators profiled (``costs/papers-s-cpu-sampling-tiered/``): the
+   costs ``tierbench plan`` adds for CPU-sampled epochs;
 7. ``datasets-papers-xs-gpu-built``, ``datasets-papers-100m``: the paper-scale route (``suite.datasets.generated``),
    first at papers-xs's size, then ogbn-papers100M's: drawn and sorted into lists on the GPU, scored and reordered;
    ``paper-scale-sweeps``: Figure 8 (cpu-gather, uva, degree-cache and tiered at 10% hot) and then, in the same
@@ -119,6 +121,7 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     "fig8-gpu-sampling-papers-s": 25,  # H200: 18 s (one round)
     "costs-papers-s": 20,  # H200: 14 s
     "costs-cpu-sampling-papers-s": 20,  # H200: 17 s; the same minibatches sampled on the CPU
+    "costs-tiered-papers-s": 30,  # not yet run: the step above and 30 profiled minibatches
     # the paper-scale route at papers-xs's size (H200: 6 s), then papers-100m built and reordered (H200: 162 s; its
     # goal: 5 min)
     "datasets-papers-xs-gpu-built": 10, "datasets-papers-100m": 300,
@@ -155,11 +158,18 @@ PAPER_SCALE_SWEEPS = "paper-scale-sweeps"
 PAPER_SCALE_EXPERIMENTS = ("fig8", "fig10")
 """The step that runs Figure 8 and then Figure 10 on papers-100m, in one process."""
 PAPER_SCALE_FIG8_LOADERS = ("cpu-gather", "uva", "degree-cache", "tiered")
-COSTS_STEPS = (("costs-papers-s", "gpu", "papers-s"), ("costs-cpu-sampling-papers-s", "cpu", "papers-s-cpu-sampling"))
-"""The fixed-cost steps: name, ``--sampling`` and folder under ``costs/``.  Goal 3 judges the GPU-sampled minibatches
-(the GPU-native path); ``tierbench plan`` adds to a plan the costs of its epochs' sampler (``suite.policies.planner``),
-CPU-sampled for Figure 10's epochs."""
-GOAL_STEPS = ("samplerbench-papers-s", *(step for step, _, _ in COSTS_STEPS), "fig8-papers-s",
+PROFILED_MINIBATCHES = 3
+"""Minibatches of each batch size ``costs-tiered-papers-s`` runs again under torch's profiler."""
+COSTS_STEPS = (("costs-papers-s", "gpu", "papers-s", ()),
+               ("costs-cpu-sampling-papers-s", "cpu", "papers-s-cpu-sampling", ()),
+               ("costs-tiered-papers-s", "cpu", "papers-s-cpu-sampling-tiered",
+                ("--loader", "tiered", "--hot-fraction", "0.1", "--operators", str(PROFILED_MINIBATCHES))))
+"""The fixed-cost steps: name, ``--sampling``, folder under ``costs/`` and further options.  Goal 3 judges the
+GPU-sampled minibatches (the GPU-native path); ``tierbench plan`` adds to a plan the costs of its epochs' sampler
+(``suite.policies.planner``), CPU-sampled for Figure 10's epochs: last, those of the tiered loader at 10% hot, the
+loader and hot fraction of the epochs the planner is compared with, which replace the ``uva`` loader's in the
+profile, their operators profiled (``--operators``: what each stage issues, on the host and on the GPU)."""
+GOAL_STEPS = ("samplerbench-papers-s", "costs-papers-s", "costs-cpu-sampling-papers-s", "fig8-papers-s",
               "fig8-gpu-sampling-papers-s", "datasets-papers-100m", PAPER_SCALE_SWEEPS, "paper-scale-reach",
               "lookahead-papers-s", "lookahead-pipeline-papers-s")
 """The steps whose records ``report-goals`` judges the second visit's goals by (``suite.figures.gpu_goals``)."""
@@ -337,9 +347,10 @@ def plan(folder: Path, machines: Path, *, measure_ceilings: bool = True) -> list
                           f"{runs}/lookahead.csv", inputs=("datasets-papers-s",), redo=RERUN_CELLS))
     # the fixed cost of one minibatch per stage across batch sizes, sampled on the GPU and then on the CPU, into the
     # machine profile `tierbench plan` reads, which adds to a plan the costs of its epochs' sampler
-    for step, sampling, records_dir in COSTS_STEPS:
+    for step, sampling, records_dir, extra in COSTS_STEPS:
         steps.append(Step(step, cli + ("costs", "--dataset", "papers-s", "--device", "cuda", "--sampling", sampling,
-                                       "--machines", str(machines), "--out", str(folder / "costs" / records_dir), "-q"),
+                                       *extra, "--machines", str(machines), "--out",
+                                       str(folder / "costs" / records_dir), "-q"),
                           str(folder / "costs" / records_dir), inputs=("doctor", "datasets-papers-s")))
     steps += paper_scale_steps(cli, runs, folder)
     for experiment in ("fig8", "fig10", "lookahead"):

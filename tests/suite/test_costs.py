@@ -170,7 +170,8 @@ def test_costs_on_a_gpu_are_timed_by_events_and_fitted_above_the_ceilings_bound(
     assert main(["doctor", "--out", str(tmp_path / "machines")]) == 0
     (profile,) = (tmp_path / "machines").glob("*.json")
     assert main(["costs", "--dataset", "tiny", "--device", "cuda", "--sampling", sampling, "--batch-sizes", "8", "64",
-                 "512", "--repeats", "3", "--machine", str(profile), "--out", str(tmp_path / "c"), "-q"]) == 0
+                 "512", "--repeats", "3", "--operators", "1", "--machine", str(profile), "--out", str(tmp_path / "c"),
+                 "-q"]) == 0
     costs = json.loads(profile.read_text())[SECTION][sampling]
     assert costs["timed_by"] == "CUDA events on the stage's stream" and costs["gather_above"] == planner.ABOVE_BOUND
     assert costs["sampling"] == sampling
@@ -178,3 +179,57 @@ def test_costs_on_a_gpu_are_timed_by_events_and_fitted_above_the_ceilings_bound(
     assert (table["gather_bound_s"] > 0).all() and (table["gather_s"] > 0).all()
     assert planner.machine(profile, sampling=sampling).minibatch_costs == (costs["stages"]["gather"]["a_s"],
                                                                            costs["stages"]["gather"]["b_s"])
+    from suite.experiments.costs import read_operators
+
+    operators = read_operators(tmp_path / "c").table
+    train = operators[operators["stage"] == "train"]
+    assert train["device_us"].sum() > 0 and train["kernels"].sum() > 0  # the kernels of the step, on the GPU's clock
+    gather = operators[operators["stage"] == "gather"]
+    assert gather["kernels"].sum() >= 1  # the gather's own kernel at least
+
+
+def test_costs_of_the_tiered_loader_profile_each_stages_operators_and_draw_them(tiny, tmp_path, capsys):
+    """``--loader tiered --hot-fraction 0.25 --operators 2``: the timed minibatches gather through a hot tier of the
+    dataset reordered by the default scorer, two more of each size run under the profiler, and the report draws both;
+    a later run without ``--operators`` leaves no operators of the earlier one beside its records."""
+    from suite.experiments.costs import read_operators
+    from suite.measure.operators import OUTSIDE_OPERATORS
+
+    profile = _profile(tmp_path)
+    out = tmp_path / "c"
+    assert main(["costs", "--dataset", "tiny", "--loader", "tiered", "--hot-fraction", "0.25", "--batch-sizes", "8",
+                 "32", "--repeats", "1", "--operators", "2", "--machine", str(profile), "--out", str(out), "-q"]) == 0
+    printed = capsys.readouterr().out
+    assert "using --scorer wrpr" in printed and "(tiny, tiered at 25% hot, cpu sampling" in printed
+    measured = read_records(out)
+    assert measured.facts["hot_fraction"] == 0.25 and measured.facts["scorer"] == "wrpr"
+    assert "--hot-fraction 0.25 --scorer wrpr" in measured.facts["command"] and "--operators 2" in measured.facts[
+        "command"]
+    assert (measured.table["hit_rows"] > 0).any()  # the hot tier served some of the rows
+    assert json.loads(profile.read_text())[SECTION]["cpu"]["hot_fraction"] == 0.25
+    operators = read_operators(out)
+    table = operators.table
+    assert sorted(table["batch_size"].unique()) == [8, 32]
+    assert list(dict.fromkeys(table["stage"])) == ["sample", "gather", "train"]
+    for (size, stage), rows in table.groupby(["batch_size", "stage"]):
+        assert (rows["operator"] == OUTSIDE_OPERATORS).sum() == 1, (size, stage)
+        assert rows["calls"].sum() > 0 and (rows["host_us"] >= 0).all()
+    assert table["device_us"].isna().all()  # a CPU: no device profiled
+    assert (table[table["stage"] == "train"]["operator"] == "aten::linear").any()
+    for name in ("costs.md", "costs.png", "costs-operators.csv", "costs-operators.png"):
+        assert (out / name).is_file(), name
+    report = (out / "costs.md").read_text()
+    assert "## Operators per stage" in report and "gathered by tiered at 25% hot" in report
+    assert main(["costs", "--dataset", "tiny", "--batch-sizes", "8", "32", "--repeats", "1", "--machine",
+                 str(profile), "--out", str(out), "-q"]) == 0
+    assert read_operators(out) is None and not (out / "costs-operators.json").exists()
+    assert not (out / "costs-operators.png").exists()
+    assert "## Operators" not in (out / "costs.md").read_text()
+
+
+def test_a_hot_fraction_for_a_loader_without_a_hot_tier_is_ignored_with_a_warning(tiny, tmp_path, capsys):
+    profile = _profile(tmp_path)
+    assert main(["costs", "--dataset", "tiny", "--hot-fraction", "0.5", "--batch-sizes", "8", "32", "--repeats", "1",
+                 "--machine", str(profile), "--out", str(tmp_path / "c"), "-q"]) == 0
+    assert "tierbench: warning: --hot-fraction 0.5 is ignored: loader uva has no hot tier" in capsys.readouterr().err
+    assert read_records(tmp_path / "c").facts["hot_fraction"] == 0.0

@@ -25,10 +25,13 @@ REDRAWN = [
     ("gpu/cuda-nvidia-h200/microbench", "gpu", "gpu/cuda-nvidia-h200/microbench"),
     ("gpu/cuda-nvidia-h200/microbench-paper-scale", "gpu", "gpu/cuda-nvidia-h200/microbench-paper-scale"),
     ("gpu/cuda-nvidia-h200/sampler-bench", "sampler_bench", "gpu/cuda-nvidia-h200/sampler-bench"),
+    ("gpu/cuda-nvidia-h200/costs/papers-s", "costs", "gpu/cuda-nvidia-h200/costs/papers-s"),
+    ("gpu/cuda-nvidia-h200/costs/papers-s-cpu-sampling", "costs", "gpu/cuda-nvidia-h200/costs/papers-s-cpu-sampling"),
 ]
 """The committed records each figure module draws, and where its committed outputs are."""
 
 OUTPUTS = {"bucket_orders": ("bucket-orders.md", "bucket-orders.csv", "bucket-orders.png"),
+           "costs": ("costs.md", "costs.csv", "costs.png", "costs-operators.csv", "costs-operators.png"),
            "plan": ("plan.md", "plan.csv", "plan.png"), "disk": ("disk.md", "disk.csv", "disk.png"),
            "build_cost": ("build-cost.md", "build-cost.csv", "build-cost.png"),
            "datasets": ("summary.md", "summary.csv", "degree-ccdf.png"),
