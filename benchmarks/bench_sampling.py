@@ -23,7 +23,6 @@ from benchmarks.workloads import NODES, PAPER_BATCH, load_graph, make_graphs, re
 from suite.experiments.sampler_bench import FUSED_SAMPLERS
 from suite.measure.timing import best_wall_seconds
 from suite.training.sampling import build_sampler, installed
-from tiering.sampling import neighbors
 from tiering.sampling.neighbors import (
     NeighborSampler,
     append_new_nodes,
@@ -97,8 +96,8 @@ class Minibatch:
 
 class SmallMinibatch:
     """100 (12,12,12) minibatches of the paper's 8 seeds (Data Tiering §5.4), every hop from a frontier below
-    ``neighbors.SERIAL_HOP_BELOW`` nodes and so drawn in one serial call, against the staged hops (the threshold set
-    to 0: parallel regions and a Python step per stage) drawing the same minibatches in the same run."""
+    ``neighbors.SERIAL_HOP_BELOW`` nodes and so drawn in one serial call, against the staged hops (a sampler whose
+    threshold is 0: parallel regions and a Python step per stage) drawing the same minibatches in the same run."""
 
     timeout = 300
 
@@ -106,24 +105,24 @@ class SmallMinibatch:
         return make_graphs()
 
     def setup(self, root):
-        self.sampler = NeighborSampler(load_graph(root, NODES), (12, 12, 12))
+        graph = load_graph(root, NODES)
+        self.sampler = NeighborSampler(graph, (12, 12, 12))
+        self.staged_sampler = NeighborSampler(graph, (12, 12, 12), serial_hop_below=0)
         generator = torch.Generator().manual_seed(0)
         self.seeds = [torch.randperm(NODES, generator=generator)[:PAPER_BATCH] for _ in range(100)]
         self.in_one_call()  # compiles both paths
         self.staged()
 
-    def in_one_call(self):
+    def _minibatches(self, sampler):
         generator = torch.Generator().manual_seed(1)
         for seeds in self.seeds:
-            self.sampler.sample(seeds, generator)
+            sampler.sample(seeds, generator)
+
+    def in_one_call(self):
+        self._minibatches(self.sampler)
 
     def staged(self):
-        threshold = neighbors.SERIAL_HOP_BELOW
-        neighbors.SERIAL_HOP_BELOW = 0
-        try:
-            self.in_one_call()
-        finally:
-            neighbors.SERIAL_HOP_BELOW = threshold
+        self._minibatches(self.staged_sampler)
 
     def time_minibatches(self, root):
         self.in_one_call()

@@ -405,13 +405,16 @@ class NeighborSampler:
     overriding ``hop`` (GNS does, ``baselines.gns``).
     """
 
-    def __init__(self, graph: CSRGraph, fanouts, backend: str = "cpu"):
+    def __init__(self, graph: CSRGraph, fanouts, backend: str = "cpu", serial_hop_below: int = SERIAL_HOP_BELOW):
         fanouts = check_fanouts(fanouts)
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if serial_hop_below < 0:
+            raise ValueError(f"serial_hop_below must be at least 0, got {serial_hop_below}")
         self.graph = graph
         self.fanouts = fanouts
         self.backend = backend
+        self.serial_hop_below = serial_hop_below  # 0: every hop staged (parallel regions, a Python step per stage)
 
     def with_fanouts(self, fanouts) -> NeighborSampler:
         """This sampler over the same graph with other ``fanouts``."""
@@ -439,9 +442,10 @@ class NeighborSampler:
         return MiniBatch(seeds=seeds, input_nodes=nodes, blocks=blocks[::-1])
 
     def _in_one_call(self, frontier: torch.Tensor) -> bool:
-        """Whether a hop from ``frontier`` goes in one serial call (``SERIAL_HOP_BELOW``): uniform draws (this class's
-        ``hop``, not a subclass's) by the ``cpu`` backend over a CSR in host memory, from a small frontier."""
-        return (len(frontier) < SERIAL_HOP_BELOW and self.backend == "cpu" and type(self).hop is NeighborSampler.hop
+        """Whether a hop from ``frontier`` goes in one serial call (below ``serial_hop_below`` nodes): uniform draws
+        (this class's ``hop``, not a subclass's) by the ``cpu`` backend over a CSR in host memory, from a small
+        frontier."""
+        return (len(frontier) < self.serial_hop_below and self.backend == "cpu" and type(self).hop is NeighborSampler.hop
                 and self.graph.indptr.device.type == "cpu")
 
     def _serial_hop(self, frontier: torch.Tensor, fanout: int, generator) -> tuple[torch.Tensor, Block]:

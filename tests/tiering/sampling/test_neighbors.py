@@ -64,10 +64,9 @@ def test_sampling_is_uniform_over_the_list(backend):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
-def test_a_fixed_seed_gives_identical_batches_on_one_and_two_threads(monkeypatch):
+def test_a_fixed_seed_gives_identical_batches_on_one_and_two_threads():
     g = star_and_friends()
-    sampler = NeighborSampler(g, (10, 5, 3))
-    monkeypatch.setattr(sampling, "SERIAL_HOP_BELOW", 0)  # every hop staged: the parallel kernels
+    sampler = NeighborSampler(g, (10, 5, 3), serial_hop_below=0)  # every hop staged: the parallel kernels
 
     def batch():
         return sampler.sample(torch.arange(0, 60), torch.Generator().manual_seed(7))
@@ -177,8 +176,8 @@ def test_minibatch_blocks_are_real_edges_with_the_prefix_property(backend, fanou
 
 
 @pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
-def test_hops_in_one_serial_call_draw_the_minibatches_the_staged_hops_draw(monkeypatch, index_dtype):
-    """Below ``SERIAL_HOP_BELOW`` frontier nodes a hop is sampled and relabelled in one call; the minibatches are the
+def test_hops_in_one_serial_call_draw_the_minibatches_the_staged_hops_draw(index_dtype):
+    """Below ``serial_hop_below`` (default ``SERIAL_HOP_BELOW``) frontier nodes a hop is sampled and relabelled in one call; the minibatches are the
     staged path's (every hop staged: 0; every hop in one call: above any frontier; both in one minibatch: 40)."""
     rng = np.random.default_rng(8)
     for trial in range(6):
@@ -189,8 +188,8 @@ def test_hops_in_one_serial_call_draw_the_minibatches_the_staged_hops_draw(monke
         seeds = torch.from_numpy(rng.choice(n, int(rng.integers(1, min(n, 300))), replace=False))
         batches = []
         for below in (0, 10**9, 40):
-            monkeypatch.setattr(sampling, "SERIAL_HOP_BELOW", below)
-            batches.append(NeighborSampler(g, fanouts).sample(seeds, torch.Generator().manual_seed(trial)))
+            sampler = NeighborSampler(g, fanouts, serial_hop_below=below)
+            batches.append(sampler.sample(seeds, torch.Generator().manual_seed(trial)))
         assert_same_batches(batches[0], batches[1])
         assert_same_batches(batches[0], batches[2])
         assert batches[1].input_nodes.dtype == batches[0].input_nodes.dtype == torch.int64
