@@ -195,6 +195,8 @@ def test_hops_in_one_serial_call_draw_the_minibatches_the_staged_hops_draw(index
         assert batches[1].input_nodes.dtype == batches[0].input_nodes.dtype == torch.int64
         assert all(x.edge_index.dtype == y.edge_index.dtype for x, y in zip(batches[0].blocks, batches[1].blocks))
     assert (sampling._SLOTS.int32 == -1).all() and (sampling._SLOTS.int64 == -1).all()
+    with pytest.raises(ValueError, match="serial_hop_below must be at least 0, got -1"):
+        NeighborSampler(g, fanouts, serial_hop_below=-1)
 
 
 def test_a_sampler_with_other_fanouts_samples_as_a_new_one_over_the_same_graph():
