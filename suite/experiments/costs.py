@@ -124,9 +124,11 @@ def _time_minibatch(trainer: Trainer, seeds: torch.Tensor, generator: torch.Gene
 
 
 def _profile_minibatch(trainer: Trainer, seeds: torch.Tensor, generator: torch.Generator) -> None:
-    """One minibatch of ``seeds``, each stage in its profiler range, waiting for the gather as an epoch does."""
+    """One minibatch of ``seeds``, each stage in its profiler range, which ends once the device has done the stage's
+    work (``suite.measure.operators`` counts the device work that starts within a range as its stage's)."""
     with stage_range("sample"):
         batch = trainer.sampler.sample(seeds, generator)
+        trainer._sync()
     with stage_range("gather"):
         prepared = trainer._prepare(batch)
         trainer._sync()

@@ -29,7 +29,7 @@ STAGE_SECONDS = {"sample": "sample_s", "gather": "gather_s", "gather above the b
 MEDIANS_FORMAT = (".0f", ".0f", ".0f", *[".4g"] * len(STAGE_SECONDS))
 """Batch sizes, rows and edges whole; milliseconds to four figures."""
 TOP_OPERATORS = 8
-"""The operators shown per stage (by host time), beside the host time outside operators."""
+"""The operators shown per stage (by host time), beside the stage's time outside operators."""
 
 
 def medians(table: pd.DataFrame) -> pd.DataFrame:
@@ -42,20 +42,24 @@ def medians(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def stage_totals(operators: pd.DataFrame) -> pd.DataFrame:
-    """Per batch size and stage: the top-level operators and kernels a minibatch issues, its host time in and outside
-    them and its device time, in milliseconds."""
-    inside = operators[~outside_operators(operators)]
-    grouped = inside.groupby(["batch_size", "stage"], sort=False)
-    totals = grouped[["calls", "kernels"]].sum(min_count=1).rename(columns={"calls": "operators"})
-    totals["host ms in operators"] = grouped["host_us"].sum() / 1e3
-    outside = operators[outside_operators(operators)].set_index(["batch_size", "stage"])["host_us"]
-    totals["host ms outside"] = outside.reindex(totals.index).fillna(0.0) / 1e3
-    totals["device ms"] = grouped["device_us"].sum(min_count=1) / 1e3  # empty where no device was profiled
-    return totals.reset_index()
+    """Per batch size and stage: the top-level operators a minibatch issues, its host time in and outside them, and
+    the kernels (copies included) and device time of all its device work, in milliseconds (empty where no device was
+    profiled)."""
+    keys = ["batch_size", "stage"]
+    every = operators.groupby(keys, sort=False)
+    outside = operators[outside_operators(operators)].set_index(keys)["host_us"]
+    totals = pd.DataFrame({
+        "operators": operators[~outside_operators(operators)].groupby(keys, sort=False)["calls"].sum(),
+        "host ms in operators": (every["host_us"].sum() - outside) / 1e3,
+        "host ms outside": outside / 1e3,
+        "kernels": every["kernels"].sum(min_count=1),
+        "device ms": every["device_us"].sum(min_count=1) / 1e3,
+    })
+    return totals.reindex(every.size().index).reset_index()
 
 
 def top_operators(operators: pd.DataFrame) -> pd.DataFrame:
-    """The smallest batch size's ``TOP_OPERATORS`` operators of each stage by host time, and its host time outside
+    """The smallest batch size's ``TOP_OPERATORS`` operators of each stage by host time, and its row of time outside
     operators."""
     smallest = operators[operators["batch_size"] == operators["batch_size"].min()]
     inside = smallest[~outside_operators(smallest)]
@@ -86,7 +90,8 @@ def render(records: Path, out: Path) -> list[Path]:
         profiled = (f"{facts['operators']} more minibatches of each size run under torch's profiler, untimed "
                     "otherwise; per minibatch, the top-level operators each stage issues (inclusive times: an "
                     "operator's host time spans the operators it calls, its device time their kernels), and the "
-                    "stage's host time outside them (Python, the CPU sampler, waits).")
+                    "stage's time outside them: on the host Python, the CPU sampler and waits, on the device the "
+                    "work within the stage that the profiler tied to no operator.")
         parts += ["## Operators per stage", profiled,
                   stage_totals(operators.table).dropna(axis=1, how="all").to_markdown(index=False, floatfmt=".4g"),
                   f"### The top operators of a minibatch of {int(operators.table['batch_size'].min())} seeds",

@@ -14,9 +14,13 @@ time sums the kernels that it and they launched (CUDA runtime calls, such as
 a kernel launched by a CuPy or NVRTC kernel outside torch, are operators of
 their own, named by the call).  Each stage also gets a row
 ``OUTSIDE_OPERATORS``: the range's host time that no top-level operator
-spans (Python, a numba sampler, a wait), so that a stage's host times add up
-to its range.  Times are per minibatch: sums over the profiled minibatches
-divided by their number.
+spans (Python, a numba sampler, a wait), and on a device the work that ran
+on it within the range but that the profiler ties to none of them (a kernel
+whose launch it could not correlate), so that a stage's host times add up to
+its range and its device times to the device work within it.  Device work is
+counted within a range when it starts there: the caller waits for the device
+before a range ends (``suite.experiments.costs`` does).  Times are per
+minibatch: sums over the profiled minibatches divided by their number.
 """
 
 from __future__ import annotations
@@ -28,8 +32,8 @@ import torch
 
 RANGE_PREFIX = "tierbench.stage:"
 """The profiler range names of the stages: this prefix and the stage's name."""
-OUTSIDE_OPERATORS = "(host time outside operators)"
-"""The row of a stage's host time that no top-level operator spans."""
+OUTSIDE_OPERATORS = "(outside operators)"
+"""The row of a stage's host time that no top-level operator spans, and of its device work that none launched."""
 COLUMNS = ("stage", "operator", "calls", "host_us", "device_us", "kernels")
 
 
@@ -81,11 +85,16 @@ def operator_table(events, minibatches: int, on_device: bool) -> pd.DataFrame:
     if minibatches < 1:
         raise ValueError(f"minibatches must be positive, got {minibatches}")
     ranges = [event for event in events if _is_range(event) and event.device_type == _CPU]
+    device_work = [event for event in events  # kernels, copies, sets: not the device's spans of the ranges
+                   if event.device_type != _CPU and not event.is_user_annotation and not _is_range(event)]
     totals = defaultdict(lambda: [0, 0.0, 0.0, 0])
-    stage_host = defaultdict(float)  # in the order the stages first ran
+    stage_host, stage_device, stage_work = defaultdict(float), defaultdict(float), defaultdict(int)  # in run order
     for stage, operators in zip(ranges, _top_level(ranges, events)):
         name = stage.name[len(RANGE_PREFIX):]
         stage_host[name] += stage.cpu_time_total
+        within = [work for work in device_work if stage.time_range.start <= work.time_range.start < stage.time_range.end]
+        stage_device[name] += sum(work.time_range.elapsed_us() for work in within)
+        stage_work[name] += len(within)
         for operator in operators:
             total = totals[(name, operator.name)]
             total[0] += 1
@@ -96,9 +105,12 @@ def operator_table(events, minibatches: int, on_device: bool) -> pd.DataFrame:
              "device_us": device / minibatches, "kernels": kernels / minibatches}
             for (stage, operator), (calls, host, device, kernels) in totals.items()]
     for stage, host in stage_host.items():
-        inside = sum(total[1] for (name, _), total in totals.items() if name == stage)
+        host_in, device_in, work_in = (sum(total[i] for (name, _), total in totals.items() if name == stage)
+                                       for i in (1, 2, 3))
         rows.append({"stage": stage, "operator": OUTSIDE_OPERATORS, "calls": 0.0,
-                     "host_us": max(host - inside, 0.0) / minibatches, "device_us": 0.0, "kernels": 0.0})
+                     "host_us": max(host - host_in, 0.0) / minibatches,
+                     "device_us": max(stage_device[stage] - device_in, 0.0) / minibatches,
+                     "kernels": max(stage_work[stage] - work_in, 0) / minibatches})
     order = {stage: i for i, stage in enumerate(stage_host)}
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     if not on_device:

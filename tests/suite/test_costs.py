@@ -233,3 +233,21 @@ def test_a_hot_fraction_for_a_loader_without_a_hot_tier_is_ignored_with_a_warnin
                  "--machine", str(profile), "--out", str(tmp_path / "c"), "-q"]) == 0
     assert "tierbench: warning: --hot-fraction 0.5 is ignored: loader uva has no hot tier" in capsys.readouterr().err
     assert read_records(tmp_path / "c").facts["hot_fraction"] == 0.0
+
+
+def test_a_stages_totals_count_its_operators_and_all_its_device_work():
+    import pandas as pd
+
+    from suite.figures.costs import stage_totals
+    from suite.measure.operators import OUTSIDE_OPERATORS
+
+    rows = [(8, "gather", "aten::index_select", 2.0, 30.0, 8.0, 2.0), (8, "gather", "cuLaunchKernel", 1.0, 5.0, 0.0, 0.0),
+            (8, "gather", OUTSIDE_OPERATORS, 0.0, 65.0, 12.0, 1.0), (8, "train", "aten::linear", 3.0, 40.0, 9.0, 3.0),
+            (8, "train", OUTSIDE_OPERATORS, 0.0, 60.0, 0.0, 0.0)]
+    table = pd.DataFrame(rows, columns=["batch_size", "stage", "operator", "calls", "host_us", "device_us", "kernels"])
+    totals = stage_totals(table).set_index("stage")
+    assert totals.loc["gather"].to_dict() == {"batch_size": 8, "operators": 3.0, "host ms in operators": 0.035,
+                                              "host ms outside": 0.065, "kernels": 3.0, "device ms": 0.02}
+    assert totals.loc["train", "operators"] == 3.0 and totals.loc["train", "device ms"] == 0.009
+    cpu = stage_totals(table.assign(device_us=float("nan"), kernels=float("nan")))
+    assert cpu["device ms"].isna().all() and cpu["kernels"].isna().all()  # no device profiled: empty, not zero

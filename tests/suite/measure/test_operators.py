@@ -6,16 +6,18 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from torch.autograd.profiler_util import Interval
+
 from suite.measure.operators import OUTSIDE_OPERATORS, RANGE_PREFIX, operator_table, profiled, stage_range
 
-CPU = torch.autograd.DeviceType.CPU
+CPU, CUDA = torch.autograd.DeviceType.CPU, torch.autograd.DeviceType.CUDA
 
 
-def event(name, start, end, *, thread=1, children=(), kernels=0, device_us=0.0):
+def event(name, start, end, *, thread=1, children=(), kernels=0, device_us=0.0, device_type=CPU, annotation=False):
     """A stand-in for torch's ``FunctionEvent`` with the fields the table reads."""
-    made = SimpleNamespace(name=name, thread=thread, time_range=SimpleNamespace(start=start, end=end),
-                           cpu_time_total=float(end - start), device_time_total=device_us, kernels=[None] * kernels,
-                           cpu_children=list(children), cpu_parent=None, device_type=CPU)
+    made = SimpleNamespace(name=name, thread=thread, time_range=Interval(start, end), cpu_time_total=float(end - start),
+                           device_time_total=device_us, kernels=[None] * kernels, cpu_children=list(children),
+                           cpu_parent=None, device_type=device_type, is_user_annotation=annotation)
     for child in children:
         child.cpu_parent = made
     return made
@@ -31,8 +33,15 @@ def test_each_operator_counts_once_under_the_stage_that_issued_it_and_the_rest_i
     other_thread_child = event("aten::mm", 55, 60, thread=2)
     backward.cpu_children, other_thread_child.cpu_parent = [other_thread_child], backward
     elsewhere = event("aten::add", 150, 160, thread=2)  # after the range ended: no stage's
-    gather = event(RANGE_PREFIX + "gather", 200, 210, children=[event("aten::index_select", 201, 205, kernels=1)])
-    events = [train, linear, inner, relu, backward, other_thread_child, elsewhere, gather, *gather.cpu_children]
+    gather = event(RANGE_PREFIX + "gather", 200, 210, children=[event("aten::index_select", 201, 205, kernels=1,
+                                                                      device_us=2.0)])
+    device_work = [event("gemm", 20, 27, device_type=CUDA), event("relu", 44, 45, device_type=CUDA),
+                   event("mm_backward", 60, 65, device_type=CUDA),  # the ops' own, correlated to them
+                   event("index_select", 205, 207, device_type=CUDA),
+                   event("cupy gather", 207, 210, device_type=CUDA),  # launched where no operator was correlated
+                   event(RANGE_PREFIX + "gather", 201, 210, device_type=CUDA, annotation=True)]  # the range's span
+    events = [train, linear, inner, relu, backward, other_thread_child, elsewhere, gather, *gather.cpu_children,
+              *device_work]
     table = operator_table(events, minibatches=2, on_device=True).set_index(["stage", "operator"])
     assert list(dict.fromkeys(table.index.get_level_values("stage"))) == ["train", "gather"]
     assert table.loc[("train", "aten::linear")].to_dict() == {"calls": 0.5, "host_us": 10.0, "device_us": 3.5,
@@ -44,6 +53,9 @@ def test_each_operator_counts_once_under_the_stage_that_issued_it_and_the_rest_i
     train_rows = table.loc["train"]
     assert train_rows["host_us"].sum() == 100 / 2  # the stage's host times add up to its range
     assert table.loc[("gather", OUTSIDE_OPERATORS), "host_us"] == (10 - 4) / 2
+    assert table.loc[("gather", OUTSIDE_OPERATORS), ["device_us", "kernels"]].tolist() == [3 / 2, 1 / 2]
+    assert table.loc[("train", OUTSIDE_OPERATORS), ["device_us", "kernels"]].tolist() == [0.0, 0.0]  # all correlated
+    assert table.loc["gather", "device_us"].sum() == (2 + 3) / 2  # the device work within the range, once
 
 
 def test_without_a_device_profiled_device_time_and_kernels_are_empty_not_zero():
