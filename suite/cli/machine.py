@@ -55,7 +55,7 @@ def _cmd_costs(args) -> int:
     path = measure(args.dataset, args.out or f"out/costs/{args.dataset}", profile, device=args.device,
                    loader=args.loader, hot_fraction=hot_fraction, scorer=scorer, sampling=args.sampling,
                    sampler_kernels=choice.kernels, batch_sizes=args.batch_sizes, repeats=args.repeats,
-                   operators=args.operators, progress=not args.quiet)
+                   operators=args.operators, compile_model=args.compile, progress=not args.quiet)
     print(summary(read_records(path)))
     for written in render(path, path.parent):
         print(f"wrote {written}")
@@ -192,6 +192,8 @@ def _costs_arguments(costs) -> None:
     costs.add_argument("--operators", type=options.count, default=0, help="minibatches per size to run again under "
                        "torch's profiler after the timed ones: each stage's operators, host and device time and "
                        "kernels, into costs-operators.csv (default 0: none)")
+    costs.add_argument("--compile", action="store_true", help="train the model as torch.compile makes it (dynamic "
+                       "shapes; compiled on untimed minibatches first): the train stage's fixed cost, compiled")
     costs.add_argument("--machines", default="out/machines", help="where this machine's profile is (tierbench "
                        "doctor's --out)")
     costs.add_argument("--machine", help="the machine profile to add the fits to (default: this machine's in "

@@ -31,7 +31,11 @@ make).  With ``operators`` minibatches asked for, each
 batch size's timed ones are followed by that many more run under torch's
 profiler (``suite.measure.operators``; never the timed ones, which the
 profiler would slow): what each stage issues, operator by operator, with its
-host and device time and the kernels it launches.
+host and device time and the kernels it launches.  With ``compile_model``
+the model trains as ``torch.compile`` made it (``suite.training.trainer``):
+the train stage's fixed cost, compiled, beside an eager run's; its graphs
+are compiled on untimed minibatches of the smallest and the largest size
+before any is timed, so that no timed one waits for a compilation.
 
 Records: ``costs.csv`` (one row per timed minibatch) and its sidecar with the
 fits, ``costs-operators.csv`` (one row per batch size, stage and top-level
@@ -138,8 +142,8 @@ def _profile_minibatch(trainer: Trainer, seeds: torch.Tensor, generator: torch.G
 
 def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str = "uva", hot_fraction: float = 0.0,
             scorer: str | None = None, sampling: str = "cpu", sampler_kernels: str = DEFAULT_KERNELS, batch_sizes=BATCH_SIZES,
-            repeats: int = 5, operators: int = 0, fanouts=None, seed: int = 0, ogb_root=None,
-            progress: bool = True) -> Path:
+            repeats: int = 5, operators: int = 0, compile_model: bool = False, fanouts=None, seed: int = 0,
+            ogb_root=None, progress: bool = True) -> Path:
     """Time the stages of ``repeats`` minibatches of each size in ``batch_sizes`` on ``name``, sampled by
     ``sampling``'s sampler (the fused one launching ``sampler_kernels``) and gathered by ``loader`` at
     ``hot_fraction`` (from the dataset reordered by ``scorer``, where one is given), then profile ``operators`` more of each size; write the records into ``records_dir`` and the
@@ -168,12 +172,14 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
         raise BadValue(f"{name} has {len(train_ids):,} training nodes, fewer than a batch of {sizes[-1]:,} seeds")
     with create_loader(loader, dataset, hot_fraction, device, progress=progress) as feature_loader:  # unpinned
         trainer = Trainer(dataset, feature_loader, fanouts, batch_size=sizes[0], seed=seed, sampling=sampling,
-                          sampler_kernels=sampler_kernels)
+                          sampler_kernels=sampler_kernels, compile_model=compile_model)
         generator = torch.Generator().manual_seed(seed)
 
         def draw(size: int) -> torch.Tensor:
             return train_ids[torch.randperm(len(train_ids), generator=generator)[:size]]
 
+        for size in (sizes[0], sizes[-1]) if compile_model else ():  # the compilations, untimed
+            _time_minibatch(trainer, draw(size), generator, ceilings)
         rows, operator_tables = [], []
         for size in tqdm(sizes, desc=f"costs of {name} minibatches", unit="size", disable=not progress):
             for repeat in range(repeats + 1):  # the first is untimed: it warms the allocator and the kernels' caches
@@ -193,12 +199,13 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     facts = {
         "command": (f"tierbench costs --dataset {name} --device {device} --loader {loader} --hot-fraction "
                     f"{hot_fraction:g}{f' --scorer {scorer}' if scorer else ''} --sampling {sampling}{kernels_option} --batch-sizes {' '.join(map(str, sizes))} "
-                    f"--repeats {repeats} --operators {operators} --out {records_dir} --machine {profile_path}"),
+                    f"--repeats {repeats} --operators {operators}{' --compile' if compile_model else ''} --out "
+                    f"{records_dir} --machine {profile_path}"),
         "dataset": name, "loader": loader, "hot_fraction": hot_fraction, "scorer": scorer or "none",
         "sampling": sampling,
         "sampler_kernels": kernels, "device": str(device), "fanouts": list(fanouts),
         "batch_sizes": sizes,
-        "repeats": repeats, "operators": operators, "gather_above": above, "fits": fits,
+        "repeats": repeats, "operators": operators, "compiled": compile_model, "gather_above": above, "fits": fits,
         "machine_profile": str(profile_path),
     }
     record = provenance(device)
@@ -229,7 +236,8 @@ def _into_profile(profile_path: Path, profile: dict, table: pd.DataFrame, facts:
     profile[COSTS_SECTION] = costs_by_sampling(profile)
     profile[COSTS_SECTION][facts["sampling"]] = {
         "time": time, "dataset": facts["dataset"], "loader": facts["loader"],
-        "hot_fraction": facts.get("hot_fraction", 0.0), "sampling": facts["sampling"],
+        "hot_fraction": facts.get("hot_fraction", 0.0), "compiled": facts.get("compiled", False),
+        "sampling": facts["sampling"],
         "sampler_kernels": facts["sampler_kernels"], "fanouts": list(facts["fanouts"]),
         "batch_sizes": list(facts["batch_sizes"]), "repeats": facts["repeats"],
         "timed_by": "CUDA events on the stage's stream" if torch.device(facts["device"]).type == "cuda"
@@ -268,7 +276,7 @@ def summary(measured: records.Records) -> str:
     """One line per stage: its fixed cost per minibatch and its cost per row."""
     facts = measured.facts
     lines = [f"fixed cost of one minibatch on {measured.provenance['device']} ({facts['dataset']}, {loaded_by(facts)}, "
-             f"{sampled_by(facts)}, batches of {facts['batch_sizes'][0]}-{facts['batch_sizes'][-1]} "
+             f"{sampled_by(facts)}, {trained_by(facts)}, batches of {facts['batch_sizes'][0]}-{facts['batch_sizes'][-1]} "
              f"seeds; gather above {facts['gather_above']}):"]
     for stage, fit in facts["fits"].items():
         lines.append(f"  {stage:<7} {1e3 * fit['a_s']:8.3f} ms + {1e9 * fit['b_s']:9.2f} ns per {fit['per']}")
@@ -285,6 +293,11 @@ def loaded_by(facts: dict) -> str:
     option was their loader at 0%)."""
     fraction = facts.get("hot_fraction", 0.0)
     return f"{facts['loader']} at {fraction:.0%} hot" if fraction else facts["loader"]
+
+
+def trained_by(facts: dict) -> str:
+    """How the model ran: as ``torch.compile`` made it, or eagerly (records made before the option ran it so)."""
+    return "compiled model" if facts.get("compiled", False) else "eager model"
 
 
 def outside_operators(operators: pd.DataFrame) -> pd.Series:

@@ -17,6 +17,7 @@ from suite.experiments.costs import (
     read_operators,
     read_records,
     sampled_by,
+    trained_by,
 )
 from suite.io import atomic
 from suite.io.plotting import pyplot, save_figure
@@ -78,7 +79,7 @@ def render(records: Path, out: Path) -> list[Path]:
                           "row": fit["per"]} for stage, fit in facts["fits"].items()])
     clock = "CUDA events" if facts["device"].startswith("cuda") else "the host clock"
     settings = (f"Minibatches sampled by {sampled_by(facts)}, gathered "
-                f"by {loaded_by(facts)}, fanouts {','.join(map(str, facts['fanouts']))}; {facts['repeats']} timed "
+                f"by {loaded_by(facts)}, trained by the {trained_by(facts)}, fanouts {','.join(map(str, facts['fanouts']))}; {facts['repeats']} timed "
                 f"per batch size after an untimed one, each stage on its own by {clock}. The gather above the bound "
                 f"is its time above {facts['gather_above']}.")
     parts = [f"# Fixed cost of one minibatch, {facts['dataset']}", f"Made by `{facts['command']}`; {caption(record)}.",
@@ -120,7 +121,7 @@ def _stages_figure(measured, out: Path) -> Path:
                  ax=ax)
     ax.set(xscale="log", yscale="log", xlabel="seeds per minibatch", ylabel="ms per minibatch (median; band: all)",
            title=f"Stages of one minibatch, {measured.facts['dataset']}\n{loaded_by(measured.facts)}, "
-                 f"{sampled_by(measured.facts)}")
+                 f"{sampled_by(measured.facts)}, {trained_by(measured.facts)}")
     for axis, subs in ((ax.xaxis, (1.0,)), (ax.yaxis, (1.0, 2.0, 5.0))):
         axis.set_major_locator(LogLocator(subs=subs))
         axis.set_major_formatter(ScalarFormatter())

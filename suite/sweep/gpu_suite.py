@@ -28,9 +28,11 @@ to ``logs/<step>.log`` in the device's folder, ``<out>/<device-slug>/`` (so GPU 
    sampler (``tierbench costs --sampling gpu``: the GPU-native path), into
    ``costs/papers-s/`` and the machine profile's ``minibatch_costs``, which ``tierbench plan`` adds to its bound;
    ``costs-cpu-sampling-papers-s``: the same with the CPU sampler (``costs/papers-s-cpu-sampling/``), whose ids the
-   gather copies to the GPU first; ``costs-tiered-papers-s``: the same through the tiered loader at 10% hot, as
-   Figure 10's epochs gather, with each stage's operators profiled (``costs/papers-s-cpu-sampling-tiered/``): the
-   costs ``tierbench plan`` adds for CPU-sampled epochs;
+   gather copies to the GPU first; ``costs-compiled-papers-s`` and ``costs-tiered-papers-s``: the same through the
+   tiered loader at 10% hot, as Figure 10's epochs gather, with each stage's operators profiled, the model compiled
+   by ``torch.compile`` and then eager (``costs/papers-s-cpu-sampling-tiered-compiled/``,
+   ``costs/papers-s-cpu-sampling-tiered/``): the latter's are the costs ``tierbench plan`` adds for CPU-sampled
+   epochs;
 7. ``datasets-papers-xs-gpu-built``, ``datasets-papers-100m``: the paper-scale route (``suite.datasets.generated``),
    first at papers-xs's size, then ogbn-papers100M's: drawn and sorted into lists on the GPU, scored and reordered;
    ``paper-scale-sweeps``: Figure 8 (cpu-gather, uva, degree-cache and tiered at 10% hot) and then, in the same
@@ -121,6 +123,7 @@ TYPED_S = {  # seconds each step took on one H100, 16 cores (results/gpu/cuda-nv
     "fig8-gpu-sampling-papers-s": 25,  # H200: 18 s (one round)
     "costs-papers-s": 20,  # H200: 14 s
     "costs-cpu-sampling-papers-s": 20,  # H200: 17 s; the same minibatches sampled on the CPU
+    "costs-compiled-papers-s": 150,  # not yet run: the step below and the compilations (35 s on this project's CPU)
     "costs-tiered-papers-s": 30,  # not yet run: the step above and 30 profiled minibatches
     # the paper-scale route at papers-xs's size (H200: 6 s), then papers-100m built and reordered (H200: 162 s; its
     # goal: 5 min)
@@ -160,15 +163,17 @@ PAPER_SCALE_EXPERIMENTS = ("fig8", "fig10")
 PAPER_SCALE_FIG8_LOADERS = ("cpu-gather", "uva", "degree-cache", "tiered")
 PROFILED_MINIBATCHES = 3
 """Minibatches of each batch size ``costs-tiered-papers-s`` runs again under torch's profiler."""
+TIERED_COSTS = ("--loader", "tiered", "--hot-fraction", "0.1", "--operators", str(PROFILED_MINIBATCHES))
 COSTS_STEPS = (("costs-papers-s", "gpu", "papers-s", ()),
                ("costs-cpu-sampling-papers-s", "cpu", "papers-s-cpu-sampling", ()),
-               ("costs-tiered-papers-s", "cpu", "papers-s-cpu-sampling-tiered",
-                ("--loader", "tiered", "--hot-fraction", "0.1", "--operators", str(PROFILED_MINIBATCHES))))
+               ("costs-compiled-papers-s", "cpu", "papers-s-cpu-sampling-tiered-compiled", (*TIERED_COSTS, "--compile")),
+               ("costs-tiered-papers-s", "cpu", "papers-s-cpu-sampling-tiered", TIERED_COSTS))
 """The fixed-cost steps: name, ``--sampling``, folder under ``costs/`` and further options.  Goal 3 judges the
 GPU-sampled minibatches (the GPU-native path); ``tierbench plan`` adds to a plan the costs of its epochs' sampler
-(``suite.policies.planner``), CPU-sampled for Figure 10's epochs: last, those of the tiered loader at 10% hot, the
-loader and hot fraction of the epochs the planner is compared with, which replace the ``uva`` loader's in the
-profile, their operators profiled (``--operators``: what each stage issues, on the host and on the GPU)."""
+(``suite.policies.planner``), CPU-sampled for Figure 10's epochs.  The last two time Figure 10's epochs' loader, the
+tiered one at 10% hot, their operators profiled (``--operators``: what each stage issues, on the host and on the
+GPU): with the model compiled by ``torch.compile`` (``--compile``: does it cut the train stage's fixed cost?), then
+eagerly, as the epochs train, last, so that theirs are the costs the profile keeps for CPU-sampled minibatches."""
 GOAL_STEPS = ("samplerbench-papers-s", "costs-papers-s", "costs-cpu-sampling-papers-s", "fig8-papers-s",
               "fig8-gpu-sampling-papers-s", "datasets-papers-100m", PAPER_SCALE_SWEEPS, "paper-scale-reach",
               "lookahead-papers-s", "lookahead-pipeline-papers-s")

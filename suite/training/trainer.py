@@ -7,7 +7,13 @@ training nodes; minibatches of 1024 seeds by default.  Adam updates every
 parameter in one fused kernel (``fused=True``): in the paper's regime a
 minibatch of 8 seeds trains in a few milliseconds that are mostly the host
 issuing operators, and the multi-tensor Adam issues several per step (on
-this project's CPU machine the fused step took 0.8 ms against 1.7).
+this project's CPU machine the fused step took 0.8 ms against 1.7).  With
+``compile_model`` the model's forward (and through AOTAutograd its backward)
+runs as ``torch.compile`` made it, with dynamic shapes so that minibatches of
+any size share a few compiled graphs (PyG's scatter guards on the width of a
+layer's destinations, 4,096 rows, which splits them), its operators fused
+into fewer kernels: whether that cuts the few milliseconds above is what
+``tierbench costs --compile`` measures.
 
 An epoch runs three stages per minibatch and times each one, synchronising
 the training's CUDA stream (not the whole GPU) before reading the clock when
@@ -72,6 +78,8 @@ from tiering.sampling.fused import DEFAULT_KERNELS
 from tiering.sampling.neighbors import MiniBatch, minibatches
 
 LOSS_SHOWN_EVERY = 50
+COMPILE_BACKEND = "inductor"
+"""``torch.compile``'s backend for ``compile_model`` (the tests set "eager": dynamo's graphs without code generation)."""
 """Minibatches between two reads of the loss for the progress bar (each read waits for the GPU)."""
 
 
@@ -128,6 +136,7 @@ class Trainer:
         pipeline_capacity: int = 2,
         batch_limit: int | None = None,
         validate: bool = True,
+        compile_model: bool = False,
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -153,6 +162,9 @@ class Trainer:
         self.model = GraphSAGE(dataset.feature_dim, dataset.num_classes, len(self.sampler.fanouts), hidden, dropout,
                                weighted=own_sampler is not None)
         self.model.to(self.device)
+        # what a step calls instead of the model (which a subclass may wrap, as DistributedDataParallel does)
+        self.compiled_model = torch.compile(self.model, dynamic=True, backend=COMPILE_BACKEND) if compile_model \
+            else None
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr, fused=True)
         self.labels = dataset.labels.to(self.device)
         self.pcie = PCIeCounter(self.device)
@@ -192,7 +204,7 @@ class Trainer:
     def _step(self, batch: MiniBatch, x: torch.Tensor, blocks, times: dict, train: bool,
               events: StageEvents) -> torch.Tensor:
         start, span = time.perf_counter(), events.begin(self._stream())
-        logits = self.model(x, blocks)
+        logits = (self.model if self.compiled_model is None else self.compiled_model)(x, blocks)
         if train:
             loss = F.cross_entropy(logits, self.labels[batch.seeds.to(self.device)])
             self.optimizer.zero_grad(set_to_none=True)

@@ -48,8 +48,8 @@ def test_costs_on_tiny_writes_records_and_the_fits_into_the_machine_profile(tiny
     assert made[1:] == ["closed"]  # a GPU loader's pinned table is released, not left registered once freed
     printed = capsys.readouterr().out
     assert "per sampled edge" in printed and "per input row" in printed and str(profile) in printed
-    assert "(tiny, uva, cpu sampling, batches of 8-128 seeds; gather above nothing (the profile has no measured " \
-           "ceilings)):" in printed
+    assert "(tiny, uva, cpu sampling, eager model, batches of 8-128 seeds; gather above nothing (the profile has no " \
+           "measured ceilings)):" in printed
     measured = read_records(out)
     table = measured.table
     assert sorted(table["batch_size"].unique()) == [8, 32, 128] and len(table) == 6  # the untimed ones left out
@@ -106,7 +106,7 @@ def test_costs_sampled_by_the_fused_sampler_say_so_in_the_records_and_the_profil
         assert main(["costs", "--dataset", "tiny", "--sampling", sampling, "--batch-sizes", "8", "32", "--repeats", "1",
                      "--machine", str(profile), "--out", str(out), "-q"]) == 0
         sampled = "gpu sampling (numba kernels)" if sampling == "gpu" else "cpu sampling"
-        assert f"(tiny, uva, {sampled}, batches of 8-32 seeds;" in capsys.readouterr().out
+        assert f"(tiny, uva, {sampled}, eager model, batches of 8-32 seeds;" in capsys.readouterr().out
         measured = read_records(out)
         assert measured.facts["sampling"] == sampling and f"--sampling {sampling}" in measured.facts["command"]
         kernels = "numba" if sampling == "gpu" else None  # the fused sampler's default kernels
@@ -251,3 +251,30 @@ def test_a_stages_totals_count_its_operators_and_all_its_device_work():
     assert totals.loc["train", "operators"] == 3.0 and totals.loc["train", "device ms"] == 0.009
     cpu = stage_totals(table.assign(device_us=float("nan"), kernels=float("nan")))
     assert cpu["device ms"].isna().all() and cpu["kernels"].isna().all()  # no device profiled: empty, not zero
+
+
+def test_costs_with_a_compiled_model_train_through_the_graphs_torch_compile_makes(tiny, tmp_path, capsys,
+                                                                                   monkeypatch):
+    """``--compile``: each step calls the graphs dynamo captured (its "eager" backend here: no code generation on a
+    CPU test), one graph for minibatches of every size (dynamic shapes), compiled before any timed minibatch."""
+    import torch._dynamo
+
+    from suite.training import trainer
+
+    monkeypatch.setattr(trainer, "COMPILE_BACKEND", "eager")
+    torch._dynamo.reset()
+    captured = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    profile = _profile(tmp_path)
+    try:
+        assert main(["costs", "--dataset", "tiny", "--batch-sizes", "8", "32", "128", "--repeats", "2", "--compile",
+                     "--machine", str(profile), "--out", str(tmp_path / "c"), "-q"]) == 0
+        graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"] - captured
+    finally:
+        torch._dynamo.reset()
+    assert graphs == 1  # every size through one training graph: nothing compiled again
+    assert "(tiny, uva, cpu sampling, compiled model, batches of 8-128 seeds;" in capsys.readouterr().out
+    measured = read_records(tmp_path / "c")
+    assert measured.facts["compiled"] is True and "--compile" in measured.facts["command"]
+    assert len(measured.table) == 6  # the compiling minibatches are not among the timed ones
+    assert json.loads(profile.read_text())[SECTION]["cpu"]["compiled"] is True
+    assert "trained by the compiled model" in (tmp_path / "c" / "costs.md").read_text()

@@ -18,7 +18,8 @@ STEPS = ["doctor", "gpu-tests", "gpubench", "datasets-papers-s", "datasets-produ
          "fig8-papers-s", "fig8-products-s", "fig8-pipeline-papers-s", "fig8-pipeline-products-s", "fig10-papers-s",
          "fig10-products-s", "fig8-gpu-sampling-papers-s", "lookahead-papers-s", "lookahead-pipeline-papers-s",
          "costs-papers-s",
-         "costs-cpu-sampling-papers-s", "costs-tiered-papers-s", "datasets-papers-xs-gpu-built", "datasets-papers-100m", "paper-scale-sweeps",
+         "costs-cpu-sampling-papers-s", "costs-compiled-papers-s", "costs-tiered-papers-s",
+         "datasets-papers-xs-gpu-built", "datasets-papers-100m", "paper-scale-sweeps",
          "paper-scale-reach", "report-fig8", "report-fig10", "report-lookahead", "report-goals"]
 
 
@@ -185,7 +186,7 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
     assert ran(runner.names) == expected  # the products-s sweeps, gpubench and the reports of them still ran
     for name in ("samplerbench-papers-s", "fig8-papers-s", "fig8-pipeline-papers-s", "fig10-papers-s",
                  "fig8-gpu-sampling-papers-s", "lookahead-papers-s", "lookahead-pipeline-papers-s", "costs-papers-s",
-                 "costs-cpu-sampling-papers-s", "costs-tiered-papers-s"):
+                 "costs-cpu-sampling-papers-s", "costs-compiled-papers-s", "costs-tiered-papers-s"):
         assert f"[skip] {name}: its input datasets-papers-s is not done (failed)" in lines
     assert any(line.startswith("[failed] gpu-tests: rc 1") and "fake output of gpu-tests" in line for line in lines)
     assert _state(tmp_path)["steps"]["datasets-papers-s"]["status"] == "failed"
@@ -196,7 +197,8 @@ def test_a_failed_step_skips_only_the_steps_that_need_it(tmp_path, fake_gpu, run
     assert ran(runner.names) == ["gpu-tests", "datasets-papers-s", "samplerbench-papers-s", "fig8-papers-s",
                             "fig8-pipeline-papers-s", "fig10-papers-s", "fig8-gpu-sampling-papers-s",
                             "lookahead-papers-s", "lookahead-pipeline-papers-s", "costs-papers-s",
-                            "costs-cpu-sampling-papers-s", "costs-tiered-papers-s", "report-fig8",
+                            "costs-cpu-sampling-papers-s", "costs-compiled-papers-s", "costs-tiered-papers-s",
+                            "report-fig8",
                             "report-fig10", "report-lookahead",
                             "report-goals"]
     assert any(line.startswith("[run] gpu-tests (it failed at") and "with rc 1; running it again" in line
@@ -292,8 +294,8 @@ def test_a_step_that_would_pass_the_time_budget_waits_and_later_steps_that_fit_r
             "--max-minutes)") in lines
     rows = _table_rows(lines)
     assert rows["gpu-tests"] == rows["paper-scale-reach"] == "not" and rows["gpubench"] == "done"
-    assert lines[-1] == (f"24 steps left for a later run by --max-minutes {budget:g}: gpu-tests, datasets-papers-s, "
-                         "datasets-products-s, datasets-papers-xs-gpu-built, paper-scale-reach did not fit, and 19 "
+    assert lines[-1] == (f"25 steps left for a later run by --max-minutes {budget:g}: gpu-tests, datasets-papers-s, "
+                         "datasets-products-s, datasets-papers-xs-gpu-built, paper-scale-reach did not fit, and 20 "
                          "more wait on them; run the command again")  # all but doctor and gpubench
 
     names.clear()
@@ -313,13 +315,13 @@ def test_the_dry_run_plans_what_a_run_under_the_same_budget_runs(tmp_path, fake_
     assert _suite(tmp_path, run_lines, max_minutes=budget) == 0
     assert planned == [name for name in STEPS if name in names]
     assert ran(names) == ["doctor", "gpu-tests", "datasets-papers-s"]
-    assert run_lines[-1].startswith(f"23 steps left for a later run by --max-minutes {budget:g}: gpubench, ")
+    assert run_lines[-1].startswith(f"24 steps left for a later run by --max-minutes {budget:g}: gpubench, ")
     text = "\n".join(lines)
     assert "datasets-papers-s: would run (not done yet; alongside gpu-tests)" in text
     assert f"datasets-products-s: would skip (its ~60 s, typed would pass --max-minutes {budget:g}" in text
     seconds = typed["doctor"] + typed["gpu-tests"]
     assert lines[-1].startswith(f"would run 3 of {len(STEPS)} steps: ~{seconds} s")
-    assert lines[-1].endswith(f"; 23 left for a later run by --max-minutes {budget:g}")
+    assert lines[-1].endswith(f"; 24 left for a later run by --max-minutes {budget:g}")
 
 
 def test_a_fresh_machine_makes_again_the_datasets_a_step_left_to_run_reads_and_redoes_nothing_else(tmp_path, fake_gpu,
@@ -654,16 +656,19 @@ def test_redoing_the_doctor_redoes_the_fixed_costs_its_fresh_profile_drops(tmp_p
     runner.names = []
     assert _suite(tmp_path, [], rerun=["doctor"]) == 0
     # the goals read the fixed costs of GPU-sampled minibatches; the planner those of the CPU-sampled ones
-    assert runner.names == ["doctor", "costs-papers-s", "costs-cpu-sampling-papers-s", "costs-tiered-papers-s",
-                            "report-goals"]
+    assert runner.names == ["doctor", "costs-papers-s", "costs-cpu-sampling-papers-s", "costs-compiled-papers-s",
+                            "costs-tiered-papers-s", "report-goals"]
     costs = [s for s in gpu_suite.plan(tmp_path / "gpu", tmp_path / "machines") if s.name.startswith("costs-")]
-    for step, sampling in zip(costs, ("gpu", "cpu", "cpu"), strict=True):
+    for step, sampling in zip(costs, ("gpu", "cpu", "cpu", "cpu"), strict=True):
         assert step.command[step.command.index("--machines") + 1] == str(tmp_path / "machines")
         assert step.command[step.command.index("--sampling") + 1] == sampling
-    assert len({step.output for step in costs}) == 3 and costs[1].output.endswith("papers-s-cpu-sampling")
-    tiered = costs[2].command  # the planned epochs' loader and hot fraction, last: its fits stay in the profile
-    assert tiered[tiered.index("--loader") + 1] == "tiered" and tiered[tiered.index("--hot-fraction") + 1] == "0.1"
-    assert tiered[tiered.index("--operators") + 1] == str(gpu_suite.PROFILED_MINIBATCHES)
+    assert len({step.output for step in costs}) == 4 and costs[1].output.endswith("papers-s-cpu-sampling")
+    for step in costs[2:]:  # the planned epochs' loader and hot fraction, compiled and then eager, last in the profile
+        command = step.command
+        assert command[command.index("--loader") + 1] == "tiered" and command[command.index("--hot-fraction") + 1] \
+            == "0.1"
+        assert command[command.index("--operators") + 1] == str(gpu_suite.PROFILED_MINIBATCHES)
+    assert "--compile" in costs[2].command and "--compile" not in costs[3].command
 
 
 def test_only_the_steps_beside_gpu_tests_that_fit_the_time_left_start_with_it(tmp_path, fake_gpu, runner):
