@@ -59,7 +59,8 @@ def _cmd_costs(args) -> int:
     print(summary(read_records(path)))
     for written in render(path, path.parent):
         print(f"wrote {written}")
-    print(f"wrote the fits into {profile}")
+    print(f"left {profile} as it was: a --compile run writes records only (the profile keeps an eager model's fits)"
+          if args.compile else f"wrote the fits into {profile}")
     return 0
 
 

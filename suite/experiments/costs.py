@@ -35,7 +35,9 @@ host and device time and the kernels it launches.  With ``compile_model``
 the model trains as ``torch.compile`` made it (``suite.training.trainer``):
 the train stage's fixed cost, compiled, beside an eager run's; its graphs
 are compiled on untimed minibatches of the smallest and the largest size
-before any is timed, so that no timed one waits for a compilation.
+before any is timed, so that no timed one waits for a compilation.  Such a
+run writes its records only: the machine profile keeps the fits of an eager
+model's minibatches, which is how the epochs the planner projects train.
 
 Records: ``costs.csv`` (one row per timed minibatch) and its sidecar with the
 fits, ``costs-operators.csv`` (one row per batch size, stage and top-level
@@ -147,7 +149,7 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     """Time the stages of ``repeats`` minibatches of each size in ``batch_sizes`` on ``name``, sampled by
     ``sampling``'s sampler (the fused one launching ``sampler_kernels``) and gathered by ``loader`` at
     ``hot_fraction`` (from the dataset reordered by ``scorer``, where one is given), then profile ``operators`` more of each size; write the records into ``records_dir`` and the
-    fits into the machine profile at ``profile_path``; the records' path."""
+    fits into the machine profile at ``profile_path`` (not with ``compile_model``); the records' path."""
     profile_path = Path(profile_path)
     sizes = sorted(set(batch_sizes))
     if len(sizes) < 2:
@@ -217,7 +219,8 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
         operators_path.unlink(missing_ok=True)
         records.sidecar_path(operators_path).unlink(missing_ok=True)
     path = records.write_records(records_dir / f"{STEM}.csv", table, record, facts, index=False)
-    _into_profile(profile_path, profile, table, facts, fits, path, record["time"])
+    if not compile_model:
+        _into_profile(profile_path, profile, table, facts, fits, path, record["time"])
     return path
 
 
@@ -236,8 +239,7 @@ def _into_profile(profile_path: Path, profile: dict, table: pd.DataFrame, facts:
     profile[COSTS_SECTION] = costs_by_sampling(profile)
     profile[COSTS_SECTION][facts["sampling"]] = {
         "time": time, "dataset": facts["dataset"], "loader": facts["loader"],
-        "hot_fraction": facts.get("hot_fraction", 0.0), "compiled": facts.get("compiled", False),
-        "sampling": facts["sampling"],
+        "hot_fraction": facts.get("hot_fraction", 0.0), "sampling": facts["sampling"],
         "sampler_kernels": facts["sampler_kernels"], "fanouts": list(facts["fanouts"]),
         "batch_sizes": list(facts["batch_sizes"]), "repeats": facts["repeats"],
         "timed_by": "CUDA events on the stage's stream" if torch.device(facts["device"]).type == "cuda"

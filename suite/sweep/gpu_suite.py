@@ -172,8 +172,8 @@ COSTS_STEPS = (("costs-papers-s", "gpu", "papers-s", ()),
 GPU-sampled minibatches (the GPU-native path); ``tierbench plan`` adds to a plan the costs of its epochs' sampler
 (``suite.policies.planner``), CPU-sampled for Figure 10's epochs.  The last two time Figure 10's epochs' loader, the
 tiered one at 10% hot, their operators profiled (``--operators``: what each stage issues, on the host and on the
-GPU): with the model compiled by ``torch.compile`` (``--compile``: does it cut the train stage's fixed cost?), then
-eagerly, as the epochs train, last, so that theirs are the costs the profile keeps for CPU-sampled minibatches."""
+GPU): with the model compiled by ``torch.compile`` (``--compile``: does it cut the train stage's fixed cost? its records
+only), and eagerly, as the epochs train: theirs are the costs the profile keeps for CPU-sampled minibatches."""
 GOAL_STEPS = ("samplerbench-papers-s", "costs-papers-s", "costs-cpu-sampling-papers-s", "fig8-papers-s",
               "fig8-gpu-sampling-papers-s", "datasets-papers-100m", PAPER_SCALE_SWEEPS, "paper-scale-reach",
               "lookahead-papers-s", "lookahead-pipeline-papers-s")
