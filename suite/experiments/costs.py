@@ -41,8 +41,8 @@ model's minibatches, which is how the epochs the planner projects train.
 
 Records: ``costs.csv`` (one row per timed minibatch) and its sidecar with the
 fits, ``costs-operators.csv`` (one row per batch size, stage and top-level
-operator) where operators were profiled; the fits also go into the machine profile (``tierbench doctor``'s
-JSON), in its ``minibatch_costs`` section under the sampler's name (beside
+operator) where operators were profiled; the fits also go into the machine
+profile (``tierbench doctor``'s JSON), in its ``minibatch_costs`` section under the sampler's name (beside
 another sampler's, which they leave as they were), with the medians of each
 batch size's input rows and gather excess (``gather_by_batch``), where
 ``tierbench plan`` finds those of the sampler it plans for.  ``refit``
@@ -143,12 +143,13 @@ def _profile_minibatch(trainer: Trainer, seeds: torch.Tensor, generator: torch.G
 
 
 def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str = "uva", hot_fraction: float = 0.0,
-            scorer: str | None = None, sampling: str = "cpu", sampler_kernels: str = DEFAULT_KERNELS, batch_sizes=BATCH_SIZES,
-            repeats: int = 5, operators: int = 0, compile_model: bool = False, fanouts=None, seed: int = 0,
-            ogb_root=None, progress: bool = True) -> Path:
+            scorer: str | None = None, sampling: str = "cpu", sampler_kernels: str = DEFAULT_KERNELS,
+            batch_sizes=BATCH_SIZES, repeats: int = 5, operators: int = 0, compile_model: bool = False, fanouts=None,
+            seed: int = 0, ogb_root=None, progress: bool = True) -> Path:
     """Time the stages of ``repeats`` minibatches of each size in ``batch_sizes`` on ``name``, sampled by
     ``sampling``'s sampler (the fused one launching ``sampler_kernels``) and gathered by ``loader`` at
-    ``hot_fraction`` (from the dataset reordered by ``scorer``, where one is given), then profile ``operators`` more of each size; write the records into ``records_dir`` and the
+    ``hot_fraction`` (from the dataset reordered by ``scorer``, where one is given), the model compiled where
+    ``compile_model``; then profile ``operators`` more of each size.  Write the records into ``records_dir`` and the
     fits into the machine profile at ``profile_path`` (not with ``compile_model``); the records' path."""
     profile_path = Path(profile_path)
     sizes = sorted(set(batch_sizes))
@@ -192,7 +193,8 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
                 with profiled(device) as trace:
                     for _ in range(operators):
                         _profile_minibatch(trainer, draw(size), generator)
-                operator_tables.append(operator_table(trace.events(), operators, device.type == "cuda").assign(batch_size=size))
+                profiled_table = operator_table(trace.events(), operators, on_device=device.type == "cuda")
+                operator_tables.append(profiled_table.assign(batch_size=size))
     table = pd.DataFrame(rows)
     fits = fits_of(table)
     above = ABOVE_BOUND if ceilings else "nothing (the profile has no measured ceilings)"
@@ -200,12 +202,11 @@ def measure(name: str, records_dir, profile_path, *, device="cpu", loader: str =
     kernels_option = f" --sampler-kernels {kernels}" if kernels else ""
     facts = {
         "command": (f"tierbench costs --dataset {name} --device {device} --loader {loader} --hot-fraction "
-                    f"{hot_fraction:g}{f' --scorer {scorer}' if scorer else ''} --sampling {sampling}{kernels_option} --batch-sizes {' '.join(map(str, sizes))} "
-                    f"--repeats {repeats} --operators {operators}{' --compile' if compile_model else ''} --out "
-                    f"{records_dir} --machine {profile_path}"),
+                    f"{hot_fraction:g}{f' --scorer {scorer}' if scorer else ''} --sampling {sampling}{kernels_option} "
+                    f"--batch-sizes {' '.join(map(str, sizes))} --repeats {repeats} --operators {operators}"
+                    f"{' --compile' if compile_model else ''} --out {records_dir} --machine {profile_path}"),
         "dataset": name, "loader": loader, "hot_fraction": hot_fraction, "scorer": scorer or "none",
-        "sampling": sampling,
-        "sampler_kernels": kernels, "device": str(device), "fanouts": list(fanouts),
+        "sampling": sampling, "sampler_kernels": kernels, "device": str(device), "fanouts": list(fanouts),
         "batch_sizes": sizes,
         "repeats": repeats, "operators": operators, "compiled": compile_model, "gather_above": above, "fits": fits,
         "machine_profile": str(profile_path),
@@ -277,9 +278,10 @@ def read_records(path) -> records.Records:
 def summary(measured: records.Records) -> str:
     """One line per stage: its fixed cost per minibatch and its cost per row."""
     facts = measured.facts
-    lines = [f"fixed cost of one minibatch on {measured.provenance['device']} ({facts['dataset']}, {loaded_by(facts)}, "
-             f"{sampled_by(facts)}, {trained_by(facts)}, batches of {facts['batch_sizes'][0]}-{facts['batch_sizes'][-1]} "
-             f"seeds; gather above {facts['gather_above']}):"]
+    sizes = f"{facts['batch_sizes'][0]}-{facts['batch_sizes'][-1]}"
+    lines = [f"fixed cost of one minibatch on {measured.provenance['device']} ({facts['dataset']}, "
+             f"{loaded_by(facts)}, {sampled_by(facts)}, {trained_by(facts)}, batches of {sizes} seeds; gather above "
+             f"{facts['gather_above']}):"]
     for stage, fit in facts["fits"].items():
         lines.append(f"  {stage:<7} {1e3 * fit['a_s']:8.3f} ms + {1e9 * fit['b_s']:9.2f} ns per {fit['per']}")
     return "\n".join(lines)
@@ -303,7 +305,8 @@ def trained_by(facts: dict) -> str:
 
 
 def outside_operators(operators: pd.DataFrame) -> pd.Series:
-    """Which rows of an operators table hold a stage's host time outside any operator, not an operator."""
+    """Which rows of an operators table hold a stage's time outside its operators (``suite.measure.operators``), not
+    an operator."""
     return operators["operator"] == OUTSIDE_OPERATORS
 
 

@@ -78,12 +78,14 @@ def render(records: Path, out: Path) -> list[Path]:
     fits = pd.DataFrame([{"stage": stage, "ms per minibatch": fit["a_s"] * 1e3, "ns per row": fit["b_s"] * 1e9,
                           "row": fit["per"]} for stage, fit in facts["fits"].items()])
     clock = "CUDA events" if facts["device"].startswith("cuda") else "the host clock"
-    settings = (f"Minibatches sampled by {sampled_by(facts)}, gathered "
-                f"by {loaded_by(facts)}, trained by the {trained_by(facts)}, fanouts {','.join(map(str, facts['fanouts']))}; {facts['repeats']} timed "
-                f"per batch size after an untimed one, each stage on its own by {clock}. The gather above the bound "
-                f"is its time above {facts['gather_above']}.")
+    fanouts = ",".join(map(str, facts["fanouts"]))
+    settings = (f"Minibatches sampled by {sampled_by(facts)}, gathered by {loaded_by(facts)}, trained by the "
+                f"{trained_by(facts)}, fanouts {fanouts}; {facts['repeats']} timed per batch size after an untimed "
+                f"one, each stage on its own by {clock}. The gather above the bound is its time above "
+                f"{facts['gather_above']}.")
     parts = [f"# Fixed cost of one minibatch, {facts['dataset']}", f"Made by `{facts['command']}`; {caption(record)}.",
-             settings, "## Medians per batch size", medians(measured.table).to_markdown(index=False, floatfmt=MEDIANS_FORMAT),
+             settings, "## Medians per batch size",
+             medians(measured.table).to_markdown(index=False, floatfmt=MEDIANS_FORMAT),
              "## Fitted lines: seconds = a + b x rows", fits.to_markdown(index=False, floatfmt=".4g")]
     out.mkdir(parents=True, exist_ok=True)
     paths = [copy_table(measured, out), _stages_figure(measured, out)]

@@ -92,7 +92,8 @@ def operator_table(events, minibatches: int, on_device: bool) -> pd.DataFrame:
     for stage, operators in zip(ranges, _top_level(ranges, events)):
         name = stage.name[len(RANGE_PREFIX):]
         stage_host[name] += stage.cpu_time_total
-        within = [work for work in device_work if stage.time_range.start <= work.time_range.start < stage.time_range.end]
+        start, end = stage.time_range.start, stage.time_range.end
+        within = [work for work in device_work if start <= work.time_range.start < end]
         stage_device[name] += sum(work.time_range.elapsed_us() for work in within)
         stage_work[name] += len(within)
         for operator in operators:

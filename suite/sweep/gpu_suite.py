@@ -166,7 +166,8 @@ PROFILED_MINIBATCHES = 3
 TIERED_COSTS = ("--loader", "tiered", "--hot-fraction", "0.1", "--operators", str(PROFILED_MINIBATCHES))
 COSTS_STEPS = (("costs-papers-s", "gpu", "papers-s", ()),
                ("costs-cpu-sampling-papers-s", "cpu", "papers-s-cpu-sampling", ()),
-               ("costs-compiled-papers-s", "cpu", "papers-s-cpu-sampling-tiered-compiled", (*TIERED_COSTS, "--compile")),
+               ("costs-compiled-papers-s", "cpu", "papers-s-cpu-sampling-tiered-compiled",
+                (*TIERED_COSTS, "--compile")),
                ("costs-tiered-papers-s", "cpu", "papers-s-cpu-sampling-tiered", TIERED_COSTS))
 """The fixed-cost steps: name, ``--sampling``, folder under ``costs/`` and further options.  Goal 3 judges the
 GPU-sampled minibatches (the GPU-native path); ``tierbench plan`` adds to a plan the costs of its epochs' sampler

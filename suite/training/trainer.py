@@ -79,7 +79,7 @@ from tiering.sampling.neighbors import MiniBatch, minibatches
 
 LOSS_SHOWN_EVERY = 50
 COMPILE_BACKEND = "inductor"
-"""``torch.compile``'s backend for ``compile_model`` (the tests set "eager": dynamo's graphs without code generation)."""
+"""``torch.compile``'s backend for ``compile_model`` (the tests set "eager": dynamo's graphs, no code generated)."""
 """Minibatches between two reads of the loss for the progress bar (each read waits for the GPU)."""
 
 

@@ -241,7 +241,8 @@ def test_a_stages_totals_count_its_operators_and_all_its_device_work():
     from suite.figures.costs import stage_totals
     from suite.measure.operators import OUTSIDE_OPERATORS
 
-    rows = [(8, "gather", "aten::index_select", 2.0, 30.0, 8.0, 2.0), (8, "gather", "cuLaunchKernel", 1.0, 5.0, 0.0, 0.0),
+    rows = [(8, "gather", "aten::index_select", 2.0, 30.0, 8.0, 2.0),
+            (8, "gather", "cuLaunchKernel", 1.0, 5.0, 0.0, 0.0),
             (8, "gather", OUTSIDE_OPERATORS, 0.0, 65.0, 12.0, 1.0), (8, "train", "aten::linear", 3.0, 40.0, 9.0, 3.0),
             (8, "train", OUTSIDE_OPERATORS, 0.0, 60.0, 0.0, 0.0)]
     table = pd.DataFrame(rows, columns=["batch_size", "stage", "operator", "calls", "host_us", "device_us", "kernels"])

@@ -445,8 +445,8 @@ class NeighborSampler:
         """Whether a hop from ``frontier`` goes in one serial call (below ``serial_hop_below`` nodes): uniform draws
         (this class's ``hop``, not a subclass's) by the ``cpu`` backend over a CSR in host memory, from a small
         frontier."""
-        return (len(frontier) < self.serial_hop_below and self.backend == "cpu" and type(self).hop is NeighborSampler.hop
-                and self.graph.indptr.device.type == "cpu")
+        return (len(frontier) < self.serial_hop_below and self.backend == "cpu"
+                and type(self).hop is NeighborSampler.hop and self.graph.indptr.device.type == "cpu")
 
     def _serial_hop(self, frontier: torch.Tensor, fanout: int, generator) -> tuple[torch.Tensor, Block]:
         """``hop`` and the relabelling after it in one call (``_serial_hop``): the next frontier and the block."""
