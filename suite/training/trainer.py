@@ -162,7 +162,7 @@ class Trainer:
         self.model = GraphSAGE(dataset.feature_dim, dataset.num_classes, len(self.sampler.fanouts), hidden, dropout,
                                weighted=own_sampler is not None)
         self.model.to(self.device)
-        # what a step calls instead of the model (which a subclass may wrap, as DistributedDataParallel does)
+        # the graphs a step calls where compiled (None: it calls self.model, which DistributedTrainer wraps later)
         self.compiled_model = torch.compile(self.model, dynamic=True, backend=COMPILE_BACKEND) if compile_model \
             else None
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr, fused=True)
