@@ -39,9 +39,9 @@ def _cmd_costs(args) -> int:
     if args.from_records:
         if not args.machine:
             raise BadValue("--from-records fits the records again into a profile: give it with --machine PATH")
-        path = refit(args.from_records, args.machine)
-        print(summary(read_records(path)))
-        print(f"fitted {path} again into {args.machine}")
+        measured = refit(args.from_records, args.machine)
+        print(summary(measured))
+        print(f"fitted {measured.path} again into {args.machine}")
         return 0
     if not args.dataset:
         raise BadValue("give --dataset to time its minibatches, or --from-records to fit measured ones again")

@@ -251,11 +251,15 @@ def _into_profile(profile_path: Path, profile: dict, table: pd.DataFrame, facts:
     atomic.write_json(profile_path, profile)
 
 
-def refit(records_path, profile_path) -> Path:
+def refit(records_path, profile_path) -> records.Records:
     """Fit again the records ``tierbench costs`` wrote at ``records_path`` (a GPU visit's, committed) and put the
     fits into the machine profile at ``profile_path`` of the device that measured them, as ``measure`` does, measuring
-    nothing; the records' path."""
+    nothing; the records.  Those of a compiled model are refused, as ``measure`` leaves the profile to an eager
+    model's."""
     measured = read_records(records_path)
+    if measured.facts.get("compiled", False):
+        raise BadValue(f"{measured.path} timed a model compiled by torch.compile (--compile): a machine profile keeps "
+                       "the fixed costs of an eager model's minibatches, as the planned epochs train")
     profile_path = Path(profile_path)
     if not profile_path.is_file():
         raise BadValue(f"{profile_path} does not exist: give the profile of the machine that measured the records")
@@ -265,7 +269,7 @@ def refit(records_path, profile_path) -> Path:
                        f"profile of {profile.get('device')}: give that machine's profile")
     _into_profile(profile_path, profile, measured.table, measured.facts, fits_of(measured.table), measured.path,
                   measured.provenance["time"])
-    return measured.path
+    return measured
 
 
 def read_records(path) -> records.Records:

@@ -280,4 +280,9 @@ def test_costs_with_a_compiled_model_train_through_the_graphs_torch_compile_make
     assert len(measured.table) == 6  # the compiling minibatches are not among the timed ones
     assert SECTION not in json.loads(profile.read_text())  # the profile keeps an eager model's costs: none yet
     assert f"left {profile} as it was: a --compile run writes records only" in printed
+    status = main(["costs", "--from-records", str(tmp_path / "c"), "--machine", str(profile)])
+    error = capsys.readouterr().err
+    assert status == 2 and error.startswith("tierbench: error: ") and error.count("\n") == 1
+    assert "timed a model compiled by torch.compile (--compile)" in error
+    assert SECTION not in json.loads(profile.read_text())
     assert "trained by the compiled model" in (tmp_path / "c" / "costs.md").read_text()
