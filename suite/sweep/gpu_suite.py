@@ -162,7 +162,8 @@ PAPER_SCALE_EXPERIMENTS = ("fig8", "fig10")
 """The step that runs Figure 8 and then Figure 10 on papers-100m, in one process."""
 PAPER_SCALE_FIG8_LOADERS = ("cpu-gather", "uva", "degree-cache", "tiered")
 PROFILED_MINIBATCHES = 3
-"""Minibatches of each batch size ``costs-tiered-papers-s`` runs again under torch's profiler."""
+"""Minibatches of each batch size that ``costs-compiled-papers-s`` and ``costs-tiered-papers-s`` run again under
+torch's profiler."""
 TIERED_COSTS = ("--loader", "tiered", "--hot-fraction", "0.1", "--operators", str(PROFILED_MINIBATCHES))
 COSTS_STEPS = (("costs-papers-s", "gpu", "papers-s", ()),
                ("costs-cpu-sampling-papers-s", "cpu", "papers-s-cpu-sampling", ()),
