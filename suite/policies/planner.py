@@ -297,21 +297,24 @@ def compare_measured(name: str, batch_size: int, fanouts, measured_machine: Mach
     overhead = fit_overhead(epochs[epochs["dataset"] != name], measured_machine.ceilings)
     mine = mine.assign(revision=mine["git_revision"].astype(str).map(short_revision))
     mine = mine.assign(first=mine.groupby("revision")["time"].transform("min"))
-    rows = []
+    rows, bounds = [], {}  # the bound of each capacity, replayed once for the revisions that measured it
     num_nodes = counts.shape[1]
+    fixed = None if measured_machine.minibatch_costs is None else fixed_seconds(
+        measured_machine.minibatch_costs, batches_per_epoch, reads_per_epoch, measured_machine.gather_by_batch)
     for (loader, fraction, _, revision), group in mine.groupby(["loader", "hot_fraction", "first", "revision"]):
         capacity = hot_rows(num_nodes, fraction) if loader == "tiered" else 0
-        miss_bytes, hit_rows = static_epoch(counts, order, capacity, row_cost)
-        bound = projected_seconds(miss_bytes, hit_rows, 0, row_bytes, measured_machine.ceilings)
+        if capacity not in bounds:
+            miss_bytes, hit_rows = static_epoch(counts, order, capacity, row_cost)
+            bounds[capacity] = projected_seconds(miss_bytes, hit_rows, 0, row_bytes, measured_machine.ceilings)
+        bound = bounds[capacity]
         row = {"loader": loader, "hot fraction": fraction, "revision": revision, "epochs": len(group),
                "measured gather s": group["gather_s"].mean(), "bound s": bound,
                "bound error": bound / group["gather_s"].mean() - 1}
         if overhead is not None:
             projected = bound + overhead[0] * batches_per_epoch + overhead[1] * reads_per_epoch
             row.update({"bound + overhead s": projected, "error": projected / group["gather_s"].mean() - 1})
-        if measured_machine.minibatch_costs is not None:
-            projected = bound + fixed_seconds(measured_machine.minibatch_costs, batches_per_epoch, reads_per_epoch,
-                                              measured_machine.gather_by_batch)
+        if fixed is not None:
+            projected = bound + fixed
             row.update({"bound + fixed cost s": projected,
                         "fixed cost error": projected / group["gather_s"].mean() - 1})
         rows.append(row)
